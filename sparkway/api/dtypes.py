@@ -1,0 +1,241 @@
+"""Column types: the Pathway type names, and how each maps to Spark and Arrow.
+
+A ``DType`` is a small immutable value.  Every column of every table has one; the
+engine uses it to build Spark schemas, Arrow schemas, and to parse text input.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json as _json
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import types as T
+
+
+class Json:
+    """A JSON value held in a column (``pw.Json``).
+
+    >>> Json({"a": 1})["a"].value
+    1
+    """
+
+    __slots__ = ("value",)
+    NULL: "Json"
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __getitem__(self, key: Any) -> "Json":
+        return Json(self.value[key])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Json) and self.value == other.value
+
+    def __hash__(self) -> int:
+        return hash(_json.dumps(self.value, sort_keys=True))
+
+    def __repr__(self) -> str:
+        return f"pw.Json({self.value!r})"
+
+    def __str__(self) -> str:
+        return _json.dumps(self.value)
+
+    @staticmethod
+    def dumps(value: Any) -> str:
+        return _json.dumps(value.value if isinstance(value, Json) else value)
+
+    @staticmethod
+    def parse(text: str | None) -> "Json | None":
+        return None if text is None else Json(_json.loads(text))
+
+
+Json.NULL = Json(None)
+
+
+class Pointer:
+    """The type of row ids (``pw.Pointer``); values are 64-bit integers."""
+
+    def __class_getitem__(cls, item: Any) -> type:
+        return cls
+
+
+class DateTimeNaive(_dt.datetime):
+    """A timestamp without a time zone (``pw.DateTimeNaive``)."""
+
+
+class DateTimeUtc(_dt.datetime):
+    """A timestamp in UTC (``pw.DateTimeUtc``)."""
+
+
+class Duration(_dt.timedelta):
+    """A time span (``pw.Duration``)."""
+
+
+@dataclass(frozen=True)
+class DType:
+    """One column type: a name, optionally wrapping item types."""
+
+    name: str
+    items: tuple["DType", ...] = ()
+    optional: bool = False
+
+    def __str__(self) -> str:
+        inner = f"[{', '.join(map(str, self.items))}]" if self.items else ""
+        text = f"{self.name}{inner}"
+        return f"Optional[{text}]" if self.optional else text
+
+    def with_optional(self, optional: bool = True) -> "DType":
+        return DType(self.name, self.items, optional)
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.name in ("int", "float")
+
+    def spark_type(self) -> T.DataType:
+        simple = _SPARK_SIMPLE.get(self.name)
+        if simple is not None:
+            return simple
+        if self.name == "list":
+            return T.ArrayType(self.items[0].spark_type(), True)
+        if self.name == "tuple":
+            return T.StructType(
+                [T.StructField(f"_{i}", t.spark_type(), True) for i, t in enumerate(self.items)]
+            )
+        raise TypeError(f"no Spark type for {self}")
+
+    def arrow_type(self) -> pa.DataType:
+        simple = _ARROW_SIMPLE.get(self.name)
+        if simple is not None:
+            return simple
+        if self.name == "list":
+            return pa.list_(self.items[0].arrow_type())
+        if self.name == "tuple":
+            return pa.struct([(f"_{i}", t.arrow_type()) for i, t in enumerate(self.items)])
+        raise TypeError(f"no Arrow type for {self}")
+
+
+INT = DType("int")
+FLOAT = DType("float")
+STR = DType("str")
+BOOL = DType("bool")
+BYTES = DType("bytes")
+JSON = DType("Json")
+POINTER = DType("Pointer")
+DATE_TIME_NAIVE = DType("DateTimeNaive")
+DATE_TIME_UTC = DType("DateTimeUtc")
+DURATION = DType("Duration")
+ANY = DType("Any")
+
+_SPARK_SIMPLE: dict[str, T.DataType] = {
+    "int": T.LongType(),
+    "float": T.DoubleType(),
+    "str": T.StringType(),
+    "bool": T.BooleanType(),
+    "bytes": T.BinaryType(),
+    "Json": T.StringType(),  # JSON text; parsed where it is read
+    "Pointer": T.LongType(),
+    "DateTimeNaive": T.TimestampNTZType(),
+    "DateTimeUtc": T.TimestampType(),
+    "Duration": T.DayTimeIntervalType(),
+    "Any": T.BinaryType(),  # pickled Python object
+}
+
+_ARROW_SIMPLE: dict[str, pa.DataType] = {
+    "int": pa.int64(),
+    "float": pa.float64(),
+    "str": pa.string(),
+    "bool": pa.bool_(),
+    "bytes": pa.binary(),
+    "Json": pa.string(),
+    "Pointer": pa.int64(),
+    "DateTimeNaive": pa.timestamp("us"),
+    "DateTimeUtc": pa.timestamp("us", tz="UTC"),
+    "Duration": pa.duration("us"),
+    "Any": pa.binary(),
+}
+
+_FROM_PYTHON: dict[Any, DType] = {
+    int: INT,
+    float: FLOAT,
+    str: STR,
+    bool: BOOL,
+    bytes: BYTES,
+    Json: JSON,
+    Pointer: POINTER,
+    DateTimeNaive: DATE_TIME_NAIVE,
+    DateTimeUtc: DATE_TIME_UTC,
+    Duration: DURATION,
+    _dt.datetime: DATE_TIME_NAIVE,
+    _dt.timedelta: DURATION,
+    Any: ANY,
+    dict: JSON,
+}
+
+
+def dtype_of(annotation: Any) -> DType:
+    """The DType of a Python annotation such as ``int``, ``Optional[str]`` or ``list[int]``.
+
+    >>> str(dtype_of(typing.Optional[int]))
+    'Optional[int]'
+    """
+    if isinstance(annotation, DType):
+        return annotation
+    if annotation is None or annotation is type(None):
+        return ANY.with_optional()
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        inner = dtype_of(rest[0]) if len(rest) == 1 else ANY
+        return inner.with_optional(len(rest) < len(args) or inner.optional)
+    if origin in (list, tuple) and args:
+        if origin is list or (len(args) == 2 and args[1] is Ellipsis):
+            return DType("list", (dtype_of(args[0]),))
+        return DType("tuple", tuple(dtype_of(a) for a in args))
+    if origin is list or annotation is list or origin is tuple or annotation is tuple:
+        return DType("list", (ANY,))
+    if annotation in _FROM_PYTHON:
+        return _FROM_PYTHON[annotation]
+    if typing.get_origin(annotation) is Pointer or annotation is Pointer:
+        return POINTER
+    raise TypeError(
+        f"unsupported column type {annotation!r}: use int, float, str, bool, bytes, pw.Json, "
+        "pw.Pointer, pw.DateTimeNaive, pw.DateTimeUtc, pw.Duration, Optional, list or tuple"
+    )
+
+
+def unify(a: DType, b: DType) -> DType:
+    """The type that holds values of both ``a`` and ``b`` (int and float give float)."""
+    optional = a.optional or b.optional
+    base_a, base_b = a.with_optional(False), b.with_optional(False)
+    if base_a == base_b:
+        return base_a.with_optional(optional)
+    if {base_a, base_b} == {INT, FLOAT}:
+        return FLOAT.with_optional(optional)
+    if base_a == ANY.with_optional(False) and a.optional:  # a bare None
+        return base_b.with_optional(True)
+    if base_b == ANY.with_optional(False) and b.optional:
+        return base_a.with_optional(True)
+    raise TypeError(f"incompatible column types {a} and {b}")
+
+
+def dtype_of_value(value: Any) -> DType:
+    """The DType of a Python constant, e.g. ``dtype_of_value(3) == INT``."""
+    if value is None:
+        return ANY.with_optional()
+    if isinstance(value, bool):
+        return BOOL
+    if isinstance(value, Json):
+        return JSON
+    if isinstance(value, _dt.datetime):
+        return DATE_TIME_UTC if value.tzinfo is not None else DATE_TIME_NAIVE
+    if isinstance(value, tuple):
+        return DType("tuple", tuple(dtype_of_value(v) for v in value))
+    if isinstance(value, list):
+        return DType("list", (dtype_of_value(value[0]) if value else ANY,))
+    return dtype_of(type(value))

@@ -1,0 +1,159 @@
+"""Table schemas: ``class S(pw.Schema): name: type``."""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import pyarrow as pa
+from pyspark.sql import types as T
+
+from sparkway.api.dtypes import DType, dtype_of
+
+_NO_DEFAULT = object()
+
+
+@dataclass(frozen=True)
+class ColumnDefinition:
+    """What ``pw.column_definition`` returns: options of one schema column."""
+
+    primary_key: bool = False
+    default_value: Any = _NO_DEFAULT
+    dtype: Any = None
+    name: str | None = None
+
+    @property
+    def has_default(self) -> bool:
+        return self.default_value is not _NO_DEFAULT
+
+
+def column_definition(
+    *,
+    primary_key: bool = False,
+    default_value: Any = _NO_DEFAULT,
+    dtype: Any = None,
+    name: str | None = None,
+) -> Any:
+    """Options of one schema column.
+
+    >>> import sparkway as pw
+    >>> class S(pw.Schema):
+    ...     key: int = pw.column_definition(primary_key=True)
+    ...     label: str = pw.column_definition(default_value="none")
+    >>> S.primary_key_columns()
+    ['key']
+    """
+    return ColumnDefinition(primary_key, default_value, dtype, name)
+
+
+@dataclass(frozen=True)
+class Column:
+    """A resolved schema column: its name in the table, its type, and its options."""
+
+    name: str
+    dtype: DType
+    primary_key: bool = False
+    default_value: Any = field(default=_NO_DEFAULT, compare=False)
+    source_name: str | None = None  # the name in the input file, when it differs
+
+    @property
+    def has_default(self) -> bool:
+        return self.default_value is not _NO_DEFAULT
+
+
+class _SchemaMeta(type):
+    __columns__: dict[str, Column]
+
+    def __new__(mcs, name: str, bases: tuple, namespace: dict, **kwargs: Any) -> type:
+        cls = super().__new__(mcs, name, bases, namespace)
+        columns: dict[str, Column] = {}
+        for base in reversed(bases):
+            columns.update(getattr(base, "__columns__", {}))
+        hints = typing.get_type_hints(cls) if "__annotations__" in namespace else {}
+        for col_name in namespace.get("__annotations__", {}):
+            if col_name.startswith("__"):
+                continue
+            definition = namespace.get(col_name, ColumnDefinition())
+            if not isinstance(definition, ColumnDefinition):
+                definition = ColumnDefinition(default_value=definition)
+            annotation = definition.dtype if definition.dtype is not None else hints[col_name]
+            columns[col_name] = Column(
+                name=col_name,
+                dtype=dtype_of(annotation),
+                primary_key=definition.primary_key,
+                default_value=definition.default_value,
+                source_name=definition.name,
+            )
+        cls.__columns__ = columns
+        return cls
+
+    def __repr__(cls) -> str:
+        cols = ", ".join(f"{c.name}: {c.dtype}" for c in cls.__columns__.values())
+        return f"<pw.Schema {cls.__name__}({cols})>"
+
+
+class Schema(metaclass=_SchemaMeta):
+    """Base class of table schemas.
+
+    >>> import sparkway as pw
+    >>> class InputSchema(pw.Schema):
+    ...     user_id: str
+    ...     access_time: int
+    >>> InputSchema.column_names()
+    ['user_id', 'access_time']
+    """
+
+    __columns__: ClassVar[dict[str, Column]] = {}
+
+    @classmethod
+    def columns(cls) -> dict[str, Column]:
+        return dict(cls.__columns__)
+
+    @classmethod
+    def column_names(cls) -> list[str]:
+        return list(cls.__columns__)
+
+    @classmethod
+    def primary_key_columns(cls) -> list[str] | None:
+        keys = [c.name for c in cls.__columns__.values() if c.primary_key]
+        return keys or None
+
+    @classmethod
+    def typehints(cls) -> dict[str, DType]:
+        return {c.name: c.dtype for c in cls.__columns__.values()}
+
+
+def schema_from_columns(columns: dict[str, Column], name: str = "Schema") -> type[Schema]:
+    """A Schema class holding the given resolved columns."""
+    cls = _SchemaMeta(name, (Schema,), {})
+    cls.__columns__ = dict(columns)
+    return cls
+
+
+def schema_from_types(_name: str = "Schema", **types: Any) -> type[Schema]:
+    """A schema from column names and types.
+
+    >>> import sparkway as pw
+    >>> pw.schema_from_types(word=str, count=int).column_names()
+    ['word', 'count']
+    """
+    return schema_from_columns({n: Column(n, dtype_of(t)) for n, t in types.items()}, _name)
+
+
+def spark_schema(columns: dict[str, DType], *, with_id: bool = True, with_diff: bool = True) -> T.StructType:
+    """The Spark schema of a change batch: ``_id``, the columns, ``_diff``."""
+    fields = [T.StructField("_id", T.LongType(), False)] if with_id else []
+    fields += [T.StructField(n, d.spark_type(), True) for n, d in columns.items()]
+    if with_diff:
+        fields.append(T.StructField("_diff", T.LongType(), False))
+    return T.StructType(fields)
+
+
+def arrow_schema(columns: dict[str, DType]) -> pa.Schema:
+    """The Arrow schema of a change batch: ``_id``, the columns, ``_diff``."""
+    return pa.schema(
+        [("_id", pa.int64())]
+        + [(n, d.arrow_type()) for n, d in columns.items()]
+        + [("_diff", pa.int64())]
+    )

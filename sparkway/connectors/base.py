@@ -1,0 +1,96 @@
+"""What the step loop needs from a source and from a sink.
+
+A source hands the engine *segments*: small JSON-able descriptions of input that is ready
+(a new file, the appended bytes of a file, a deleted file...).  The step loop logs the
+segments of a step before reading them, so that after a crash the same step can be read
+again from its log, exactly.  Each segment is one input transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from sparkway.api.dtypes import DType
+from sparkway.persistence.storage import BlobStorage
+
+log = logging.getLogger("sparkway")
+
+Segment = dict[str, Any]  # JSON-able
+
+
+class Source(ABC):
+    """An input connector.
+
+    Life cycle, driven by the step loop:
+      ``open(storage)`` once; ``restore(position)`` when a committed position exists;
+      then repeatedly ``discover()`` → ``read(segments)`` → ``advance(segments)``;
+      ``position()`` is saved with every committed step.
+    """
+
+    #: the persistent id; set by the constructor (explicit) or by the plan (generated)
+    name: str | None = None
+    columns: dict[str, DType]
+
+    def open(self, storage: BlobStorage | None) -> None:
+        """Called before anything else.  ``storage`` is where this source may keep
+        what it must remember across runs (rows it will have to retract); None when the
+        run is not persistent, in which case the source keeps that in memory."""
+
+    @abstractmethod
+    def discover(self) -> list[Segment]:
+        """Segments ready to be read now, in order, not yet advanced past.  Must not
+        change the source's position: a step may be abandoned after this call."""
+
+    @abstractmethod
+    def read(self, segments: list[Segment]) -> pa.Table:
+        """The changes the segments carry: an Arrow table ``_id, <columns>, _diff``.
+        Reading the same segments again must give the same rows and ids."""
+
+    @abstractmethod
+    def advance(self, segments: list[Segment]) -> None:
+        """Move the position past the segments (they were committed)."""
+
+    @abstractmethod
+    def position(self) -> dict[str, Any]:
+        """A JSON-able position: what has been read."""
+
+    @abstractmethod
+    def restore(self, position: dict[str, Any]) -> None:
+        """Continue from a position returned by ``position()`` in an earlier run."""
+
+    @property
+    def is_finished(self) -> bool:
+        """True when the source will never have another segment (static mode, read)."""
+        return False
+
+    def close(self) -> None:
+        """Release resources at the end of the run."""
+
+
+@dataclass
+class OutputBatch:
+    """Changes of one table at one time: the columns, then ``time`` and ``diff``."""
+
+    table: pa.Table  # columns of the output table, plus int64 "time" and "diff"
+    time: int
+
+
+class Sink(ABC):
+    """An output connector: receives every time's consolidated changes, in time order."""
+
+    name: str = "sink"
+
+    def open(self) -> None:
+        """Called once, before the first batch."""
+
+    @abstractmethod
+    def write(self, batch: OutputBatch) -> None:
+        """Write one time's changes (possibly none) and make them durable."""
+
+    def close(self) -> None:
+        """Called once at a graceful end."""
