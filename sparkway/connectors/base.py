@@ -78,6 +78,7 @@ class OutputBatch:
 
     table: pa.Table  # columns of the output table, plus int64 "time" and "diff"
     time: int
+    ids: pa.Array | None = None  # the row ids, for sinks that report them (subscribe)
 
 
 class Sink(ABC):

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Install what sparkway needs, idempotently:
+#   - a Java runtime (17+) for Spark, from apt if `java` is missing;
+#   - .venv at the repo root with the project installed: pip install -e ".[test]".
+# Silent when everything is already in place. Run it from any directory;
+# the other scripts call it (they do not source it), so it exports nothing.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PY="${SPARKWAY_PYTHON:-python3}"
+VENV=.venv
+STAMP="$VENV/.sparkway-installed"
+
+say() { echo "setup: $*" >&2; }
+die() { echo "setup: error: $*" >&2; exit 1; }
+
+# Run as root directly, otherwise through sudo.
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo "$@"
+    else
+        die "need root (or sudo) to run: $*"
+    fi
+}
+
+apt_install() {
+    command -v apt-get >/dev/null 2>&1 || die "apt-get not found; install $* by hand"
+    say "installing $* with apt-get"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# --- Java ---------------------------------------------------------------------
+if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then
+    JAVA="$JAVA_HOME/bin/java"
+else
+    if ! command -v java >/dev/null 2>&1; then
+        apt_install openjdk-17-jre-headless
+        command -v java >/dev/null 2>&1 || die "java still not on PATH after installing openjdk-17-jre-headless"
+    fi
+    JAVA=java
+fi
+# `java -version` prints e.g. 'openjdk version "17.0.15" ...' or '"1.8.0_392"'.
+java_major="$("$JAVA" -version 2>&1 | sed -nE '1s/.*version "(1\.)?([0-9]+).*/\2/p')"
+if [ -z "$java_major" ] || [ "$java_major" -lt 17 ]; then
+    die "Spark 4 needs Java 17 or newer; '$JAVA' is version '${java_major:-unknown}'. Install openjdk-17-jre-headless and make it the default java, or set JAVA_HOME."
+fi
+
+# --- Python -------------------------------------------------------------------
+command -v "$PY" >/dev/null 2>&1 || die "'$PY' not found; sparkway needs Python 3.11 or newer"
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+    || die "sparkway needs Python 3.11 or newer; '$PY' is $("$PY" -c 'import platform; print(platform.python_version())')"
+
+# Already installed and pyproject.toml unchanged since: nothing to do.
+if [ -x "$VENV/bin/python" ] && [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ]; then
+    exit 0
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+    # Debian's own python3 needs the python3-venv package for `-m venv` (ensurepip).
+    if ! "$PY" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+        apt_install python3-venv
+    fi
+    say "creating $VENV with $("$PY" -c 'import sys; print(sys.executable)')"
+    "$PY" -m venv "$VENV"
+fi
+"$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+    || die "$VENV uses Python < 3.11; remove $VENV and run again"
+
+say "installing sparkway into $VENV (pip install -e \".[test]\"); the first time downloads PySpark and takes a few minutes"
+rm -f "$STAMP"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]"
+touch "$STAMP"
+say "done"

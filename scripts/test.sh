@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Quick start 2: install everything (scripts/setup.sh), then run the whole
+# pytest suite. Arguments are passed to pytest, e.g. ./scripts/test.sh -k sessions -x
+# Exits non-zero when a test fails and also when no test ran (pytest exit code 5).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$ROOT/scripts/setup.sh"
+cd "$ROOT"
+
+export SPARK_LOCAL_IP=127.0.0.1
+export PYSPARK_PYTHON="$ROOT/.venv/bin/python"
+
+rc=0
+"$ROOT/.venv/bin/python" -m pytest -q "$@" || rc=$?
+if [ "$rc" -eq 5 ]; then
+    echo "test.sh: pytest collected no tests; that counts as a failure" >&2
+fi
+exit "$rc"

@@ -1,0 +1,1 @@
+"""The public API layer: schemas, expressions, tables, reducers, windows, run."""

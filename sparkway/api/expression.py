@@ -1,0 +1,327 @@
+"""Column expressions: small immutable nodes built by operators on columns.
+
+Nothing here touches Spark: ``sparkway.engine.expressions`` compiles each node kind to a
+Spark column, and ``sparkway.engine.typing`` gives each node its type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from sparkway.api.dtypes import DType
+
+
+class Expr:
+    """Base of all column expressions; supports Python operators.
+
+    >>> import sparkway as pw
+    >>> e = (pw.this.a + 1) * 2 > pw.this.b
+    >>> type(e).__name__
+    'BinOp'
+    """
+
+    # Python operators build nodes; comparison operators too, so Expr is not hashable.
+    __hash__ = None  # type: ignore[assignment]
+
+    def _bin(self, op: str, other: Any, swap: bool = False) -> "BinOp":
+        other = wrap(other)
+        return BinOp(op, other, self) if swap else BinOp(op, self, other)
+
+    def __add__(self, o: Any) -> "BinOp": return self._bin("+", o)
+    def __radd__(self, o: Any) -> "BinOp": return self._bin("+", o, True)
+    def __sub__(self, o: Any) -> "BinOp": return self._bin("-", o)
+    def __rsub__(self, o: Any) -> "BinOp": return self._bin("-", o, True)
+    def __mul__(self, o: Any) -> "BinOp": return self._bin("*", o)
+    def __rmul__(self, o: Any) -> "BinOp": return self._bin("*", o, True)
+    def __truediv__(self, o: Any) -> "BinOp": return self._bin("/", o)
+    def __rtruediv__(self, o: Any) -> "BinOp": return self._bin("/", o, True)
+    def __floordiv__(self, o: Any) -> "BinOp": return self._bin("//", o)
+    def __rfloordiv__(self, o: Any) -> "BinOp": return self._bin("//", o, True)
+    def __mod__(self, o: Any) -> "BinOp": return self._bin("%", o)
+    def __rmod__(self, o: Any) -> "BinOp": return self._bin("%", o, True)
+    def __pow__(self, o: Any) -> "BinOp": return self._bin("**", o)
+    def __rpow__(self, o: Any) -> "BinOp": return self._bin("**", o, True)
+    def __eq__(self, o: Any) -> "BinOp": return self._bin("==", o)  # type: ignore[override]
+    def __ne__(self, o: Any) -> "BinOp": return self._bin("!=", o)  # type: ignore[override]
+    def __lt__(self, o: Any) -> "BinOp": return self._bin("<", o)
+    def __le__(self, o: Any) -> "BinOp": return self._bin("<=", o)
+    def __gt__(self, o: Any) -> "BinOp": return self._bin(">", o)
+    def __ge__(self, o: Any) -> "BinOp": return self._bin(">=", o)
+    def __and__(self, o: Any) -> "BinOp": return self._bin("&", o)
+    def __rand__(self, o: Any) -> "BinOp": return self._bin("&", o, True)
+    def __or__(self, o: Any) -> "BinOp": return self._bin("|", o)
+    def __ror__(self, o: Any) -> "BinOp": return self._bin("|", o, True)
+    def __xor__(self, o: Any) -> "BinOp": return self._bin("^", o)
+    def __neg__(self) -> "UnOp": return UnOp("neg", self)
+    def __invert__(self) -> "UnOp": return UnOp("not", self)
+    def __abs__(self) -> "UnOp": return UnOp("abs", self)
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            "a column expression has no truth value: use & | ~ instead of and/or/not, "
+            "and pw.if_else instead of if"
+        )
+
+    def __getitem__(self, key: Any) -> "Expr":
+        """JSON field or list element access: ``pw.this.data["key"]``, ``pw.this.t[0]``."""
+        return GetItem(self, wrap(key), None, checked=True)
+
+    def get(self, key: Any, default: Any = None) -> "GetItem":
+        """Like ``[key]``, but a missing key gives ``default`` instead of an error."""
+        return GetItem(self, wrap(key), wrap(default), checked=False)
+
+    def is_none(self) -> "IsNone":
+        return IsNone(self, negate=False)
+
+    def is_not_none(self) -> "IsNone":
+        return IsNone(self, negate=True)
+
+    def as_int(self) -> "Call": return Call("json_as_int", (self,))
+    def as_float(self) -> "Call": return Call("json_as_float", (self,))
+    def as_str(self) -> "Call": return Call("json_as_str", (self,))
+    def as_bool(self) -> "Call": return Call("json_as_bool", (self,))
+
+    @property
+    def str(self) -> "StrNamespace":
+        return StrNamespace(self)
+
+    @property
+    def dt(self) -> "DtNamespace":
+        return DtNamespace(self)
+
+    @property
+    def num(self) -> "NumNamespace":
+        return NumNamespace(self)
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnRef(Expr):
+    """A column of a table: ``table.col``, ``pw.this.col``, ``pw.left.col``."""
+
+    table: Any  # a Table, or a ThisPlaceholder
+    name: str
+
+    def __repr__(self) -> str:
+        return f"<{getattr(self.table, '_label', 'table')}>.{self.name}"
+
+
+@dataclass(frozen=True, eq=False)
+class Const(Expr):
+    value: Any
+
+
+@dataclass(frozen=True, eq=False)
+class BinOp(Expr):
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class UnOp(Expr):
+    op: str
+    arg: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class IfElse(Expr):
+    cond: Expr
+    then: Expr
+    otherwise: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Coalesce(Expr):
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Require(Expr):
+    value: Expr
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Unwrap(Expr):
+    arg: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Cast(Expr):
+    dtype: DType
+    arg: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class IsNone(Expr):
+    arg: Expr
+    negate: bool
+
+
+@dataclass(frozen=True, eq=False)
+class MakeTuple(Expr):
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class GetItem(Expr):
+    arg: Expr
+    key: Expr
+    default: Expr | None
+    checked: bool
+
+
+@dataclass(frozen=True, eq=False)
+class Apply(Expr):
+    """A Python function applied row by row (``pw.apply``, ``pw.udf``)."""
+
+    fn: Callable[..., Any]
+    args: tuple[Expr, ...]
+    dtype: DType | None
+    propagate_none: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Call(Expr):
+    """A named built-in function (string, date-time, JSON and pointer methods)."""
+
+    name: str
+    args: tuple[Expr, ...]
+    params: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class PointerFrom(Expr):
+    """The id a row with these key values gets (``table.pointer_from(...)``)."""
+
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class ReducerExpr(Expr):
+    """An aggregate over a group, e.g. ``pw.reducers.sum(pw.this.x)``."""
+
+    kind: str
+    args: tuple[Expr, ...]
+    params: tuple[Any, ...] = ()
+
+
+def wrap(value: Any) -> Expr:
+    """An expression for a Python value (constants become ``Const``)."""
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, tuple):
+        return MakeTuple(tuple(wrap(v) for v in value))
+    return Const(value)
+
+
+class _Namespace:
+    def __init__(self, expr: Expr) -> None:
+        self._expr = expr
+
+    def _call(self, name: str, *args: Any, params: tuple[Any, ...] = ()) -> Call:
+        return Call(name, (self._expr, *map(wrap, args)), params)
+
+
+class StrNamespace(_Namespace):
+    """String methods: ``pw.this.name.str.lower()``."""
+
+    def lower(self) -> Call: return self._call("str.lower")
+    def upper(self) -> Call: return self._call("str.upper")
+    def len(self) -> Call: return self._call("str.len")
+    def reversed(self) -> Call: return self._call("str.reversed")
+    def strip(self, chars: str | None = None) -> Call: return self._call("str.strip", params=(chars,))
+    def startswith(self, prefix: Any) -> Call: return self._call("str.startswith", prefix)
+    def endswith(self, suffix: Any) -> Call: return self._call("str.endswith", suffix)
+    def count(self, sub: Any) -> Call: return self._call("str.count", sub)
+    def find(self, sub: Any) -> Call: return self._call("str.find", sub)
+    def replace(self, old: Any, new: Any, count: int = -1) -> Call:
+        return self._call("str.replace", old, new, params=(count,))
+    def slice(self, start: int, end: int) -> Call: return self._call("str.slice", params=(start, end))
+    def parse_int(self, optional: bool = False) -> Call: return self._call("str.parse_int", params=(optional,))
+    def parse_float(self, optional: bool = False) -> Call: return self._call("str.parse_float", params=(optional,))
+    def parse_bool(self, optional: bool = False) -> Call: return self._call("str.parse_bool", params=(optional,))
+    def to_lowercase(self) -> Call: return self.lower()
+    def to_uppercase(self) -> Call: return self.upper()
+
+
+class DtNamespace(_Namespace):
+    """Date-time methods: ``pw.this.t.dt.year()``, ``pw.this.s.dt.strptime(fmt)``."""
+
+    def year(self) -> Call: return self._call("dt.year")
+    def month(self) -> Call: return self._call("dt.month")
+    def day(self) -> Call: return self._call("dt.day")
+    def hour(self) -> Call: return self._call("dt.hour")
+    def minute(self) -> Call: return self._call("dt.minute")
+    def second(self) -> Call: return self._call("dt.second")
+    def weekday(self) -> Call: return self._call("dt.weekday")
+    def timestamp(self, unit: str = "s") -> Call: return self._call("dt.timestamp", params=(unit,))
+    def strftime(self, fmt: str) -> Call: return self._call("dt.strftime", params=(fmt,))
+    def strptime(self, fmt: str, contains_timezone: bool | None = None) -> Call:
+        return self._call("dt.strptime", params=(fmt, contains_timezone))
+    def floor(self, duration: Any) -> Call: return self._call("dt.floor", params=(duration,))
+    def to_utc(self, from_timezone: str) -> Call: return self._call("dt.to_utc", params=(from_timezone,))
+    def from_timestamp(self, unit: str = "s") -> Call: return self._call("dt.from_timestamp", params=(unit,))
+    def utc_from_timestamp(self, unit: str = "s") -> Call: return self._call("dt.utc_from_timestamp", params=(unit,))
+    def days(self) -> Call: return self._call("dt.days")
+    def seconds(self) -> Call: return self._call("dt.seconds")
+    def milliseconds(self) -> Call: return self._call("dt.milliseconds")
+
+
+class NumNamespace(_Namespace):
+    """Numeric methods: ``pw.this.x.num.abs()``, ``.round(2)``, ``.fill_na(0)``."""
+
+    def abs(self) -> UnOp: return UnOp("abs", self._expr)
+    def round(self, decimals: int = 0) -> Call: return self._call("num.round", params=(decimals,))
+    def fill_na(self, value: Any) -> Coalesce: return Coalesce((self._expr, wrap(value)))
+
+
+def walk(expr: Expr):
+    """Every node of an expression tree, parents first."""
+    yield expr
+    for child in children(expr):
+        yield from walk(child)
+
+
+def children(expr: Expr) -> tuple[Expr, ...]:
+    match expr:
+        case BinOp(_, a, b): return (a, b)
+        case UnOp(_, a) | Unwrap(a) | Cast(_, a) | IsNone(a, _): return (a,)
+        case IfElse(c, t, o): return (c, t, o)
+        case Coalesce(args) | MakeTuple(args) | PointerFrom(args): return args
+        case Require(v, args): return (v, *args)
+        case GetItem(a, k, d, _): return (a, k) if d is None else (a, k, d)
+        case Apply(_, args, _, _) | Call(_, args, _) | ReducerExpr(_, args, _): return args
+    return ()
+
+
+def replace_children(expr: Expr, new: tuple[Expr, ...]) -> Expr:
+    """The same node over other children (in the order ``children`` gives)."""
+    match expr:
+        case BinOp(op, _, _): return BinOp(op, *new)
+        case UnOp(op, _): return UnOp(op, new[0])
+        case Unwrap(_): return Unwrap(new[0])
+        case Cast(t, _): return Cast(t, new[0])
+        case IsNone(_, neg): return IsNone(new[0], neg)
+        case IfElse(): return IfElse(*new)
+        case Coalesce(): return Coalesce(new)
+        case MakeTuple(): return MakeTuple(new)
+        case PointerFrom(): return PointerFrom(new)
+        case Require(): return Require(new[0], new[1:])
+        case GetItem(_, _, d, checked): return GetItem(new[0], new[1], new[2] if d is not None else None, checked)
+        case Apply(fn, _, t, p): return Apply(fn, new, t, p)
+        case Call(name, _, params): return Call(name, new, params)
+        case ReducerExpr(kind, _, params): return ReducerExpr(kind, new, params)
+    return expr
+
+
+def transform(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
+    """Rebuild an expression bottom-up; ``fn`` returns a replacement or None to keep."""
+    replaced = fn(expr)
+    if replaced is not None:
+        return replaced
+    kids = children(expr)
+    if not kids:
+        return expr
+    return replace_children(expr, tuple(transform(k, fn) for k in kids))

@@ -1,0 +1,93 @@
+"""Top-level expression functions: ``pw.if_else``, ``pw.apply``, ``pw.udf``..."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from sparkway.api.dtypes import dtype_of
+from sparkway.api.expression import (
+    Apply, Cast, Coalesce, Expr, IfElse, MakeTuple, Require, Unwrap, wrap,
+)
+
+
+def if_else(condition: Any, then: Any, otherwise: Any) -> IfElse:
+    """``then`` where ``condition`` holds, else ``otherwise``.
+
+    >>> import sparkway as pw
+    >>> type(pw.if_else(pw.this.a > 0, pw.this.a, 0)).__name__
+    'IfElse'
+    """
+    return IfElse(wrap(condition), wrap(then), wrap(otherwise))
+
+
+def coalesce(*args: Any) -> Coalesce:
+    """The first argument that is not None."""
+    return Coalesce(tuple(wrap(a) for a in args))
+
+
+def require(value: Any, *args: Any) -> Require:
+    """``value``, or None when any of ``args`` is None."""
+    return Require(wrap(value), tuple(wrap(a) for a in args))
+
+
+def unwrap(value: Any) -> Unwrap:
+    """The value with its Optional removed; an error where it is None."""
+    return Unwrap(wrap(value))
+
+
+def cast(target: Any, value: Any) -> Cast:
+    """The value converted to another type: ``pw.cast(float, pw.this.n)``."""
+    return Cast(dtype_of(target), wrap(value))
+
+
+def make_tuple(*args: Any) -> MakeTuple:
+    """A tuple of the values."""
+    return MakeTuple(tuple(wrap(a) for a in args))
+
+
+def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Apply:
+    """``fn`` called on each row's values; the result type is ``fn``'s return annotation.
+
+    >>> import sparkway as pw
+    >>> def shout(s: str) -> str:
+    ...     return s.upper()
+    >>> type(pw.apply(shout, pw.this.word)).__name__
+    'Apply'
+    """
+    return Apply(_bind_kwargs(fn, kwargs), tuple(wrap(a) for a in args), None)
+
+
+def apply_with_type(fn: Callable[..., Any], ret_type: Any, *args: Any, **kwargs: Any) -> Apply:
+    """Like ``apply``, with the result type given."""
+    return Apply(_bind_kwargs(fn, kwargs), tuple(wrap(a) for a in args), dtype_of(ret_type))
+
+
+def _bind_kwargs(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any]:
+    if not kwargs:
+        return fn
+    if any(isinstance(v, Expr) for v in kwargs.values()):
+        raise TypeError("pass columns to pw.apply positionally")
+    return functools.partial(fn, **kwargs)
+
+
+def udf(fn: Callable[..., Any] | None = None, *, return_type: Any = None, propagate_none: bool = False, **_: Any):
+    """Turns a Python function into a column function.
+
+    >>> import sparkway as pw
+    >>> @pw.udf
+    ... def double(x: int) -> int:
+    ...     return 2 * x
+    >>> type(double(pw.this.a)).__name__
+    'Apply'
+    """
+    def decorate(f: Callable[..., Any]) -> Callable[..., Apply]:
+        result = dtype_of(return_type) if return_type is not None else None
+
+        @functools.wraps(f)
+        def build(*args: Any) -> Apply:
+            return Apply(f, tuple(wrap(a) for a in args), result, propagate_none)
+
+        return build
+
+    return decorate(fn) if fn is not None else decorate

@@ -1,0 +1,74 @@
+"""``pw.run``: computes every output defined so far."""
+
+from __future__ import annotations
+
+import enum
+import logging
+import sys
+from typing import Any
+
+from sparkway.api.graph import outputs
+from sparkway.engine.runner import Runner, RunOptions
+from sparkway.persistence.config import Config
+from sparkway.plan import nodes as n
+
+
+class MonitoringLevel(enum.Enum):
+    """Accepted for compatibility; progress is reported in the log."""
+
+    AUTO = "auto"
+    AUTO_ALL = "auto_all"
+    NONE = "none"
+    IN_OUT = "in_out"
+    ALL = "all"
+
+
+def _configure_logging() -> None:
+    """Log in the seeds' style, unless the program configured logging itself."""
+    logger = logging.getLogger("sparkway")
+    if logging.getLogger().handlers or logger.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("[%(asctime)s]:%(levelname)s:%(message)s", "%Y-%m-%dT%H:%M:%S"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def run_outputs(
+    selected: list[n.Output],
+    *,
+    persistence_config: Config | None = None,
+    spark_master: str | None = None,
+    **options: Any,
+) -> None:
+    _configure_logging()
+    run_options = RunOptions(spark_master=spark_master, persistence=persistence_config)
+    if "poll_interval_ms" in options:
+        run_options.poll_interval_s = options["poll_interval_ms"] / 1000
+    Runner(selected, run_options).run()
+
+
+def run(
+    *,
+    persistence_config: Config | None = None,
+    monitoring_level: MonitoringLevel = MonitoringLevel.AUTO,
+    spark_master: str | None = None,
+    with_http_server: bool = False,
+    debug: bool = False,
+    **kwargs: Any,
+) -> None:
+    """Runs the program: reads the sources, computes, writes every output.
+
+    Static sources finish after reading what they found; streaming ones poll until the
+    process gets SIGINT or SIGTERM, which ends the run after the current step.
+    ``spark_master`` (or ``$SPARKWAY_SPARK_MASTER``) selects Spark's master; an active
+    SparkSession is used as it is.
+
+    >>> import sparkway as pw
+    >>> pw.run(monitoring_level=pw.MonitoringLevel.NONE)  # doctest: +SKIP
+    """
+    selected = outputs()
+    if not selected:
+        raise RuntimeError("nothing to run: define an output first, e.g. pw.io.csv.write(table, 'out.csv')")
+    run_outputs(selected, persistence_config=persistence_config, spark_master=spark_master, **kwargs)

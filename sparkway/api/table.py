@@ -1,0 +1,506 @@
+"""``pw.Table``: the user-facing table.  Each method builds one or a few plan nodes."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Iterable
+
+from sparkway.api import dtypes as dt
+from sparkway.api.dtypes import DType
+from sparkway.api.expression import (
+    Cast, ColumnRef, Const, Expr, PointerFrom, ReducerExpr, transform, walk, wrap,
+)
+from sparkway.api.schema import Column, Schema, schema_from_columns
+from sparkway.api.thisclass import AllColumns, Placeholder, left, right, this
+from sparkway.plan import nodes as n
+from sparkway.plan.typing import infer
+
+
+class Table:
+    """A table whose contents change over time; columns are attributes.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown('''
+    ... word | n
+    ... a    | 1
+    ... b    | 2
+    ... ''')
+    >>> t.select(pw.this.word, double=pw.this.n * 2).schema.column_names()
+    ['word', 'double']
+    """
+
+    def __init__(self, node: n.Node, label: str = "table", equivalents: tuple[int, ...] = ()) -> None:
+        self._node = node
+        self._label = label
+        # plan nodes whose columns this table also answers for (a window's source table)
+        self._equivalents = equivalents
+
+    # -- columns -------------------------------------------------------------------------
+    def __getattr__(self, name: str) -> ColumnRef:
+        if name.startswith("_"):
+            if name in self._node.columns:
+                return ColumnRef(self, name)
+            raise AttributeError(name)
+        if name != "id" and name not in self._node.columns:
+            raise AttributeError(
+                f"table has no column {name!r}; its columns are: {', '.join(self._node.columns)}"
+            )
+        return ColumnRef(self, name)
+
+    def __getitem__(self, name: str | list[str]) -> Any:
+        if isinstance(name, list):
+            return self.select(*(self[c] for c in name))
+        if name != "id" and name not in self._node.columns:
+            raise KeyError(f"table has no column {name!r}; its columns are: {', '.join(self._node.columns)}")
+        return ColumnRef(self, name)
+
+    def __iter__(self):
+        yield AllColumns(self)
+
+    @property
+    def schema(self) -> type[Schema]:
+        return schema_from_columns({k: Column(k, v) for k, v in self._node.columns.items()})
+
+    def column_names(self) -> list[str]:
+        return list(self._node.columns)
+
+    def typehints(self) -> dict[str, DType]:
+        return dict(self._node.columns)
+
+    def __repr__(self) -> str:
+        cols = ", ".join(f"{k}: {v}" for k, v in self._node.columns.items())
+        return f"<pw.Table {self._label}({cols})>"
+
+    # -- stateless operators ---------------------------------------------------------------
+    def select(self, *args: Any, **kwargs: Any) -> "Table":
+        """New columns computed from each row; ids are kept.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("a | b\\n1 | 2")
+        >>> t.select(s=pw.this.a + pw.this.b).column_names()
+        ['s']
+        """
+        exprs = _named_exprs(args, kwargs, [self])
+        bound = tuple((name, self._bind(e)) for name, e in exprs)
+        return self._derive(n.Select(_types(bound, [self._node.columns]), self._node, bound))
+
+    def filter(self, predicate: Expr) -> "Table":
+        """The rows where ``predicate`` is true.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("a\\n1\\n5")
+        >>> t.filter(pw.this.a > 2).column_names()
+        ['a']
+        """
+        bound = self._bind(predicate)
+        kind = infer(bound, [self._node.columns]).with_optional(False)
+        if kind not in (dt.BOOL, dt.ANY):
+            raise TypeError(f"filter needs a boolean expression, got one of type {kind}")
+        return self._derive(n.Filter(dict(self._node.columns), self._node, bound))
+
+    def with_columns(self, *args: Any, **kwargs: Any) -> "Table":
+        """All columns, plus new or replaced ones."""
+        return self.select(*self, *args, **kwargs)
+
+    def without(self, *columns: Any) -> "Table":
+        """All columns but the named ones (names or column references)."""
+        drop = {c.name if isinstance(c, ColumnRef) else c for c in columns}
+        return self.select(*(self[c] for c in self._node.columns if c not in drop))
+
+    def rename(self, names: dict[Any, str] | None = None, **kwargs: Any) -> "Table":
+        """Columns renamed: ``rename(new=pw.this.old)`` or ``rename({"old": "new"})``."""
+        mapping = {(k.name if isinstance(k, ColumnRef) else k): v for k, v in (names or {}).items()}
+        mapping.update({(v.name if isinstance(v, ColumnRef) else v): k for k, v in kwargs.items()})
+        return self.select(**{mapping.get(c, c): self[c] for c in self._node.columns})
+
+    rename_columns = rename
+
+    def cast_to_types(self, **types: Any) -> "Table":
+        """Columns converted to other types: ``cast_to_types(x=float)``."""
+        return self.with_columns(**{k: Cast(dt.dtype_of(v), self[k]) for k, v in types.items()})
+
+    def flatten(self, column: Any, *, origin_id: str | None = None) -> "Table":
+        """One row per element of a list (or JSON array) column."""
+        name = column.name if isinstance(column, ColumnRef) else column
+        kind = self._node.columns[name].with_optional(False)
+        item = kind.items[0] if kind.name == "list" else dt.JSON if kind == dt.JSON else dt.ANY
+        columns = {**self._node.columns, name: item}
+        table = self._derive(n.Flatten(columns, self._node, name))
+        return table
+
+    def with_id_from(self, *args: Any) -> "Table":
+        """Same rows, with ids computed from the given values."""
+        keys = tuple(self._bind(wrap(a)) for a in args)
+        return self._derive(n.Reindex(dict(self._node.columns), self._node, keys))
+
+    def with_id(self, new_id: Expr) -> "Table":
+        """Same rows, with ids taken from a pointer column."""
+        return self.with_id_from(new_id)
+
+    def pointer_from(self, *args: Any, optional: bool = False) -> PointerFrom:
+        """The id that ``groupby(...).reduce`` or ``with_id_from`` give to these values."""
+        return PointerFrom(tuple(wrap(a) for a in args))
+
+    def concat(self, *others: "Table") -> "Table":
+        """Rows of all tables; their ids must be disjoint."""
+        return self._concat(others, reindex=False)
+
+    def concat_reindex(self, *others: "Table") -> "Table":
+        """Rows of all tables, with new ids."""
+        return self._concat(others, reindex=True)
+
+    def _concat(self, others: Iterable["Table"], reindex: bool) -> "Table":
+        tables = (self, *others)
+        columns = dict(self._node.columns)
+        for t in tables[1:]:
+            if list(t._node.columns) != list(columns):
+                raise ValueError(
+                    f"concat needs tables with the same columns: {list(columns)} != {list(t._node.columns)}"
+                )
+            columns = {k: dt.unify(v, t._node.columns[k]) for k, v in columns.items()}
+        return self._derive(n.Concat(columns, tuple(t._node for t in tables), reindex))
+
+    # -- stateful operators ----------------------------------------------------------------
+    def groupby(self, *args: Any, id: Any = None, instance: Any = None, **kwargs: Any) -> "GroupedTable":
+        """Groups rows by the values of the given columns; follow with ``.reduce(...)``.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("w\\na\\nb\\na")
+        >>> t.groupby(t.w).reduce(t.w, count=pw.reducers.count()).column_names()
+        ['w', 'count']
+        """
+        keys = [a for a in args] + ([instance] if instance is not None else [])
+        return GroupedTable(self, [(k.name, self._bind(k)) for k in keys])
+
+    def reduce(self, *args: Any, **kwargs: Any) -> "Table":
+        """Aggregates of the whole table in one row."""
+        return GroupedTable(self, []).reduce(*args, **kwargs)
+
+    def deduplicate(
+        self,
+        *,
+        value: Any,
+        instance: Any = None,
+        acceptor: Callable[[Any, Any], bool],
+        persistent_id: str | None = None,
+        name: str | None = None,
+    ) -> "Table":
+        """Per instance, the last row whose value ``acceptor(new, old)`` accepted."""
+        node = n.Deduplicate(
+            dict(self._node.columns),
+            self._node,
+            self._bind(wrap(value)),
+            self._bind(instance) if instance is not None else None,
+            acceptor,
+        )
+        return self._derive(node)
+
+    def sort(self, key: Any, instance: Any = None) -> "Table":
+        """Columns ``prev`` and ``next``: ids of the neighbouring rows in key order."""
+        columns = {"prev": dt.POINTER.with_optional(), "next": dt.POINTER.with_optional()}
+        node = n.Sort(columns, self._node, self._bind(key), self._bind(instance) if instance is not None else None)
+        return self._derive(node)
+
+    def update_rows(self, other: "Table") -> "Table":
+        """Rows of ``other`` replace the rows of this table with the same ids."""
+        return self._merge("update_rows", (self, other), dict(self._node.columns))
+
+    def update_cells(self, other: "Table") -> "Table":
+        """For ids in ``other``, its columns replace this table's values."""
+        missing = set(other._node.columns) - set(self._node.columns)
+        if missing:
+            raise ValueError(f"update_cells: columns {sorted(missing)} are not in the updated table")
+        return self._merge("update_cells", (self, other), dict(self._node.columns))
+
+    def difference(self, other: "Table") -> "Table":
+        """The rows whose ids are not in ``other``."""
+        return self._merge("difference", (self, other), dict(self._node.columns))
+
+    def intersect(self, *others: "Table") -> "Table":
+        """The rows whose ids are in every one of ``others``."""
+        return self._merge("intersect", (self, *others), dict(self._node.columns))
+
+    def restrict(self, other: "Table") -> "Table":
+        """The rows whose ids are in ``other`` (``other``'s ids must be a subset)."""
+        return self._merge("intersect", (self, other), dict(self._node.columns))
+
+    def having(self, *indexers: Expr) -> "Table":
+        """The rows whose ids the given pointer columns of another table name."""
+        return self.ix(indexers[0], optional=True).filter(this.id.is_not_none())
+
+    def ix(self, expression: Expr, *, optional: bool = False, context: Any = None) -> "Table":
+        """Rows of this table looked up by a pointer column of another table.
+
+        The result has the rows (and ids) of the table that ``expression`` reads.
+        """
+        holder = _table_of(expression)
+        pointer = holder._bind(expression)
+        columns = {k: v.with_optional(v.optional or optional) for k, v in self._node.columns.items()}
+        node = n.KeyedMerge(columns, (holder._node, self._node), "ix", (pointer, None), optional)
+        return self._derive(node)
+
+    def ix_ref(self, *args: Any, optional: bool = False, context: Any = None) -> "Table":
+        """Rows of this table looked up by the values its ids were made from."""
+        return self.ix(PointerFrom(tuple(wrap(a) for a in args)), optional=optional)
+
+    def _merge(self, mode: str, tables: tuple["Table", ...], columns: dict[str, DType]) -> "Table":
+        node = n.KeyedMerge(columns, tuple(t._node for t in tables), mode, (None,) * len(tables))
+        return self._derive(node)
+
+    # -- joins and windows ------------------------------------------------------------------
+    def join(self, other: "Table", *on: Expr, id: Any = None, how: Any = None, **kwargs: Any) -> "JoinResult":
+        """Pairs of rows of this table and ``other`` whose ``on`` conditions hold.
+
+        >>> import sparkway as pw
+        >>> a = pw.debug.table_from_markdown("k | x\\n1 | 10")
+        >>> b = pw.debug.table_from_markdown("k | y\\n1 | 20")
+        >>> a.join(b, a.k == b.k).select(a.k, b.y).column_names()
+        ['k', 'y']
+        """
+        mode = getattr(how, "value", how) or "inner"
+        return JoinResult(self, other, on, mode, id)
+
+    def join_inner(self, other: "Table", *on: Expr, **kwargs: Any) -> "JoinResult":
+        return self.join(other, *on, how="inner", **kwargs)
+
+    def join_left(self, other: "Table", *on: Expr, **kwargs: Any) -> "JoinResult":
+        return self.join(other, *on, how="left", **kwargs)
+
+    def join_right(self, other: "Table", *on: Expr, **kwargs: Any) -> "JoinResult":
+        return self.join(other, *on, how="right", **kwargs)
+
+    def join_outer(self, other: "Table", *on: Expr, **kwargs: Any) -> "JoinResult":
+        return self.join(other, *on, how="outer", **kwargs)
+
+    def windowby(
+        self,
+        time_expr: Expr,
+        *,
+        window: Any,
+        instance: Any = None,
+        shard: Any = None,
+        behavior: Any = None,
+    ) -> "GroupedTable":
+        """Groups rows into time windows (``pw.temporal.session/tumbling/sliding``),
+        per ``instance`` (``shard`` is its older name); follow with ``.reduce(...)``."""
+        if shard is not None:
+            if instance is not None:
+                raise ValueError("give instance= or its older name shard=, not both")
+            instance = shard
+        return window.assign(self, time_expr, instance)
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _derive(self, node: n.Node, equivalent: "Table | None" = None) -> "Table":
+        same = (id(equivalent._node), *equivalent._equivalents) if equivalent is not None else ()
+        return Table(node, self._label, same)
+
+    def _bind(self, expr: Any) -> Expr:
+        """The expression with its column references pointing at input 0."""
+        sides = {id(self._node): 0, **{e: 0 for e in self._equivalents}}
+        return bind(wrap(expr), sides, this_index=0)
+
+    def debug(self, name: str) -> "Table":
+        return self
+
+    def promise_universe_is_subset_of(self, other: "Table") -> "Table":
+        return self
+
+    def promise_universes_are_disjoint(self, other: "Table") -> "Table":
+        return self
+
+    def promise_universe_is_equal_to(self, other: "Table") -> "Table":
+        return self
+
+
+def bind(expr: Expr, sides: dict[int, int], this_index: int | None, columns: list[dict] | None = None) -> Expr:
+    """Rewrites column references to ``InputRef`` of the node being built.
+
+    ``sides`` maps plan nodes (by identity) to input positions; ``pw.this`` means
+    ``this_index``, or, when None (in a join), whichever side has the column.
+    """
+
+    def rebind(e: Expr) -> Expr | None:
+        if not isinstance(e, ColumnRef):
+            return None
+        table = e.table
+        if isinstance(table, n.InputRef):
+            return e
+        if table is left:
+            return ColumnRef(n.InputRef(0), e.name)
+        if table is right:
+            return ColumnRef(n.InputRef(1), e.name)
+        if isinstance(table, Placeholder):
+            if this_index is not None:
+                return ColumnRef(n.InputRef(this_index), e.name)
+            return ColumnRef(n.InputRef(_side_having(e.name, columns or [])), e.name)
+        node = getattr(table, "_node", None)
+        if node is not None and id(node) in sides:
+            return ColumnRef(n.InputRef(sides[id(node)]), e.name)
+        raise ValueError(
+            f"column {e.name!r} belongs to another table than the one this operation works on; "
+            "join the tables first, or use pw.this"
+        )
+
+    return transform(expr, rebind)
+
+
+def _side_having(name: str, columns: list[dict]) -> int:
+    sides = [i for i, cols in enumerate(columns) if name in cols or name == "id"]
+    if len(sides) != 1:
+        where = "both tables" if sides else "neither table"
+        raise ValueError(f"pw.this.{name} is ambiguous in a join: {where} have it; use pw.left or pw.right")
+    return sides[0]
+
+
+def _table_of(expr: Expr) -> Table:
+    for e in walk(expr):
+        if isinstance(e, ColumnRef) and isinstance(e.table, Table):
+            return e.table
+    raise ValueError("ix needs an expression over a table's columns, e.g. other.pointer_column")
+
+
+def _named_exprs(args: tuple, kwargs: dict, tables: list[Any]) -> list[tuple[str, Expr]]:
+    """``select``'s arguments as (name, expression) pairs; ``*pw.this`` expands."""
+    out: dict[str, Expr] = {}
+    for a in args:
+        if isinstance(a, AllColumns):
+            source = a.table
+            if isinstance(source, Placeholder):
+                source = tables[0] if source is this else tables[0 if source is left else 1]
+            for c in source._node.columns:
+                out[c] = ColumnRef(source, c) if isinstance(source, Table) else ColumnRef(a.table, c)
+        elif isinstance(a, ColumnRef):
+            out[a.name] = a
+        else:
+            raise TypeError(f"select takes columns positionally and expressions by name; got {a!r}")
+    for k, v in kwargs.items():
+        out[k] = wrap(v)
+    return list(out.items())
+
+
+def _types(exprs: Iterable[tuple[str, Expr]], inputs: list[dict]) -> dict[str, DType]:
+    return {name: infer(e, inputs) for name, e in exprs}
+
+
+class GroupedTable:
+    """A table grouped by key columns; ``reduce`` gives one row per group."""
+
+    def __init__(self, table: Table, keys: list[tuple[str, Expr]], aliases: dict[str, str] | None = None) -> None:
+        self._table = table
+        self._keys = keys
+        self._aliases = aliases or {}  # source column name -> key column name (windows)
+
+    def reduce(self, *args: Any, **kwargs: Any) -> Table:
+        """One row per group: group columns and reducers such as ``pw.reducers.count()``.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("w | n\\na | 1\\na | 2")
+        >>> t.groupby(pw.this.w).reduce(pw.this.w, total=pw.reducers.sum(pw.this.n)).column_names()
+        ['w', 'total']
+        """
+        table = self._table
+        exprs = _named_exprs(args, kwargs, [table])
+        key_names = [k for k, _ in self._keys]
+        aggregates: list[tuple[str, n.Aggregate]] = []
+
+        def lift(e: Expr) -> Expr | None:
+            if isinstance(e, ReducerExpr):
+                args_bound = tuple(table._bind(a) for a in e.args)
+                name = f"_pw_agg_{len(aggregates)}"
+                aggregates.append((name, n.Aggregate(e.kind, args_bound, e.params)))
+                return ColumnRef(n.InputRef(0), name)
+            if isinstance(e, ColumnRef):
+                name = self._aliases.get(e.name, e.name)
+                if name not in key_names and e.name != "id":
+                    raise ValueError(
+                        f"column {e.name!r} is neither a groupby key nor inside a reducer; "
+                        f"group by it or aggregate it (e.g. pw.reducers.any(...))"
+                    )
+                return ColumnRef(n.InputRef(0), "id" if e.name == "id" else name)
+            return None
+
+        lifted = [(name, transform(e, lift)) for name, e in exprs]
+        agg_types = {
+            name: _aggregate_type(a, [table._node.columns]) for name, a in aggregates
+        }
+        key_types = {k: infer(e, [table._node.columns]) for k, e in self._keys}
+        reduce_node = n.Reduce(
+            {**key_types, **agg_types}, table._node, tuple(self._keys), tuple(aggregates)
+        )
+        select = n.Select(_types(lifted, [reduce_node.columns]), reduce_node, tuple(lifted))
+        return Table(select, table._label)
+
+
+def _aggregate_type(agg: n.Aggregate, inputs: list[dict]) -> DType:
+    from sparkway.engine.kernels.reduce import result_type  # the kernel defines the reducers
+
+    return result_type(agg.kind, [infer(a, inputs) for a in agg.args], agg.params)
+
+
+class JoinResult:
+    """Matched pairs of two tables' rows; ``select`` builds the output table."""
+
+    def __init__(self, left_table: Table, right_table: Table, on: tuple, how: str, id_from: Any) -> None:
+        self._left, self._right = left_table, right_table
+        sides = {id(left_table._node): 0, id(right_table._node): 1}
+        cols = [left_table._node.columns, right_table._node.columns]
+        left_keys, right_keys = [], []
+        for cond in on:
+            a = bind(cond.left, sides, None, cols)
+            b = bind(cond.right, sides, None, cols)
+            if getattr(cond, "op", None) != "==":
+                raise ValueError("join conditions must be equalities: left.col == right.col")
+            if _input_of(a) == 1:
+                a, b = b, a
+            left_keys.append(_to_side(a, 0))
+            right_keys.append(_to_side(b, 1))
+        id_side = None
+        if id_from is not None:
+            id_side = "left" if (id_from.table is left or id_from.table is left_table) else "right"
+        self._how = how
+        columns = {
+            **{f"_l_{k}": v.with_optional(v.optional or how in ("right", "outer")) for k, v in cols[0].items()},
+            **{f"_r_{k}": v.with_optional(v.optional or how in ("left", "outer")) for k, v in cols[1].items()},
+            "_l_id": dt.POINTER.with_optional(how in ("right", "outer")),
+            "_r_id": dt.POINTER.with_optional(how in ("left", "outer")),
+        }
+        self._node = n.Join(
+            columns, left_table._node, right_table._node, tuple(left_keys), tuple(right_keys), how, id_side
+        )
+
+    def select(self, *args: Any, **kwargs: Any) -> Table:
+        """The output columns, from ``pw.left``, ``pw.right``, ``pw.this`` or the tables."""
+        exprs = _named_exprs(args, kwargs, [self._left, self._right])
+        sides = {id(self._left._node): 0, id(self._right._node): 1}
+        cols = [self._left._node.columns, self._right._node.columns]
+
+        def to_joined(e: Expr) -> Expr | None:
+            if isinstance(e, ColumnRef) and isinstance(e.table, n.InputRef):
+                prefix = "_l_" if e.table.index == 0 else "_r_"
+                return ColumnRef(n.InputRef(0), prefix + e.name)
+            return None
+
+        bound = [(name, transform(bind(e, sides, None, cols), to_joined)) for name, e in exprs]
+        node = n.Select(_types(bound, [self._node.columns]), self._node, tuple(bound))
+        return Table(node, self._left._label)
+
+    def filter(self, predicate: Expr) -> "JoinResult":
+        raise NotImplementedError("filter a join's select() result instead")
+
+
+def _input_of(e: Expr) -> int:
+    for x in walk(e):
+        if isinstance(x, ColumnRef) and isinstance(x.table, n.InputRef):
+            return x.table.index
+    return 0
+
+
+def _to_side(e: Expr, side: int) -> Expr:
+    """Join keys are evaluated on one side's rows alone: point them at input 0."""
+    if _input_of(e) != side:
+        raise ValueError("each side of a join condition must use one table's columns")
+    return transform(e, lambda x: ColumnRef(n.InputRef(0), x.name) if isinstance(x, ColumnRef) else None)
+
+
+def table_of_constant(value: Any) -> Expr:
+    return Const(value)

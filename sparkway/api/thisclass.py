@@ -1,0 +1,46 @@
+"""``pw.this``, ``pw.left`` and ``pw.right``: columns of the table an operator works on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from sparkway.api.expression import ColumnRef
+
+
+@dataclass(frozen=True)
+class AllColumns:
+    """What ``*pw.this`` (or ``*table``) unpacks to inside ``select``."""
+
+    table: object
+
+
+class Placeholder:
+    """Stands for "the table this operator is applied to" (or its left/right side).
+
+    >>> import sparkway as pw
+    >>> pw.this.word.name
+    'word'
+    """
+
+    def __init__(self, label: str) -> None:
+        self._label = label
+
+    def __getattr__(self, name: str) -> ColumnRef:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return ColumnRef(self, name)
+
+    def __getitem__(self, name: str) -> ColumnRef:
+        return ColumnRef(self, name)
+
+    def __iter__(self) -> Iterator[AllColumns]:
+        yield AllColumns(self)
+
+    def __repr__(self) -> str:
+        return f"pw.{self._label}"
+
+
+this = Placeholder("this")
+left = Placeholder("left")
+right = Placeholder("right")

@@ -1,0 +1,1 @@
+"""Sources and sinks, and the interfaces the step loop drives them through."""

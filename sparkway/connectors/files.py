@@ -1,0 +1,609 @@
+"""``FileSource``: rows from the files of a directory (or from one file).
+
+How changes are found
+---------------------
+For every file it has read, the source keeps (in its position) how many bytes it has
+consumed, the file's size and mtime when it did, a blake2b digest of the consumed bytes,
+a generation counter and the number of lines consumed.  Each ``discover()`` compares the
+files with that:
+
+* a file not seen before gives a ``new`` segment (all its complete records);
+* a file that grew and whose consumed prefix still has the same digest gives an
+  ``append`` segment (only the new complete records);
+* any other change gives a ``modify`` segment: retract every row the file produced, then
+  read it again as the next generation;
+* a file that is gone gives a ``delete`` segment: retract every row the file produced.
+
+A record is complete when its line ends with "\\n" (for CSV: outside a quoted field).
+An unfinished last record is read in static mode, and in streaming mode once the file
+has not changed between two discovers; if the file then grows, that record has changed,
+so the file is read again (a modify).  Unchanged lines keep their ids, so downstream
+this is an update of the changed rows only.
+
+Segment format (one file, one input transaction; JSON-able)::
+
+    {"kind": "new" | "append" | "modify" | "delete",
+     "file": "sub/a.csv",          # key of the file: its path relative to the source path
+     "path": "logs/sub/a.csv",     # path to open and to show in messages
+     "abspath": "/.../a.csv",      # path shown in _metadata
+     "generation": 0,              # incremented by every modify
+     "start": 7, "end": 120,       # bytes [start, end) to parse (a CSV header is before start)
+     "line": 2,                    # file line number of byte ``start``
+     "lines_end": 9,               # lines consumed up to ``end``
+     "size": 130, "mtime_ns": ..., "seen_at": 1701270092,   # as seen by discover()
+     "digest": "...",              # blake2b of bytes [0, end)
+     "chunk_digest": "...",        # blake2b of bytes [start, end)
+     "complete": True,             # False: an unfinished last record was read
+     "header": ["user", "t"],      # csv only
+     "retract": {"generation": 0, "offset": 120}}   # modify and delete only
+
+A delete segment has only kind, file, path, generation and retract.
+
+Position format::
+
+    {"version": 1, "files": {"sub/a.csv": {"path", "offset", "size", "mtime_ns", "digest",
+                                          "generation", "lines", "header", "complete"}}}
+
+Rows to retract later are kept as Arrow under the ``BlobStorage`` given to ``open()`` as
+``files/<blake2b of the file key>/<generation>-<start>.arrow`` (in memory without one).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from sparkway.api.dtypes import BYTES, JSON, STR, DType
+from sparkway.api.schema import Column
+from sparkway.connectors.base import Segment, Source
+from sparkway.connectors.formats import (
+    CsvParserSettings,
+    ParsedRows,
+    check_csv_header,
+    complete_end,
+    decode,
+    gc_paused,
+    key_id,
+    parse_csv,
+    parse_csv_header,
+    parse_json_lines,
+    parse_plaintext,
+    record_ids,
+)
+from sparkway.persistence.storage import BlobStorage
+
+log = logging.getLogger("sparkway")
+
+FORMATS = ("csv", "json", "plaintext", "plaintext_by_file", "binary")
+_LINE_FORMATS = ("csv", "json", "plaintext")
+METADATA_COLUMN = "_metadata"
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+# ------------------------------------------------------------------------ filesystem
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    path: str  # to open and to show
+    size: int
+    mtime_ns: int
+
+
+class LocalFiles:
+    """The files under a path on the local filesystem: the only place where the source
+    lists and opens files (so that another filesystem, e.g. through fsspec, can be put
+    here later)."""
+
+    def __init__(self, root: str, pattern: str = "*") -> None:
+        self.root = root
+        self.pattern = pattern
+
+    def list(self) -> dict[str, FileEntry]:
+        """Files by key (path relative to the root, "/"-separated), sorted by key."""
+        if not os.path.exists(self.root):
+            return {}
+        if os.path.isfile(self.root):
+            entry = self._entry(self.root)
+            return {os.path.basename(self.root): entry} if entry else {}
+        found: dict[str, FileEntry] = {}
+        for folder, dirs, names in os.walk(self.root, onerror=_log_walk_error):
+            dirs.sort()
+            for name in sorted(names):
+                path = os.path.join(folder, name)
+                key = os.path.relpath(path, self.root).replace(os.sep, "/")
+                if not self._matches(name, key):
+                    continue
+                entry = self._entry(path)
+                if entry is not None:
+                    found[key] = entry
+        return dict(sorted(found.items()))
+
+    def _matches(self, name: str, key: str) -> bool:
+        target = key if "/" in self.pattern else name
+        return fnmatch.fnmatchcase(target, self.pattern)
+
+    @staticmethod
+    def _entry(path: str) -> FileEntry | None:
+        try:
+            st = os.stat(path)
+        except OSError:  # vanished between listing and stat
+            return None
+        return FileEntry(path, st.st_size, st.st_mtime_ns)
+
+    def exists(self) -> bool:
+        return os.path.exists(self.root)
+
+    @staticmethod
+    def read(path: str, start: int = 0, end: int | None = None) -> bytes:
+        with open(path, "rb") as f:
+            if start:
+                f.seek(start)
+            return f.read() if end is None else f.read(max(end - start, 0))
+
+    @staticmethod
+    def abspath(path: str) -> str:
+        return os.path.abspath(path)
+
+
+def _log_walk_error(error: OSError) -> None:
+    log.warning("cannot list %s: %s", error.filename, error.strerror or error)
+
+
+# ------------------------------------------------------------------------ row store
+
+
+class RowStore:
+    """The rows each file produced, by (generation, start of chunk), kept so they can
+    be retracted exactly: in a ``BlobStorage`` when one is given, else in memory."""
+
+    def __init__(self, storage: BlobStorage | None) -> None:
+        self.storage = storage
+        self._memory: dict[str, dict[tuple[int, int], pa.Table]] = {}
+
+    @staticmethod
+    def _folder(file: str) -> str:
+        return "files/" + hashlib.blake2b(file.encode(), digest_size=16).hexdigest()
+
+    def put(self, file: str, generation: int, start: int, table: pa.Table) -> None:
+        """Store one chunk's rows; storing the same chunk again overwrites it."""
+        if self.storage is None:
+            chunks = self._memory.setdefault(file, {})
+            if table.num_rows:
+                chunks[(generation, start)] = table
+            else:
+                chunks.pop((generation, start), None)
+            return
+        blob = f"{self._folder(file)}/{generation}-{start}.arrow"
+        if table.num_rows:
+            self.storage.write_arrow(blob, table)
+        else:
+            self.storage.delete(blob)
+
+    def _keys(self, file: str) -> list[tuple[int, int]]:
+        if self.storage is None:
+            return sorted(self._memory.get(file, {}))
+        keys = []
+        for name in self.storage.list(self._folder(file)):
+            gen, _, start = name.removesuffix(".arrow").partition("-")
+            if gen.isdigit() and start.isdigit():
+                keys.append((int(gen), int(start)))
+        return sorted(keys)
+
+    def committed(self, file: str, generation: int, offset: int) -> list[pa.Table]:
+        """The rows of a generation's chunks before ``offset``.  Chunks at or after it
+        were read in steps that were never committed, so they are left out."""
+        tables = []
+        for gen, start in self._keys(file):
+            if gen == generation and start < offset:
+                if self.storage is None:
+                    tables.append(self._memory[file][(gen, start)])
+                else:
+                    tables.append(self.storage.read_arrow(f"{self._folder(file)}/{gen}-{start}.arrow"))
+        return tables
+
+    def drop(self, file: str, keep: tuple[int, int] | None = None) -> None:
+        """Forget a file's rows, except one chunk."""
+        if self.storage is None:
+            chunks = self._memory.pop(file, {})
+            if keep in chunks:
+                self._memory[file] = {keep: chunks[keep]}
+            return
+        folder = self._folder(file)
+        if keep is None:
+            self.storage.delete(folder)
+            return
+        for gen, start in self._keys(file):
+            if (gen, start) != keep:
+                self.storage.delete(f"{folder}/{gen}-{start}.arrow")
+
+
+# --------------------------------------------------------------------------- source
+
+
+class FileSource(Source):
+    """Rows from the files under ``path`` (a file, or a directory read recursively).
+
+    ``format`` is "csv", "json" (JSON lines), "plaintext" (a row per line),
+    "plaintext_by_file" (a row per file, str) or "binary" (a row per file, bytes); the
+    last three have a single column, ``data`` unless ``columns`` names another one.
+
+    >>> from sparkway.api.dtypes import INT, STR
+    >>> src = FileSource("logs/", format="csv", mode="static", name="logs",
+    ...                  columns={"user_id": Column("user_id", STR),
+    ...                           "access_time": Column("access_time", INT)})
+    >>> src.open(None)
+    >>> segments = src.discover()        # doctest: +SKIP
+    >>> table = src.read(segments)       # doctest: +SKIP
+    >>> src.advance(segments)            # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        format: str,
+        columns: dict[str, Column],
+        mode: str = "streaming",
+        name: str | None = None,
+        with_metadata: bool = False,
+        csv_settings: CsvParserSettings | None = None,
+        object_pattern: str = "*",
+        connector_label: str = "FileReader",
+    ) -> None:
+        if format not in FORMATS:
+            raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+        if mode not in ("static", "streaming"):
+            raise ValueError(f"unknown mode {mode!r}; expected 'static' or 'streaming'")
+        self.format = format
+        self.mode = mode
+        self.name = name
+        self.with_metadata = with_metadata
+        self.csv_settings = csv_settings or CsvParserSettings()
+        self.connector_label = connector_label
+        self.schema: dict[str, Column] = _schema_for(format, columns)
+        self.columns: dict[str, DType] = {n: c.dtype for n, c in self.schema.items()}
+        if with_metadata:
+            self.columns[METADATA_COLUMN] = JSON
+        self.key_columns = [n for n, c in self.schema.items() if c.primary_key]
+        self.files = LocalFiles(path, object_pattern)
+        self._chunk_schema = pa.schema(
+            [("_id", pa.int64())] + [(n, d.arrow_type()) for n, d in self.columns.items()]
+        )
+        self.arrow_schema = self._chunk_schema.append(pa.field("_diff", pa.int64()))
+        self._state: dict[str, dict[str, Any]] = {}  # committed, per file key
+        self._store = RowStore(None)
+        self._last_seen: dict[str, tuple[int, int]] = {}  # stats at the previous discover
+        self._cache: dict[str, tuple[Any, Segment | None]] = {}
+        self._warned: set[tuple[Any, ...]] = set()
+        self._static_pending: list[Segment] | None = None
+        self._finished = False
+
+    # ------------------------------------------------------------------ life cycle
+
+    @property
+    def label(self) -> str:
+        """The prefix of this source's log lines, e.g. ``FileReader-logs``."""
+        return f"{self.connector_label}-{self.name}"
+
+    def open(self, storage: BlobStorage | None) -> None:
+        self._store = RowStore(storage)
+
+    def position(self) -> dict[str, Any]:
+        return {"version": 1, "files": json.loads(json.dumps(self._state))}
+
+    def restore(self, position: dict[str, Any]) -> None:
+        self._state = json.loads(json.dumps(position.get("files", {})))
+        self._cache.clear()
+        self._static_pending = None
+        self._finished = False
+
+    @property
+    def is_finished(self) -> bool:
+        return self._finished
+
+    def _finish(self) -> None:
+        if not self._finished:
+            self._finished = True
+            log.warning("%s: Closing the data source", self.label)
+
+    # -------------------------------------------------------------------- discover
+
+    def discover(self) -> list[Segment]:
+        if self.mode == "streaming":
+            return self._scan(final=False)
+        if self._static_pending is None:
+            self._static_pending = self._scan(final=True)
+            if not self._static_pending:
+                self._finish()
+        return list(self._static_pending)
+
+    def _scan(self, *, final: bool) -> list[Segment]:
+        entries = self.files.list()
+        if not entries and not self.files.exists():  # it may appear later: not an error
+            self._warn_once(("missing",), "%s: no such file or directory; nothing to read", self.files.root)
+        seen_at = int(time.time())
+        segments: list[Segment] = []
+        for key in sorted(set(entries) | set(self._state)):
+            entry = entries.get(key)
+            if entry is None:
+                segments.append(self._delete_segment(key))
+                continue
+            stable = final or self._last_seen.get(key) == (entry.size, entry.mtime_ns)
+            segment = self._scan_file(key, entry, stable, seen_at)
+            if segment is not None:
+                segments.append(segment)
+        self._last_seen = {k: (e.size, e.mtime_ns) for k, e in entries.items()}
+        self._cache = {k: v for k, v in self._cache.items() if k in entries}
+        return segments
+
+    def _scan_file(self, key: str, entry: FileEntry, stable: bool, seen_at: int) -> Segment | None:
+        state = self._state.get(key)
+        stat = (entry.size, entry.mtime_ns)
+        if state is not None and stat == (state["size"], state["mtime_ns"]) and state["offset"] == entry.size:
+            return None  # unchanged since it was read: no need to open it
+        committed = None if state is None else (state["offset"], state["digest"], state["generation"])
+        cache_key = (stat, stable, committed)
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] == cache_key:
+            return cached[1]
+        segment = self._examine(key, entry, state, stable, seen_at)
+        self._cache[key] = (cache_key, segment)
+        return segment
+
+    def _examine(
+        self, key: str, entry: FileEntry, state: dict[str, Any] | None, final: bool, seen_at: int
+    ) -> Segment | None:
+        try:
+            data = self.files.read(entry.path)
+        except OSError as exc:
+            self._warn_once(
+                (key, entry, "unreadable"), "%s: cannot read the file (%s); skipped", entry.path, exc
+            )
+            return None
+        ctx = _Ctx(key, entry, data, final, seen_at)
+        if not data:
+            self._warn_once((key, entry, "empty"), "%s: empty file; no rows", entry.path)
+        if state is None:
+            return self._segment(ctx, "new", 0, None) if data else None
+        if self.format in _LINE_FORMATS and _prefix_unchanged(data, state):
+            return self._segment(ctx, "append", state["generation"], None, state)
+        if self.format not in _LINE_FORMATS and _digest(data) == state["digest"]:
+            return None  # touched, not changed
+        return self._segment(ctx, "modify", state["generation"] + 1, state)
+
+    def _segment(
+        self, ctx: "_Ctx", kind: str, generation: int,
+        retract: dict[str, Any] | None, state: dict[str, Any] | None = None,
+    ) -> Segment | None:
+        """The segment reading a file's complete records after ``state`` (from the start
+        without one); None when there is nothing to read and nothing to retract."""
+        start = state["offset"] if state else 0
+        lines = state["lines"] if state else 0
+        header = state.get("header") if state else None
+        if self.format == "csv" and header is None:
+            # in streaming mode a header waits for its "\n" even when the file looks
+            # stable: a header cut short would fail the schema check and stop the run
+            final = ctx.final and self.mode == "static"
+            parsed = parse_csv_header(ctx.data, self.csv_settings, final=final)
+            if parsed is not None:
+                header, start, lines = parsed
+                check_csv_header(ctx.entry.path, header, self.schema)
+            elif retract is None or ctx.data:
+                return None  # the header is not complete yet: wait for it
+        end, complete = len(ctx.data), True
+        if self.format in _LINE_FORMATS:
+            end = complete_end(ctx.data, start, fmt=self.format, final=False, settings=self.csv_settings)
+            if ctx.final and end < len(ctx.data):
+                # the unfinished last record is read too; if the file grows later, that
+                # record changes, so the file is then read again (a modify)
+                end, complete = len(ctx.data), False
+        if end <= start and retract is None:
+            return None
+        segment = {
+            "kind": kind,
+            "file": ctx.key,
+            "path": ctx.entry.path,
+            "abspath": self.files.abspath(ctx.entry.path),
+            "generation": generation,
+            "start": start,
+            "end": end,
+            "line": lines + 1,
+            "lines_end": lines + ctx.data.count(b"\n", start, end),
+            # the size read and the mtime stat'ed before reading: when the file changed
+            # in between, they match no later stat, so the file is looked at again
+            "size": len(ctx.data),
+            "mtime_ns": ctx.entry.mtime_ns,
+            "seen_at": ctx.seen_at,
+            "digest": _digest(ctx.data[:end]),
+            "chunk_digest": _digest(ctx.data[start:end]),
+            "complete": complete,
+        }
+        if self.format == "csv":
+            segment["header"] = header
+        if retract is not None:
+            segment["retract"] = {"generation": retract["generation"], "offset": retract["offset"]}
+        return segment
+
+    def _delete_segment(self, key: str) -> Segment:
+        state = self._state[key]
+        return {
+            "kind": "delete",
+            "file": key,
+            "path": state["path"],
+            "generation": state["generation"],
+            "retract": {"generation": state["generation"], "offset": state["offset"]},
+        }
+
+    def _warn_once(self, key: tuple[Any, ...], message: str, *args: Any) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning(message, *args)
+
+    # ------------------------------------------------------------------------ read
+
+    def read(self, segments: list[Segment]) -> pa.Table:
+        parts: list[pa.Table] = []
+        for segment in segments:
+            retract = segment.get("retract")
+            if retract is not None:
+                for table in self._store.committed(segment["file"], retract["generation"], retract["offset"]):
+                    parts.append(_with_diff(table.select(self._chunk_schema.names), -1))
+            if segment["kind"] != "delete":
+                chunk = self._read_chunk(segment)
+                self._store.put(segment["file"], segment["generation"], segment["start"], chunk)
+                parts.append(_with_diff(chunk, 1))
+        if not parts:
+            return self.arrow_schema.empty_table()
+        return pa.concat_tables(parts)
+
+    def _read_chunk(self, segment: Segment) -> pa.Table:
+        start, end, path = segment["start"], segment["end"], segment["path"]
+        if end <= start:
+            return self._chunk_schema.empty_table()
+        try:
+            data = self.files.read(path, start, end)
+        except OSError as exc:
+            log.warning("%s: cannot read the file (%s); its new rows are skipped", path, exc)
+            return self._chunk_schema.empty_table()
+        if _digest(data) != segment["chunk_digest"]:
+            log.warning("%s: changed after it was listed; it will be read again", path)
+        with gc_paused():
+            return self._chunk_table(segment, self._parse(segment, data))
+
+    def _parse(self, segment: Segment, data: bytes) -> ParsedRows:
+        path, line = segment["path"], segment["line"]
+        if self.format == "csv":
+            return parse_csv(
+                data, path=path, first_line=line, header=segment["header"],
+                columns=self.schema, settings=self.csv_settings,
+            )
+        if self.format == "json":
+            return parse_json_lines(data, path=path, first_line=line, columns=self.schema)
+        column = next(iter(self.schema))
+        if self.format == "plaintext":
+            return parse_plaintext(data, path=path, first_line=line, column=column)
+        value: Any = data if self.format == "binary" else decode(data, path, 1)
+        return ParsedRows([0], {column: [value]})
+
+    def _chunk_table(self, segment: Segment, parsed: ParsedRows) -> pa.Table:
+        arrays = [pa.array(self._ids(segment, parsed), pa.int64())]
+        for name, column in self.schema.items():
+            arrays.append(pa.array(parsed.columns[name], column.dtype.arrow_type()))
+        if self.with_metadata:
+            arrays.append(pa.array([_metadata_text(segment)] * len(parsed), pa.string()))
+        return pa.Table.from_arrays(arrays, schema=self._chunk_schema)
+
+    def _ids(self, segment: Segment, parsed: ParsedRows) -> list[int]:
+        if self.key_columns:
+            keys = zip(*(parsed.columns[k] for k in self.key_columns))
+            return [key_id(values) for values in keys]
+        return record_ids(self.name or "", segment["file"], parsed.ordinals)
+
+    # --------------------------------------------------------------------- advance
+
+    def advance(self, segments: list[Segment]) -> None:
+        for segment in segments:
+            key = segment["file"]
+            if segment["kind"] == "delete":
+                self._state.pop(key, None)
+                self._store.drop(key)
+                continue
+            self._state[key] = _state_after(segment)
+            if segment["kind"] in ("new", "modify"):
+                # older generations, and chunks of reads that were never committed
+                self._store.drop(key, keep=(segment["generation"], segment["start"]))
+        if self._static_pending is not None:
+            done = {_segment_key(s) for s in segments}
+            self._static_pending = [s for s in self._static_pending if _segment_key(s) not in done]
+            if not self._static_pending:
+                self._finish()
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    """What discover() saw of one file."""
+
+    key: str
+    entry: FileEntry
+    data: bytes
+    final: bool
+    seen_at: int
+
+
+def _schema_for(format: str, columns: dict[str, Column]) -> dict[str, Column]:
+    if format in ("csv", "json"):
+        if not columns:
+            raise ValueError(f"format {format!r} needs a schema with at least one column")
+        return dict(columns)
+    if len(columns) > 1:
+        raise ValueError(f"format {format!r} gives a single column, got {list(columns)}")
+    if columns:
+        return dict(columns)
+    return {"data": Column("data", BYTES if format == "binary" else STR)}
+
+
+def _prefix_unchanged(data: bytes, state: dict[str, Any]) -> bool:
+    """True when the file still starts with what was consumed, and that ended with a
+    complete record (after an unfinished last record was read, more bytes change it)."""
+    offset = state["offset"]
+    if len(data) < offset or not state.get("complete", True):
+        return False
+    return _digest(data[:offset]) == state["digest"]
+
+
+def _state_after(segment: Segment) -> dict[str, Any]:
+    return {
+        "path": segment["path"],
+        "offset": segment["end"],
+        "size": segment["size"],
+        "mtime_ns": segment["mtime_ns"],
+        "digest": segment["digest"],
+        "generation": segment["generation"],
+        "lines": segment["lines_end"],
+        "header": segment.get("header"),
+        "complete": segment.get("complete", True),
+    }
+
+
+def _metadata_text(segment: Segment) -> str:
+    return json.dumps(
+        {
+            "path": segment["abspath"],
+            "size": segment["size"],
+            "modified_at": segment["mtime_ns"] // 10**9,
+            "seen_at": segment["seen_at"],
+        }
+    )
+
+
+def _segment_key(segment: Segment) -> str:
+    return json.dumps(segment, sort_keys=True)
+
+
+def _with_diff(table: pa.Table, diff: int) -> pa.Table:
+    return table.append_column("_diff", pa.array([diff] * table.num_rows, pa.int64()))
+
+
+def read_all(source: FileSource, storage: BlobStorage | None = None) -> Iterable[pa.Table]:
+    """Drive a source by hand until nothing is left (static) or nothing is new
+    (streaming): handy in tests and scripts."""
+    source.open(storage)
+    while True:
+        segments = source.discover()
+        if not segments:
+            return
+        yield source.read(segments)
+        source.advance(segments)

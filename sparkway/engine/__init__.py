@@ -1,0 +1,1 @@
+"""Execution on Spark: the step loop, expression and operator compilation, Arrow kernels."""

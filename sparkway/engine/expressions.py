@@ -1,0 +1,440 @@
+"""Compiles expression nodes to Spark columns: one function per node kind.
+
+Python functions (``pw.apply``, ``pw.udf``) and JSON access become Arrow-batched Spark
+UDFs; everything else is native Spark SQL.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import pickle
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from sparkway.api import dtypes as dt
+from sparkway.api.dtypes import DType
+from sparkway.api.expression import (
+    Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, GetItem, IfElse, IsNone,
+    MakeTuple, PointerFrom, Require, UnOp, Unwrap,
+)
+from sparkway.plan.typing import infer
+
+
+@dataclass
+class Scope:
+    """What a node's expressions can read: per input, column name → Spark column."""
+
+    columns: list[dict[str, Column]]
+    types: list[dict[str, DType]]
+
+    @staticmethod
+    def of(*inputs: dict[str, DType], prefix: str = "") -> "Scope":
+        cols = [{name: col(name) for name in types} | {"id": col("_id")} for types in inputs]
+        return Scope(cols, list(inputs))
+
+
+def col(name: str) -> Column:
+    return F.col(f"`{name}`")
+
+
+def pointer_of(columns: list[Column]) -> Column:
+    """Row ids made from values: the same function everywhere ids come from values."""
+    return F.xxhash64(*columns) if columns else F.xxhash64(F.lit(""))
+
+
+def compile_expr(expr: Expr, scope: Scope) -> Column:
+    """The Spark column computing ``expr``."""
+    return _COMPILERS[type(expr)](expr, scope)
+
+
+def _type(expr: Expr, scope: Scope) -> DType:
+    return infer(expr, scope.types)
+
+
+def _column_ref(e: ColumnRef, scope: Scope) -> Column:
+    return scope.columns[getattr(e.table, "index", 0)][e.name]
+
+
+def _const(e: Const, scope: Scope) -> Column:
+    kind = dt.dtype_of_value(e.value)
+    if e.value is None:
+        return F.lit(None)
+    if kind == dt.JSON:
+        return F.lit(dt.Json.dumps(e.value))
+    if kind.name in ("tuple", "list") or kind == dt.ANY:
+        return F.lit(e.value)
+    return F.lit(e.value).cast(kind.spark_type())
+
+
+def _python_mod(a: Column, b: Column) -> Column:
+    return ((a % b) + b) % b  # Python's sign convention: the result has the divisor's sign
+
+
+def _binop(e: BinOp, scope: Scope) -> Column:
+    a, b = compile_expr(e.left, scope), compile_expr(e.right, scope)
+    ta, tb = _type(e.left, scope).with_optional(False), _type(e.right, scope).with_optional(False)
+    result = _type(e, scope)
+    op = e.op
+    if op == "==":
+        return a.eqNullSafe(b)
+    if op == "!=":
+        return ~a.eqNullSafe(b)
+    if op == "+" and ta == dt.STR:
+        return F.concat(a, b)
+    if op == "*" and dt.STR in (ta, tb):
+        return F.repeat(a, b) if ta == dt.STR else F.repeat(b, a)
+    if op == "/":
+        if ta == dt.DURATION:
+            return a / b
+        return a.cast("double") / b.cast("double")
+    if op == "//":
+        if ta == dt.INT and tb == dt.INT:
+            # exact: a - (a mod b) is a multiple of b, so truncating division is floor division
+            return F.call_function("div", a - _python_mod(a, b), b)
+        return F.floor(a / b).cast(result.spark_type())
+    if op == "%":
+        return _python_mod(a, b)
+    if op == "**":
+        powered = F.pow(a, b)
+        return powered.cast("long") if result.with_optional(False) == dt.INT else powered
+    if op in ("&", "|", "^") and ta == dt.BOOL:
+        return {"&": lambda: a & b, "|": lambda: a | b, "^": lambda: (a & ~b) | (~a & b)}[op]()
+    if op in ("&", "|", "^"):
+        return {"&": a.bitwiseAND, "|": a.bitwiseOR, "^": a.bitwiseXOR}[op](b)
+    simple: dict[str, Callable[[Column, Column], Column]] = {
+        "+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+        "<": lambda x, y: x < y, "<=": lambda x, y: x <= y,
+        ">": lambda x, y: x > y, ">=": lambda x, y: x >= y,
+    }
+    out = simple[op](a, b)
+    if op in ("+", "-", "*") and result.with_optional(False) in (dt.INT, dt.FLOAT):
+        out = out.cast(result.spark_type())
+    return out
+
+
+def _unop(e: UnOp, scope: Scope) -> Column:
+    a = compile_expr(e.arg, scope)
+    return {"neg": lambda: -a, "not": lambda: ~a, "abs": lambda: F.abs(a)}[e.op]()
+
+
+def _if_else(e: IfElse, scope: Scope) -> Column:
+    target = _type(e, scope)
+    then = compile_expr(e.then, scope).cast(target.spark_type())
+    otherwise = compile_expr(e.otherwise, scope).cast(target.spark_type())
+    return F.when(compile_expr(e.cond, scope), then).otherwise(otherwise)
+
+
+def _coalesce(e: Coalesce, scope: Scope) -> Column:
+    target = _type(e, scope).spark_type()
+    return F.coalesce(*(compile_expr(a, scope).cast(target) for a in e.args))
+
+
+def _require(e: Require, scope: Scope) -> Column:
+    missing = F.lit(False)
+    for a in e.args:
+        missing = missing | compile_expr(a, scope).isNull()
+    return F.when(missing, F.lit(None)).otherwise(compile_expr(e.value, scope))
+
+
+def _unwrap(e: Unwrap, scope: Scope) -> Column:
+    value = compile_expr(e.arg, scope)
+    return F.when(value.isNull(), F.raise_error(F.lit("pw.unwrap: the value is None"))).otherwise(value)
+
+
+def _cast(e: Cast, scope: Scope) -> Column:
+    source = _type(e.arg, scope).with_optional(False)
+    value = compile_expr(e.arg, scope)
+    target = e.dtype.with_optional(False)
+    if source == dt.FLOAT and target == dt.INT:
+        return value.cast("long")  # truncates toward zero, as Python's int()
+    if target == dt.STR and source == dt.BOOL:
+        return F.when(value, F.lit("True")).otherwise(F.lit("False"))
+    return value.cast(e.dtype.spark_type())
+
+
+def _is_none(e: IsNone, scope: Scope) -> Column:
+    value = compile_expr(e.arg, scope)
+    return value.isNotNull() if e.negate else value.isNull()
+
+
+def _make_tuple(e: MakeTuple, scope: Scope) -> Column:
+    kind = _type(e, scope)
+    fields = [compile_expr(a, scope).cast(t.spark_type()).alias(f"_{i}") for i, (a, t) in enumerate(zip(e.args, kind.items))]
+    return F.struct(*fields)
+
+
+def _get_item(e: GetItem, scope: Scope) -> Column:
+    container = _type(e.arg, scope).with_optional(False)
+    value = compile_expr(e.arg, scope)
+    if container.name == "tuple" and isinstance(e.key, Const):
+        return value.getField(f"_{e.key.value}")
+    if container.name == "list":
+        index = compile_expr(e.key, scope)
+        item = F.try_element_at(value, F.when(index >= 0, index + 1).otherwise(index))
+        if e.default is not None:
+            item = F.coalesce(item, compile_expr(e.default, scope))
+        return item
+    key = compile_expr(e.key, scope)
+    default = compile_expr(e.default, scope) if e.default is not None else F.lit(None).cast("string")
+    return _json_get_udf(e.checked)(value, key.cast("string"), default.cast("string"))
+
+
+def _json_get_udf(checked: bool):
+    def get(doc: str | None, key: str | None, default: str | None) -> str | None:
+        if doc is None:
+            return default
+        value = json.loads(doc)
+        try:
+            if isinstance(value, list):
+                item = value[int(key)]
+            else:
+                item = value[key]
+        except (KeyError, IndexError, TypeError, ValueError):
+            if checked:
+                raise KeyError(f"JSON value {doc[:80]} has no key {key!r}") from None
+            return default
+        return json.dumps(item)
+
+    return F.udf(get, "string", useArrow=True)
+
+
+# -- Python functions ---------------------------------------------------------------------
+
+def to_python(kind: DType) -> Callable[[Any], Any]:
+    """Converts a value as Spark hands it to Python into what users' functions expect."""
+    base = kind.with_optional(False)
+    if base == dt.JSON:
+        return dt.Json.parse
+    if base == dt.ANY:
+        return lambda v: None if v is None else pickle.loads(v)
+    if base.name == "tuple":
+        items = [to_python(t) for t in base.items]
+        return lambda v: None if v is None else tuple(f(x) for f, x in zip(items, v))
+    if base.name == "list":
+        item = to_python(base.items[0])
+        return lambda v: None if v is None else tuple(item(x) for x in v)
+    return lambda v: v
+
+
+def from_python(kind: DType) -> Callable[[Any], Any]:
+    """Converts a user function's result into what Spark stores for ``kind``."""
+    base = kind.with_optional(False)
+    if base == dt.JSON:
+        return lambda v: None if v is None else dt.Json.dumps(v)
+    if base == dt.ANY:
+        return lambda v: None if v is None else pickle.dumps(v)
+    if base.name == "tuple":
+        items = [from_python(t) for t in base.items]
+        return lambda v: None if v is None else tuple(f(x) for f, x in zip(items, v))
+    if base.name == "list":
+        item = from_python(base.items[0])
+        return lambda v: None if v is None else [item(x) for x in v]
+    if base == dt.FLOAT:
+        return lambda v: None if v is None else float(v)
+    return lambda v: v
+
+
+def python_udf(fn: Callable[..., Any], arg_types: list[DType], result: DType, propagate_none: bool = False):
+    """A Spark UDF calling ``fn`` with Python values (Json, tuples...) as users expect."""
+    inputs = [to_python(t) for t in arg_types]
+    output = from_python(result)
+
+    def call(*values: Any) -> Any:
+        if propagate_none and any(v is None for v in values):
+            return None
+        return output(fn(*(f(v) for f, v in zip(inputs, values))))
+
+    return F.udf(call, result.spark_type(), useArrow=True)
+
+
+def _apply(e: Apply, scope: Scope) -> Column:
+    arg_types = [_type(a, scope) for a in e.args]
+    udf = python_udf(e.fn, arg_types, _type(e, scope), e.propagate_none)
+    return udf(*(compile_expr(a, scope) for a in e.args))
+
+
+def _pointer_from(e: PointerFrom, scope: Scope) -> Column:
+    return pointer_of([compile_expr(a, scope) for a in e.args])
+
+
+def _call(e: Call, scope: Scope) -> Column:
+    args = [compile_expr(a, scope) for a in e.args]
+    return FUNCTIONS[e.name](args, e.params, [_type(a, scope) for a in e.args])
+
+
+# -- built-in functions: one entry per name (types are in sparkway.plan.typing) ------------
+
+def _udf1(fn: Callable[[Any], Any], spark_type: str) -> Callable[[list[Column], tuple, list[DType]], Column]:
+    def build(args: list[Column], params: tuple, types: list[DType]) -> Column:
+        def call(v: Any) -> Any:
+            return None if v is None else fn(v)
+        return F.udf(call, spark_type, useArrow=True)(args[0])
+    return build
+
+
+def _json_as(kind: type, spark_type: str):
+    def convert(text: str) -> Any:
+        value = json.loads(text)
+        if value is None:
+            return None
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ValueError(f"JSON value {text[:80]} is not a {kind.__name__}")
+        return value
+    return _udf1(convert, spark_type)
+
+
+def _parse(cast_to: str, optional_from: int = 0):
+    def build(args: list[Column], params: tuple, types: list[DType]) -> Column:
+        text = F.trim(args[0])
+        if cast_to == "boolean":
+            lowered = F.lower(text)
+            parsed = F.when(lowered.isin("true", "1", "yes", "on"), F.lit(True)).when(
+                lowered.isin("false", "0", "no", "off"), F.lit(False))
+        else:
+            parsed = text.try_cast(cast_to)
+        if params and params[0]:
+            return parsed
+        return F.when(parsed.isNull() & args[0].isNotNull(), F.raise_error(
+            F.concat(F.lit(f"cannot parse as {cast_to}: "), args[0]))).otherwise(parsed)
+    return build
+
+
+def _timestamp(args: list[Column], params: tuple, types: list[DType]) -> Column:
+    unit = params[0]
+    scale = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}[unit]
+    micros = F.unix_micros(args[0].cast("timestamp"))
+    return micros.cast("double") / 1e6 * scale
+
+
+def _from_timestamp(utc: bool):
+    def build(args: list[Column], params: tuple, types: list[DType]) -> Column:
+        scale = {"s": 1e6, "ms": 1e3, "us": 1, "ns": 1e-3}[params[0]]
+        ts = F.timestamp_micros((args[0] * F.lit(scale)).cast("long"))
+        return ts if utc else ts.cast("timestamp_ntz")
+    return build
+
+
+def _strftime(args: list[Column], params: tuple, types: list[DType]) -> Column:
+    fmt = params[0]
+    return _udf1(lambda v: v.strftime(fmt), "string")(args, params, types)
+
+
+def _strptime(args: list[Column], params: tuple, types: list[DType]) -> Column:
+    fmt, contains_tz = params
+    tz = contains_tz if contains_tz is not None else ("%z" in fmt or "%Z" in fmt)
+
+    def parse(text: str) -> _dt.datetime:
+        value = _dt.datetime.strptime(text, fmt)
+        return value.astimezone(_dt.timezone.utc) if tz else value
+
+    return _udf1(parse, "timestamp" if tz else "timestamp_ntz")(args, params, types)
+
+
+def _floor(args: list[Column], params: tuple, types: list[DType]) -> Column:
+    step = params[0]
+    micros = int(step.total_seconds() * 1_000_000) if isinstance(step, _dt.timedelta) else int(step)
+    value = F.unix_micros(args[0].cast("timestamp"))
+    floored = F.timestamp_micros(value - _python_mod(value, F.lit(micros)))
+    return floored if types[0].with_optional(False) == dt.DATE_TIME_UTC else floored.cast("timestamp_ntz")
+
+
+def _duration_part(micros_per_unit: int):
+    unit = _dt.timedelta(microseconds=micros_per_unit)
+    return _udf1(lambda v: v // unit, "long")
+
+
+def _str_slice(args: list[Column], params: tuple, types: list[DType]) -> Column:
+    start, end = params
+    return F.udf(lambda s: None if s is None else s[start:end], "string", useArrow=True)(args[0])
+
+
+def _micros(value: Any) -> Any:
+    if isinstance(value, _dt.timedelta):
+        return int(value.total_seconds() * 1_000_000)
+    if isinstance(value, _dt.datetime):
+        epoch = _dt.datetime(1970, 1, 1, tzinfo=value.tzinfo)
+        return int((value - epoch).total_seconds() * 1_000_000)
+    return value
+
+
+def _window_starts(args: list[Column], params: tuple, types: list[DType]) -> Column:
+    """Starts of the windows [start, start + duration) that contain the time."""
+    hop, duration, origin = (_micros(p) for p in params)
+    origin = origin or 0
+    kind = types[0].with_optional(False)
+    timelike = kind in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC)
+    value = F.unix_micros(args[0].cast("timestamp")) if timelike else args[0]
+    first = F.floor((value - F.lit(origin) - F.lit(duration)) / F.lit(hop)) + 1
+    last = F.floor((value - F.lit(origin)) / F.lit(hop))
+    starts = F.transform(F.sequence(first, last), lambda k: k * F.lit(hop) + F.lit(origin))
+    if timelike:
+        stamp = F.transform(starts, lambda s: F.timestamp_micros(s.cast("long")))
+        return stamp if kind == dt.DATE_TIME_UTC else stamp.cast("array<timestamp_ntz>")
+    return starts.cast(f"array<{kind.spark_type().simpleString()}>")
+
+
+FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType]], Column]] = {
+    "str.lower": lambda a, p, t: F.lower(a[0]),
+    "str.upper": lambda a, p, t: F.upper(a[0]),
+    "str.len": lambda a, p, t: F.char_length(a[0]).cast("long"),
+    "str.reversed": lambda a, p, t: F.reverse(a[0]),
+    "str.strip": lambda a, p, t: F.trim(a[0]) if p[0] is None else F.btrim(a[0], F.lit(p[0])),
+    "str.startswith": lambda a, p, t: F.startswith(a[0], a[1]),
+    "str.endswith": lambda a, p, t: F.endswith(a[0], a[1]),
+    "str.count": lambda a, p, t: F.when(a[1] == "", F.char_length(a[0]) + 1).otherwise(
+        ((F.char_length(a[0]) - F.char_length(F.replace(a[0], a[1], F.lit("")))) / F.char_length(a[1]))
+    ).cast("long"),
+    "str.find": lambda a, p, t: (F.instr(a[0], a[1]) - 1).cast("long"),
+    "str.replace": lambda a, p, t: F.replace(a[0], a[1], a[2]),
+    "str.slice": _str_slice,
+    "str.parse_int": _parse("long"),
+    "str.parse_float": _parse("double"),
+    "str.parse_bool": _parse("boolean"),
+    "dt.year": lambda a, p, t: F.year(a[0]).cast("long"),
+    "dt.month": lambda a, p, t: F.month(a[0]).cast("long"),
+    "dt.day": lambda a, p, t: F.dayofmonth(a[0]).cast("long"),
+    "dt.hour": lambda a, p, t: F.hour(a[0]).cast("long"),
+    "dt.minute": lambda a, p, t: F.minute(a[0]).cast("long"),
+    "dt.second": lambda a, p, t: F.second(a[0]).cast("long"),
+    "dt.weekday": lambda a, p, t: ((F.dayofweek(a[0]) + 5) % 7).cast("long"),
+    "dt.timestamp": _timestamp,
+    "dt.strftime": _strftime,
+    "dt.strptime": _strptime,
+    "dt.floor": _floor,
+    "dt.to_utc": lambda a, p, t: F.to_utc_timestamp(a[0].cast("timestamp"), p[0]),
+    "dt.from_timestamp": _from_timestamp(False),
+    "dt.utc_from_timestamp": _from_timestamp(True),
+    "dt.days": _duration_part(86_400_000_000),
+    "dt.seconds": _duration_part(1_000_000),
+    "dt.milliseconds": _duration_part(1_000),
+    "num.round": lambda a, p, t: F.round(a[0], p[0]),
+    "window.starts": _window_starts,
+    "json_as_int": _json_as(int, "long"),
+    "json_as_float": _json_as(float, "double"),
+    "json_as_str": _json_as(str, "string"),
+    "json_as_bool": _json_as(bool, "boolean"),
+}
+
+_COMPILERS: dict[type, Callable[[Any, Scope], Column]] = {
+    ColumnRef: _column_ref,
+    Const: _const,
+    BinOp: _binop,
+    UnOp: _unop,
+    IfElse: _if_else,
+    Coalesce: _coalesce,
+    Require: _require,
+    Unwrap: _unwrap,
+    Cast: _cast,
+    IsNone: _is_none,
+    MakeTuple: _make_tuple,
+    GetItem: _get_item,
+    Apply: _apply,
+    Call: _call,
+    PointerFrom: _pointer_from,
+}

@@ -1,0 +1,236 @@
+"""Compiles plan nodes to the Spark DataFrame of their changes in one step.
+
+One function per node kind.  Every change frame has the columns ``_id``, the node's
+columns in order, and ``_diff``.  Stateless nodes are Spark SQL; stateful ones go through
+``sparkway.engine.stateful.keyed_step`` with the kernel of their kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from sparkway.api import dtypes as dt
+from sparkway.api.dtypes import DType
+from sparkway.api.expression import Expr
+from sparkway.api.schema import spark_schema
+from sparkway.engine.expressions import Scope, col, compile_expr, pointer_of
+from sparkway.engine.kernels.join import join_groups
+from sparkway.engine.kernels.merge import merge_groups
+from sparkway.engine.kernels.ordered import deduplicate_groups, sort_groups
+from sparkway.engine.kernels.reduce import reduce_groups
+from sparkway.engine.kernels.session import sessionize
+from sparkway.engine.stateful import KeyedInput, keyed_step
+from sparkway.plan import nodes as n
+from sparkway.plan.typing import infer
+from sparkway.state.store import StateLocation
+
+
+@dataclass
+class StepContext:
+    """What compiling one step needs: Spark, the step's identity and where state lives."""
+
+    spark: SparkSession
+    step: int
+    time: int
+    location: StateLocation
+    partitions: int
+    operator_names: dict[int, str]  # id(node) -> its state folder
+    inputs: dict[int, DataFrame] = field(default_factory=dict)  # id(Input node) -> changes
+
+    def empty(self, node: n.Node) -> DataFrame:
+        return self.spark.createDataFrame([], spark_schema(node.columns))
+
+    def keyed(self, node: n.Node, inputs: list[KeyedInput], kernel, params, output: T.StructType) -> DataFrame:
+        return keyed_step(
+            inputs,
+            operator=self.operator_names[id(node)],
+            step=self.step,
+            time=self.time,
+            location=self.location,
+            partitions=self.partitions,
+            kernel=kernel,
+            params=params,
+            output=output,
+        )
+
+
+def compile_node(node: n.Node, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    """The changes of ``node`` given the changes of its inputs."""
+    return _COMPILERS[type(node)](node, frames, ctx)
+
+
+def _changes(frame: DataFrame, columns: dict[str, Column]) -> DataFrame:
+    return frame.select(col("_id"), *[c.alias(name) for name, c in columns.items()], col("_diff"))
+
+
+def _typed(node: n.Node, frame: DataFrame) -> DataFrame:
+    """The frame with exactly the node's Spark types (kernels and unions need them)."""
+    return frame.select(
+        col("_id").cast("long").alias("_id"),
+        *[col(name).cast(kind.spark_type()).alias(name) for name, kind in node.columns.items()],
+        col("_diff"),
+    )
+
+
+def _input(node: n.Input, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    frame = ctx.inputs.get(id(node))
+    return frame if frame is not None else ctx.empty(node)
+
+
+def _select(node: n.Select, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    scope = Scope.of(node.input.columns)
+    compiled = {name: compile_expr(e, scope).cast(node.columns[name].spark_type()) for name, e in node.exprs}
+    return _changes(frames[0], compiled)
+
+
+def _filter(node: n.Filter, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    predicate = compile_expr(node.predicate, Scope.of(node.input.columns))
+    return frames[0].filter(F.coalesce(predicate, F.lit(False)))
+
+
+def _flatten(node: n.Flatten, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    source = node.input.columns[node.column].with_optional(False)
+    values = col(node.column)
+    if source == dt.JSON:
+        values = F.from_json(values, "array<string>")  # elements stay JSON text
+    exploded = frames[0].select("*", F.posexplode(values).alias("_pos", "_item"))
+    columns = {name: col("_item") if name == node.column else col(name) for name in node.columns}
+    return exploded.select(
+        pointer_of([col("_id"), col("_pos")]).alias("_id"),
+        *[c.alias(name) for name, c in columns.items()],
+        col("_diff"),
+    )
+
+
+def _reindex(node: n.Reindex, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    scope = Scope.of(node.input.columns)
+    new_id = pointer_of([compile_expr(k, scope) for k in node.keys])
+    return frames[0].select(new_id.alias("_id"), *[col(c) for c in node.columns], col("_diff"))
+
+
+def _concat(node: n.Concat, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    parts = []
+    for position, frame in enumerate(frames):
+        frame = _typed(node, frame)
+        if node.reindex:
+            frame = frame.withColumn("_id", pointer_of([F.lit(position).cast("long"), col("_id")]))
+        parts.append(frame)
+    out = parts[0]
+    for frame in parts[1:]:
+        out = out.unionByName(frame)
+    return out
+
+
+def _key_columns(exprs: list[Expr], inputs: list[dict[str, DType]], types: list[DType] | None = None) -> list[Column]:
+    scope = Scope.of(*inputs)
+    types = types or [infer(e, inputs) for e in exprs]
+    return [compile_expr(e, scope).cast(t.spark_type()) for e, t in zip(exprs, types)]
+
+
+def _reduce(node: n.Reduce, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    inputs = [node.input.columns]
+    scope = Scope.of(*inputs)
+    keys = _key_columns([e for _, e in node.keys], inputs)
+    payload: dict[str, Column] = {name: k for (name, _), k in zip(node.keys, keys)}
+    aggregates = []
+    for j, (name, agg) in enumerate(node.aggregates):
+        arg_names = []
+        for m, arg in enumerate(agg.args):
+            arg_name = f"_pw_arg_{j}_{m}"
+            payload[arg_name] = compile_expr(arg, scope).cast(infer(arg, inputs).spark_type())
+            arg_names.append(arg_name)
+        aggregates.append((name, agg.kind, arg_names))
+    params = ([name for name, _ in node.keys], aggregates)
+    output = spark_schema(node.columns, with_id=True)
+    return ctx.keyed(node, [KeyedInput(frames[0], keys, payload)], reduce_groups, params, output)
+
+
+def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    left_types = [infer(e, [node.left.columns]) for e in node.left_keys]
+    right_types = [infer(e, [node.right.columns]) for e in node.right_keys]
+    unified = [dt.unify(a, b) for a, b in zip(left_types, right_types)]
+    sides = []
+    for frame, table, keys in ((frames[0], node.left, node.left_keys), (frames[1], node.right, node.right_keys)):
+        key_columns = _key_columns(list(keys), [table.columns], unified)
+        sides.append(KeyedInput(_typed(table, frame), key_columns, {c: col(c) for c in table.columns}))
+    pair_columns = {k: v for k, v in node.columns.items() if k not in ("_l_id", "_r_id")}
+    output = T.StructType(
+        [T.StructField("_l_id", T.LongType()), T.StructField("_r_id", T.LongType())]
+        + list(spark_schema(pair_columns, with_id=False).fields)
+    )
+    params = (node.how, list(node.left.columns), list(node.right.columns))
+    pairs = ctx.keyed(node, sides, join_groups, params, output)
+    if node.id_from is not None:
+        new_id = col("_l_id" if node.id_from == "left" else "_r_id")
+    else:
+        new_id = pointer_of([F.coalesce(col("_l_id"), F.lit(-1)), F.coalesce(col("_r_id"), F.lit(-2))])
+    return pairs.select(new_id.alias("_id"), *[col(c) for c in node.columns], col("_diff"))
+
+
+def _session_window(node: n.SessionWindow, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    inputs = [node.input.columns]
+    scope = Scope.of(*inputs)
+    instance = node.instance
+    keys = _key_columns([instance], inputs) if instance is not None else []
+    payload = {c: col(c) for c in node.input.columns}
+    payload["_t"] = compile_expr(node.time, scope)
+    payload["_inst"] = keys[0] if keys else F.lit(None).cast(node.columns["_pw_instance"].spark_type())
+    params = (node.max_gap, list(node.input.columns))
+    output = spark_schema(node.columns, with_id=True)
+    return ctx.keyed(node, [KeyedInput(_typed(node.input, frames[0]), keys, payload)], sessionize, params, output)
+
+
+def _deduplicate(node: n.Deduplicate, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    inputs = [node.input.columns]
+    keys = _key_columns([node.instance], inputs) if node.instance is not None else []
+    payload = {c: col(c) for c in node.input.columns}
+    payload["_v"] = compile_expr(node.value, Scope.of(*inputs))
+    params = (node.acceptor, list(node.input.columns))
+    output = spark_schema(node.columns, with_id=True)
+    return ctx.keyed(node, [KeyedInput(_typed(node.input, frames[0]), keys, payload)], deduplicate_groups, params, output)
+
+
+def _sort(node: n.Sort, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    inputs = [node.input.columns]
+    keys = _key_columns([node.instance], inputs) if node.instance is not None else []
+    payload = {"_k": compile_expr(node.key, Scope.of(*inputs))}
+    output = spark_schema(node.columns, with_id=True)
+    return ctx.keyed(node, [KeyedInput(frames[0], keys, payload)], sort_groups, None, output)
+
+
+def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    inputs = []
+    for position, (table, frame, key) in enumerate(zip(node.tables, frames, node.keys)):
+        key_column = compile_expr(key, Scope.of(table.columns)) if key is not None else col("_id")
+        # ix reads only the pointer of the holder table; the others carry their columns
+        carried = {} if (node.mode == "ix" and position == 0) else {c: col(c) for c in table.columns}
+        inputs.append(KeyedInput(frame, [key_column.cast("long")], carried))
+    params = (node.mode, list(node.columns), node.optional)
+    output = spark_schema(node.columns, with_id=True)
+    return ctx.keyed(node, inputs, merge_groups, params, output)
+
+
+def _output(node: n.Output, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    return frames[0]
+
+
+_COMPILERS: dict[type, Callable[[n.Node, list[DataFrame], StepContext], DataFrame]] = {
+    n.Input: _input,
+    n.Select: _select,
+    n.Filter: _filter,
+    n.Flatten: _flatten,
+    n.Reindex: _reindex,
+    n.Concat: _concat,
+    n.Reduce: _reduce,
+    n.Join: _join,
+    n.SessionWindow: _session_window,
+    n.Deduplicate: _deduplicate,
+    n.Sort: _sort,
+    n.KeyedMerge: _keyed_merge,
+    n.Output: _output,
+}

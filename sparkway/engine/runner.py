@@ -1,0 +1,279 @@
+"""The driver-side step loop.
+
+Each step: ask the sources what input is ready, log it (with the step's time) in the
+metadata, read it, compile the plan to Spark for that input, run one Spark job that
+collects every sink's changes, write the sinks, then commit the sources' positions.
+A crash between logging and committing replays the logged step on restart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time as _time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from sparkway.api.schema import spark_schema
+from sparkway.connectors.base import OutputBatch, Source
+from sparkway.engine.consolidate import consolidate
+from sparkway.engine.expressions import col
+from sparkway.engine.operators import StepContext, compile_node
+from sparkway.engine.session import get_spark
+from sparkway.persistence.config import Config
+from sparkway.persistence.metadata import MetadataLog
+from sparkway.persistence.storage import BlobStorage
+from sparkway.plan import nodes as n
+from sparkway.state.store import StateLocation
+
+log = logging.getLogger("sparkway")
+
+
+@dataclass
+class RunOptions:
+    spark_master: str | None = None
+    persistence: Config | None = None
+    poll_interval_s: float = 0.5
+    partitions: int | None = None
+
+
+class Runner:
+    """Runs a plan until every source is finished, or until SIGINT/SIGTERM."""
+
+    def __init__(self, outputs: list[n.Output], options: RunOptions) -> None:
+        self.plan = n.Plan(outputs)
+        self.options = options
+        self.sources: list[Source] = _named_sources(self.plan)
+        self.operator_names = {
+            id(node): f"{i:03d}-{node.kind.lower()}" for i, node in enumerate(self.plan.nodes) if node.is_stateful
+        }
+        self.step = 0
+        self.last_time = 0
+        self.metadata: MetadataLog | None = None
+        self.stop_requested = threading.Event()
+        self._scratch: str | None = None
+
+    # -- the loop -------------------------------------------------------------------------
+    def run(self) -> None:
+        spark = get_spark(self.options.spark_master)
+        location = self._open(spark)
+        sinks = [out.sink for out in self.plan.outputs]
+        for sink in sinks:
+            sink.open()
+        previous = _install_signal_handlers(self.stop_requested)
+        try:
+            self._replay_pending(spark, location)
+            while not self.stop_requested.is_set():
+                segments = {s.name: s.discover() for s in self.sources}
+                if any(segments.values()):
+                    self._run_step(spark, location, segments, self._next_time())
+                elif all(s.is_finished for s in self.sources):
+                    break
+                else:
+                    self.stop_requested.wait(self.options.poll_interval_s)
+            for sink in sinks:
+                sink.close()
+        finally:
+            _restore_signal_handlers(previous)
+            self._close()
+
+    def _next_time(self) -> int:
+        return max(int(_time.time() * 1000), self.last_time + 1)
+
+    def _run_step(self, spark: SparkSession, location: StateLocation, segments: dict[str, list], time: int) -> None:
+        step = self.step + 1
+        if self.metadata is not None:
+            self.metadata.log_step(step, time, segments)
+        tables = {s.name: s.read(segments.get(s.name, [])) for s in self.sources}
+        for source in self.sources:
+            count = len(segments.get(source.name, []))
+            if count:
+                entries = tables[source.name].num_rows
+                log.info("%s: %d entries (%d minibatch(es)) have been sent to the engine", _label(source), entries, count)
+        batches = self._compute(spark, location, step, time, tables)
+        for out, batch in zip(self.plan.outputs, batches):
+            out.sink.write(batch)
+        for source in self.sources:
+            source.advance(segments.get(source.name, []))
+        if self.metadata is not None:
+            self.metadata.commit(step, time, {s.name: s.position() for s in self.sources})
+        self.step, self.last_time = step, time
+
+    def _compute(self, spark: SparkSession, location: StateLocation, step: int, time: int, tables: dict[str, pa.Table]) -> list[OutputBatch]:
+        ctx = StepContext(spark, step, time, location, self._partitions(spark), self.operator_names)
+        frames: dict[int, DataFrame] = {}
+        nonempty: set[int] = set()
+        consumers = self.plan.consumers()
+        cached: list[DataFrame] = []
+        for node in self.plan.nodes:
+            if isinstance(node, n.Input):
+                table = tables[node.source.name]
+                if table.num_rows:
+                    ctx.inputs[id(node)] = spark.createDataFrame(table, schema=spark_schema(node.columns))
+                    nonempty.add(id(node))
+            elif any(id(i) in nonempty for i in node.inputs):
+                nonempty.add(id(node))
+            else:
+                continue  # no input changed: no output changes, and state stays as it is
+            inputs = [frames[id(i)] if id(i) in frames else ctx.empty(i) for i in node.inputs]
+            frame = compile_node(node, inputs, ctx)
+            if node.is_stateful and consumers.get(id(node), 0) > 1:
+                frame = frame.persist()  # evaluated once even when read twice
+                cached.append(frame)
+            frames[id(node)] = frame
+        try:
+            collected = _collect([frames.get(id(out)) if id(out) in nonempty else None for out in self.plan.outputs])
+        finally:
+            for frame in cached:
+                frame.unpersist()
+        return [_output_batch(out, table, time) for out, table in zip(self.plan.outputs, collected)]
+
+    def _partitions(self, spark: SparkSession) -> int:
+        return self.options.partitions or max(2, spark.sparkContext.defaultParallelism)
+
+    # -- persistence ----------------------------------------------------------------------------
+    def _open(self, spark: SparkSession) -> StateLocation:
+        config = self.options.persistence
+        if config is None:
+            self._scratch = tempfile.mkdtemp(prefix="sparkway-")
+            for source in self.sources:
+                source.open(None)
+            return StateLocation(BlobStorage(os.path.join(self._scratch, "state")), os.path.join(self._scratch, "local"), 10**12)
+        self.metadata = MetadataLog(config.metadata_storage.storage())
+        self.metadata.lock()
+        snapshots = config.snapshot_storage.storage()
+        description = self._describe()
+        if self.metadata.check_plan(description, rebuild=config.on_plan_change == "rebuild"):
+            log.warning("The program changed: discarding the persisted state and starting over")
+            self.metadata.clear()
+            snapshots.delete("operators")
+            snapshots.delete("sources")
+        incarnation = json.loads(self.metadata.storage.read_bytes("plan.json")).get("incarnation", "")
+        for source in self.sources:
+            source.open(snapshots.child(f"sources/{_safe(source.name)}"))
+        commit = self.metadata.last_commit()
+        if commit is None:
+            log.info("No time has been advanced in the previous run, therefore no data read from the snapshot")
+        else:
+            self.step, self.last_time = commit["step"], commit["time"]
+            for source in self.sources:
+                if source.name in commit["positions"]:
+                    source.restore(commit["positions"][source.name])
+            log.info("Restored the state of step %d (time %d) from the persistence storage", self.step, self.last_time)
+        cache_root = os.environ.get("SPARKWAY_STATE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "sparkway", "state")
+        local = os.path.join(cache_root, hashlib.sha1(f"{snapshots.root}|{incarnation}".encode()).hexdigest()[:20])
+        return StateLocation(snapshots.child("operators"), local, config.snapshot_interval_ms)
+
+    def _replay_pending(self, spark: SparkSession, location: StateLocation) -> None:
+        if self.metadata is None:
+            return
+        pending = self.metadata.pending_step(self.step)
+        if pending is not None:
+            log.info("Replaying step %d, interrupted in the previous run", pending["step"])
+            self._run_step(spark, location, pending["segments"], pending["time"])
+
+    def _describe(self) -> list[dict[str, Any]]:
+        index = {id(node): i for i, node in enumerate(self.plan.nodes)}
+        return [
+            {"kind": node.kind, "inputs": [index[id(i)] for i in node.inputs], **node.describe()}
+            for node in self.plan.nodes
+        ]
+
+    def _close(self) -> None:
+        for source in self.sources:
+            source.close()
+        if self.metadata is not None:
+            self.metadata.unlock()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+def _named_sources(plan: n.Plan) -> list[Source]:
+    """The plan's sources; unnamed ones get ids in the order they were created."""
+    sources = sorted({id(x.source): x.source for x in plan.nodes if isinstance(x, n.Input)}.values(),
+                     key=lambda s: getattr(s, "sequence", 0))
+    unnamed = 0
+    for source in sources:
+        if source.name is None:
+            source.name = str(unnamed)
+            unnamed += 1
+    names = [s.name for s in sources]
+    duplicates = {x for x in names if names.count(x) > 1}
+    if duplicates:
+        raise ValueError(f"two sources have the same persistent id: {sorted(duplicates)}")
+    return sources
+
+
+def _label(source: Source) -> str:
+    return f"{getattr(source, 'connector_label', type(source).__name__)}-{source.name}"
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def _collect(frames: list[DataFrame | None]) -> list[pa.Table | None]:
+    """Every sink's changes, in one Spark job."""
+    tagged = []
+    for k, frame in enumerate(frames):
+        if frame is not None:
+            data = [col(c).alias(f"_{k}_{c}") for c in frame.columns if c not in ("_id", "_diff")]
+            tagged.append(frame.select(F.lit(k).alias("_sink"), col("_id"), col("_diff"), *data))
+    if not tagged:
+        return [None] * len(frames)
+    union = tagged[0]
+    for frame in tagged[1:]:
+        union = union.unionByName(frame, allowMissingColumns=True)
+    everything = union.toArrow()
+    out: list[pa.Table | None] = []
+    for k, frame in enumerate(frames):
+        if frame is None:
+            out.append(None)
+            continue
+        rows = everything.filter(pc.equal(everything.column("_sink"), k))
+        names = [c for c in frame.columns if c not in ("_id", "_diff")]
+        out.append(rows.select(["_id", *[f"_{k}_{c}" for c in names], "_diff"]).rename_columns(["_id", *names, "_diff"]))
+    return out
+
+
+def _output_batch(out: n.Output, table: pa.Table | None, time: int) -> OutputBatch:
+    columns = list(out.columns)
+    if table is None or table.num_rows == 0:
+        empty = pa.table({**{c: pa.array([], out.columns[c].arrow_type()) for c in columns},
+                          "time": pa.array([], pa.int64()), "diff": pa.array([], pa.int64())})
+        return OutputBatch(empty, time, pa.array([], pa.int64()))
+    merged = consolidate(table.drop_columns(["_diff"]), table.column("_diff").to_pylist())
+    order = pc.sort_indices(merged, sort_keys=[("_diff", "ascending")])  # retractions first
+    merged = merged.take(order)
+    body = merged.select(columns)
+    body = body.append_column("time", pa.array([time] * merged.num_rows, pa.int64()))
+    body = body.append_column("diff", merged.column("_diff"))
+    return OutputBatch(body, time, merged.column("_id"))
+
+
+def _install_signal_handlers(stop: threading.Event) -> dict[int, Any]:
+    """SIGINT/SIGTERM end the run after the current step (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.getsignal(sig)
+        signal.signal(sig, lambda *_: stop.set())
+    return previous
+
+
+def _restore_signal_handlers(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)

@@ -1,0 +1,66 @@
+"""The SparkSession sparkway runs on: the active one, or one it creates.
+
+Settings follow what was measured on small machines: few shuffle partitions, AQE on,
+Arrow transfers, C1-only JIT for fast start-up, no UI.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[2]"
+log = logging.getLogger("sparkway")
+
+
+def ensure_python_env() -> None:
+    """Spark's Python workers must run this interpreter, with our package importable."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Workers of a cluster start in other folders: let them import this source tree too.
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if package_root not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, *paths] if p)
+
+
+def get_spark(master: str | None = None) -> SparkSession:
+    """The active SparkSession, or a new one on ``master``.
+
+    ``master`` defaults to ``$SPARKWAY_SPARK_MASTER``, then to embedded ``local[2]``.
+    """
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active
+    ensure_python_env()
+    master = master or os.environ.get("SPARKWAY_SPARK_MASTER") or DEFAULT_MASTER
+    fast_jit = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto"
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("sparkway")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
+        .config("spark.sql.execution.pythonUDF.arrow.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.speculation", "false")
+        .config("spark.driver.extraJavaOptions", f"{fast_jit} -Dlog4j2.level=warn")
+        .config("spark.executor.extraJavaOptions", fast_jit)
+        .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
+        .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
+        .config("spark.python.worker.reuse", "true")
+    )
+    if master.startswith("local-cluster"):
+        builder = builder.config("spark.executor.memory", "768m")
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    log.debug("Spark session on %s", master)
+    return spark

@@ -1,0 +1,203 @@
+"""Stateful operators on Spark: a shuffle by key, then an Arrow kernel per partition.
+
+Driver side, ``keyed_step`` tags each input's changes with the group pointer ``_gid``
+(the hash of the key values) and a state partition ``_part``, unions the inputs, shuffles
+by ``_part`` and maps each Spark partition with ``_run_partitions``.
+
+Executor side, for each state partition in the data: open its versioned store at the
+state before this step, load the *arrangements* (per input and group: the rows, with
+multiplicity and arrival time) of the touched groups, apply the changes, run the kernel
+on the old and on the new rows, and emit the difference of the two outputs.
+"""
+
+from __future__ import annotations
+
+import functools
+import pickle
+import struct
+import time as _time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from sparkway.engine.consolidate import consolidate
+from sparkway.engine.expressions import pointer_of
+from sparkway.state.store import StateLocation
+
+Kernel = Callable[[list[pa.Table], Any], pa.Table]
+Arrangement = dict[int, list]  # row id -> [payload values, multiplicity, arrival time]
+
+
+@dataclass
+class KeyedInput:
+    """One input of a stateful operator: its changes, key and the columns it keeps."""
+
+    frame: DataFrame
+    keys: list[Column]
+    payload: dict[str, Column]
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """Everything an executor needs for one operator in one step (pickled to tasks)."""
+
+    operator: str
+    step: int
+    time: int
+    location: StateLocation
+    payloads: tuple[tuple[tuple[str, pa.DataType], ...], ...]  # per input: (name, type)
+    kernel: Kernel
+    params: Any
+    output_schema: pa.Schema  # the kernel's output columns, then _diff
+
+
+def keyed_step(
+    inputs: list[KeyedInput],
+    *,
+    operator: str,
+    step: int,
+    time: int,
+    location: StateLocation,
+    partitions: int,
+    kernel: Kernel,
+    params: Any,
+    output: T.StructType,
+) -> DataFrame:
+    """The changes of a stateful operator's output in this step (lazy)."""
+    frames, payload_types = [], []
+    for index, item in enumerate(inputs):
+        gid = pointer_of(item.keys)
+        columns = [c.alias(f"_{index}_{name}") for name, c in item.payload.items()]
+        frame = item.frame.select(
+            F.lit(index).alias("_input"),
+            gid.alias("_gid"),
+            F.pmod(gid, F.lit(partitions)).alias("_part"),
+            F.col("_id"),
+            F.col("_diff"),
+            *columns,
+        )
+        frames.append(frame)
+        schema = to_arrow_schema(frame.select(*[f"_{index}_{n}" for n in item.payload]).schema)
+        payload_types.append(tuple((n, schema.field(i).type) for i, n in enumerate(item.payload)))
+    union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+    spec = KernelSpec(
+        operator, step, time, location, tuple(payload_types), kernel, params,
+        to_arrow_schema(output, timezone="UTC", prefers_large_types=False),
+    )
+    return union.repartition(partitions, "_part").mapInArrow(functools.partial(_run_partitions, spec), output)
+
+
+# -- executor side ---------------------------------------------------------------------------
+
+def _run_partitions(spec: KernelSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    chunks = list(batches)
+    if not chunks:
+        return
+    table = pa.Table.from_batches(chunks)
+    if table.num_rows == 0:
+        return
+    for part in sorted(pc.unique(table.column("_part")).to_pylist()):
+        rows = table.filter(pc.equal(table.column("_part"), part))
+        out = _apply_with_retry(spec, part, rows)
+        yield from out.cast(spec.output_schema).to_batches()
+
+
+def _apply_with_retry(spec: KernelSpec, part: int, rows: pa.Table, attempts: int = 50) -> pa.Table:
+    """Applies the step to one state partition; waits while another task holds it."""
+    for attempt in range(attempts):
+        store = spec.location.partition(spec.operator, part)
+        try:
+            store.begin(spec.step)
+        except Exception as error:  # RocksDB's lock: a zombie attempt still has it open
+            store.close()
+            if "lock" not in str(error).lower() or attempt == attempts - 1:
+                raise
+            _time.sleep(0.1 * (attempt + 1))
+            continue
+        try:
+            out, updates = _apply(spec, rows, store)
+            store.commit(updates)
+            return out
+        finally:
+            store.close()
+    raise AssertionError("unreachable")
+
+
+def _state_key(input_index: int, gid: int) -> bytes:
+    return struct.pack(">Bq", input_index, gid)
+
+
+def _apply(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table, dict[bytes, bytes | None]]:
+    gids = sorted(set(rows.column("_gid").to_pylist()))
+    group_of = {gid: k for k, gid in enumerate(gids)}
+    n_inputs = len(spec.payloads)
+    keys = [_state_key(i, gid) for i in range(n_inputs) for gid in gids]
+    stored = store.get_many(keys)
+    arrangements: list[Arrangement] = [pickle.loads(v) if v is not None else {} for v in stored]
+    tables, updates = [], {}
+    for i in range(n_inputs):
+        own = arrangements[i * len(gids):(i + 1) * len(gids)]
+        old = _rows_of(own, gids, version=0)
+        columns = [f"_{i}_{name}" for name, _ in spec.payloads[i]]
+        changes = rows.filter(pc.equal(rows.column("_input"), i))
+        changed = _apply_changes(own, group_of, changes, columns, spec.time)
+        new = _rows_of(own, gids, version=1)
+        tables.append(_to_table(old, new, spec.payloads[i]))
+        for k in changed:
+            updates[_state_key(i, gids[k])] = pickle.dumps(own[k], protocol=5) if own[k] else None
+    out = spec.kernel(tables, spec.params)
+    is_new = pc.equal(pc.bit_wise_and(out.column("_g"), 1), 1).to_pylist()
+    body = out.drop_columns(["_g"])
+    return consolidate(body, [1 if new else -1 for new in is_new]), updates
+
+
+def _apply_changes(
+    own: list[Arrangement], group_of: dict[int, int], changes: pa.Table, payload: list[str], time: int
+) -> set[int]:
+    """Adds the changes to the arrangements; returns the groups that changed."""
+    columns = [changes.column(n).to_pylist() for n in payload]
+    changed = set()
+    for gid, row_id, diff, *values in zip(
+        changes.column("_gid").to_pylist(), changes.column("_id").to_pylist(), changes.column("_diff").to_pylist(), *columns
+    ):
+        k = group_of[gid]
+        changed.add(k)
+        entry = own[k].get(row_id)
+        if entry is None:
+            own[k][row_id] = [tuple(values), diff, time]
+            continue
+        if diff > 0:  # an insertion carries the row's current values
+            entry[0], entry[2] = tuple(values), time
+        entry[1] += diff
+        if entry[1] == 0:
+            del own[k][row_id]
+    return changed
+
+
+def _rows_of(own: list[Arrangement], gids: list[int], version: int) -> list[tuple]:
+    """(group number, id, gid, time, values) per row; a row of multiplicity m appears m times."""
+    out = []
+    for k, arrangement in enumerate(own):
+        g = 2 * k + version
+        for row_id, (values, count, time) in arrangement.items():
+            out.extend([(g, row_id, gids[k], time, values)] * max(count, 0))
+    return out
+
+
+def _to_table(old: list[tuple], new: list[tuple], payload: tuple[tuple[str, pa.DataType], ...]) -> pa.Table:
+    rows = old + new
+    columns: dict[str, pa.Array] = {
+        "_g": pa.array([r[0] for r in rows], pa.int64()),
+        "_id": pa.array([r[1] for r in rows], pa.int64()),
+        "_gid": pa.array([r[2] for r in rows], pa.int64()),
+        "_time": pa.array([r[3] for r in rows], pa.int64()),
+    }
+    for j, (name, kind) in enumerate(payload):
+        columns[name] = pa.array([r[4][j] for r in rows], kind)
+    return pa.table(columns)

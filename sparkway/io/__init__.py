@@ -1,0 +1,5 @@
+"""``pw.io``: input and output connectors."""
+
+from sparkway.io import csv, fs, jsonlines, null, plaintext
+
+__all__ = ["csv", "fs", "jsonlines", "null", "plaintext"]

@@ -1,0 +1,243 @@
+"""The logical plan: immutable nodes, each knowing its inputs and output columns.
+
+Expressions inside a node refer to the node's inputs through ``InputRef(i)``: input 0 for
+single-input nodes, 0 and 1 (left, right) for joins.  Every table has unique row ids
+(the hidden column ``_id``, visible as ``id``); each node says how its output ids are made.
+The engine compiles one node kind with one function (``sparkway.engine.operators``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparkway.api.dtypes import DType
+from sparkway.api.expression import Expr
+
+
+@dataclass(frozen=True)
+class InputRef:
+    """Which input of a node a ``ColumnRef`` reads."""
+
+    index: int
+    _label: str = "input"
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    columns: dict[str, DType]
+
+    @property
+    def inputs(self) -> tuple["Node", ...]:
+        return ()
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+    @property
+    def is_stateful(self) -> bool:
+        return False
+
+    def describe(self) -> dict[str, Any]:
+        """Parameters that identify this node for the plan fingerprint (not its inputs)."""
+        return {"columns": {k: str(v) for k, v in self.columns.items()}}
+
+
+@dataclass(frozen=True, eq=False)
+class Input(Node):
+    source: Any  # sparkway.connectors.base.Source
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "source": self.source.name}
+
+
+@dataclass(frozen=True, eq=False)
+class _Unary(Node):
+    input: Node
+
+    @property
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True, eq=False)
+class Select(_Unary):
+    """Computes every output column from the input row; keeps ids."""
+
+    exprs: tuple[tuple[str, Expr], ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Filter(_Unary):
+    predicate: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Flatten(_Unary):
+    """One row per element of a list column; ids from (row id, position)."""
+
+    column: str
+
+
+@dataclass(frozen=True, eq=False)
+class Reindex(_Unary):
+    """New ids computed from values (``with_id_from``); ``keys`` empty keeps values' order."""
+
+    keys: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Concat(Node):
+    tables: tuple[Node, ...]
+    reindex: bool  # concat_reindex: ids from (position of the table, id)
+
+    @property
+    def inputs(self) -> tuple[Node, ...]:
+        return self.tables
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One reducer column of a ``Reduce`` node."""
+
+    kind: str  # count, sum, min, ... (see sparkway.engine.kernels.reduce)
+    args: tuple[Expr, ...]
+    params: tuple[Any, ...] = ()
+
+
+class _Stateful:
+    @property
+    def is_stateful(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, eq=False)
+class Reduce(_Stateful, _Unary):
+    """Group by ``keys`` and aggregate; output columns are the keys then the aggregates.
+
+    Output ids are the ids a row with the same key values gets from ``pointer_from``.
+    """
+
+    keys: tuple[tuple[str, Expr], ...]
+    aggregates: tuple[tuple[str, Aggregate], ...]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **super().describe(),
+            "keys": [k for k, _ in self.keys],
+            "aggregates": {n: a.kind for n, a in self.aggregates},
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Join(_Stateful, Node):
+    """Rows of ``left`` and ``right`` with equal keys; outer kinds pad with nulls.
+
+    Output columns are the left columns then the right columns (``columns`` names
+    them ``l.<name>``/``r.<name>`` plus ``l.id``/``r.id``); a Select follows.
+    """
+
+    left: Node
+    right: Node
+    left_keys: tuple[Expr, ...]
+    right_keys: tuple[Expr, ...]
+    how: str  # inner, left, right, outer
+    id_from: str | None = None  # "left" or "right": keep that side's ids
+
+    @property
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.left, self.right)
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "how": self.how, "keys": len(self.left_keys)}
+
+
+@dataclass(frozen=True, eq=False)
+class SessionWindow(_Stateful, _Unary):
+    """Assigns each row to its session: adds ``_pw_instance``, ``_pw_window_start``,
+    ``_pw_window_end``; a session is a maximal run of rows of one instance whose
+    consecutive times are at most ``max_gap`` apart.  Keeps ids."""
+
+    time: Expr
+    instance: Expr | None
+    max_gap: Any
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "max_gap": repr(self.max_gap)}
+
+
+@dataclass(frozen=True, eq=False)
+class Deduplicate(_Stateful, _Unary):
+    """Per instance, keeps the last accepted row (``acceptor(new, old)`` decides)."""
+
+    value: Expr
+    instance: Expr | None
+    acceptor: Any
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "acceptor": getattr(self.acceptor, "__qualname__", "")}
+
+
+@dataclass(frozen=True, eq=False)
+class Sort(_Stateful, _Unary):
+    """Adds ``prev`` and ``next``: the ids of the neighbours in key order per instance."""
+
+    key: Expr
+    instance: Expr | None
+
+
+@dataclass(frozen=True, eq=False)
+class KeyedMerge(_Stateful, Node):
+    """Combines tables by row id: ``update_rows``, ``update_cells``, ``difference``,
+    ``intersect``, ``restrict``, and ``ix`` (where ids come from a pointer column)."""
+
+    tables: tuple[Node, ...]
+    mode: str  # update_rows, update_cells, difference, intersect, ix
+    keys: tuple[Expr | None, ...] = ()  # per table: the pointer to match on (None: its id)
+    optional: bool = False  # ix(..., optional=True)
+
+    @property
+    def inputs(self) -> tuple[Node, ...]:
+        return self.tables
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "mode": self.mode}
+
+
+@dataclass(frozen=True, eq=False)
+class Output(_Unary):
+    sink: Any  # sparkway.connectors.base.Sink, or a callback sink
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "sink": type(self.sink).__name__}
+
+
+@dataclass
+class Plan:
+    """All nodes reachable from the outputs, in an order where inputs come first."""
+
+    outputs: list[Output]
+    nodes: list[Node] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        seen: set[int] = set()
+
+        def visit(node: Node) -> None:
+            if id(node) in seen:
+                return
+            seen.add(id(node))
+            for child in node.inputs:
+                visit(child)
+            self.nodes.append(node)
+
+        for out in self.outputs:
+            visit(out)
+
+    def consumers(self) -> dict[int, int]:
+        """How many nodes read each node (by ``id(node)``)."""
+        counts: dict[int, int] = {}
+        for node in self.nodes:
+            for child in node.inputs:
+                counts[id(child)] = counts.get(id(child), 0) + 1
+        return counts

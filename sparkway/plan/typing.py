@@ -1,0 +1,177 @@
+"""The type of every expression node, given the column types of a node's inputs."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from typing import Any, Callable
+
+from sparkway.api import dtypes as dt
+from sparkway.api.dtypes import DType
+from sparkway.api.expression import (
+    Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, GetItem, IfElse, IsNone,
+    MakeTuple, PointerFrom, ReducerExpr, Require, UnOp, Unwrap,
+)
+
+Columns = list[dict[str, DType]]
+
+
+def column_type(ref: ColumnRef, inputs: Columns) -> DType:
+    index = getattr(ref.table, "index", 0)
+    if ref.name == "id":
+        return dt.POINTER
+    try:
+        return inputs[index][ref.name]
+    except KeyError:
+        known = ", ".join(inputs[index]) or "none"
+        raise KeyError(f"no column {ref.name!r} in the table (its columns: {known})") from None
+
+
+def infer(expr: Expr, inputs: Columns) -> DType:
+    """The DType of ``expr`` over inputs with the given columns."""
+    match expr:
+        case ColumnRef():
+            return column_type(expr, inputs)
+        case Const(value):
+            return dt.dtype_of_value(value)
+        case BinOp(op, a, b):
+            return _binop_type(op, infer(a, inputs), infer(b, inputs))
+        case UnOp("not", a):
+            return dt.BOOL.with_optional(infer(a, inputs).optional)
+        case UnOp(_, a):
+            return infer(a, inputs)
+        case IfElse(_, then, otherwise):
+            return dt.unify(infer(then, inputs), infer(otherwise, inputs))
+        case Coalesce(args):
+            types = [infer(a, inputs) for a in args]
+            result = types[0]
+            for t in types[1:]:
+                result = dt.unify(result, t)
+            return result.with_optional(all(t.optional for t in types))
+        case Require(value, args):
+            return infer(value, inputs).with_optional(True)
+        case Unwrap(a):
+            return infer(a, inputs).with_optional(False)
+        case Cast(target, a):
+            return target.with_optional(target.optional or infer(a, inputs).optional)
+        case IsNone():
+            return dt.BOOL
+        case MakeTuple(args):
+            return DType("tuple", tuple(infer(a, inputs) for a in args))
+        case GetItem(a, key, default, checked):
+            return _getitem_type(infer(a, inputs), key, default, checked, inputs)
+        case Apply(fn, _, dtype, _):
+            return dtype if dtype is not None else return_type(fn)
+        case Call(name, args, params):
+            return FUNCTION_TYPES[name]([infer(a, inputs) for a in args], params)
+        case PointerFrom():
+            return dt.POINTER
+        case ReducerExpr():
+            raise TypeError("reducers such as pw.reducers.sum can only be used in reduce()")
+    raise TypeError(f"unsupported expression {expr!r}")
+
+
+def return_type(fn: Callable[..., Any]) -> DType:
+    """The declared return type of a Python function, or Any."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # builtins and lambdas without hints
+        hints = {}
+    if "return" in hints:
+        return dt.dtype_of(hints["return"])
+    try:
+        annotation = inspect.signature(fn).return_annotation
+    except (TypeError, ValueError):
+        return dt.ANY
+    return dt.ANY if annotation is inspect.Signature.empty else dt.dtype_of(annotation)
+
+
+_COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
+
+
+def _binop_type(op: str, a: DType, b: DType) -> DType:
+    optional = a.optional or b.optional
+    base_a, base_b = a.with_optional(False), b.with_optional(False)
+    if op in _COMPARISONS:
+        return dt.BOOL.with_optional(optional)
+    if op in ("&", "|", "^"):
+        return dt.BOOL.with_optional(optional) if base_a == dt.BOOL else base_a.with_optional(optional)
+    if op == "/":
+        if base_a == dt.DURATION and base_b == dt.DURATION:
+            return dt.FLOAT.with_optional(optional)
+        if base_a == dt.DURATION:
+            return dt.DURATION.with_optional(optional)
+        return dt.FLOAT.with_optional(optional)
+    if op == "-" and base_a in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC) and base_b == base_a:
+        return dt.DURATION.with_optional(optional)
+    if op in ("+", "-") and base_b == dt.DURATION:
+        return base_a.with_optional(optional)
+    if op == "+" and base_a == dt.STR and base_b == dt.STR:
+        return dt.STR.with_optional(optional)
+    if op == "*" and {base_a, base_b} == {dt.STR, dt.INT}:
+        return dt.STR.with_optional(optional)
+    if op == "//" and base_a == dt.DURATION:
+        return dt.INT.with_optional(optional) if base_b == dt.DURATION else dt.DURATION.with_optional(optional)
+    if base_a == dt.ANY or base_b == dt.ANY:
+        return dt.ANY.with_optional(optional)
+    return dt.unify(base_a, base_b).with_optional(optional)
+
+
+def _getitem_type(container: DType, key: Expr, default: Expr | None, checked: bool, inputs: Columns) -> DType:
+    base = container.with_optional(False)
+    if base == dt.JSON:
+        return dt.JSON.with_optional(not checked or container.optional)
+    if base.name == "list":
+        item = base.items[0]
+        return item.with_optional(item.optional or not checked)
+    if base.name == "tuple" and isinstance(key, Const):
+        return base.items[key.value]
+    return dt.ANY.with_optional(True)
+
+
+def _same(types: list[DType], params: tuple) -> DType:
+    return types[0]
+
+
+def _fixed(result: DType) -> Callable[[list[DType], tuple], DType]:
+    def rule(types: list[DType], params: tuple) -> DType:
+        return result.with_optional(any(t.optional for t in types))
+    return rule
+
+
+def _parse(result: DType) -> Callable[[list[DType], tuple], DType]:
+    def rule(types: list[DType], params: tuple) -> DType:
+        return result.with_optional(bool(params and params[0]) or types[0].optional)
+    return rule
+
+
+def _json_as(result: DType) -> Callable[[list[DType], tuple], DType]:
+    return lambda types, params: result.with_optional(True)
+
+
+def _strptime(types: list[DType], params: tuple) -> DType:
+    fmt, contains_tz = params
+    tz = contains_tz if contains_tz is not None else ("%z" in fmt or "%Z" in fmt)
+    return (dt.DATE_TIME_UTC if tz else dt.DATE_TIME_NAIVE).with_optional(types[0].optional)
+
+
+# One entry per built-in function: how its result type follows from its arguments'.
+FUNCTION_TYPES: dict[str, Callable[[list[DType], tuple], DType]] = {
+    "str.lower": _same, "str.upper": _same, "str.reversed": _same, "str.strip": _same,
+    "str.replace": _same, "str.slice": _same,
+    "str.len": _fixed(dt.INT), "str.count": _fixed(dt.INT), "str.find": _fixed(dt.INT),
+    "str.startswith": _fixed(dt.BOOL), "str.endswith": _fixed(dt.BOOL),
+    "str.parse_int": _parse(dt.INT), "str.parse_float": _parse(dt.FLOAT),
+    "str.parse_bool": _parse(dt.BOOL),
+    "dt.year": _fixed(dt.INT), "dt.month": _fixed(dt.INT), "dt.day": _fixed(dt.INT),
+    "dt.hour": _fixed(dt.INT), "dt.minute": _fixed(dt.INT), "dt.second": _fixed(dt.INT),
+    "dt.weekday": _fixed(dt.INT), "dt.timestamp": _fixed(dt.FLOAT),
+    "dt.strftime": _fixed(dt.STR), "dt.strptime": _strptime, "dt.floor": _same,
+    "dt.to_utc": _fixed(dt.DATE_TIME_UTC), "dt.from_timestamp": _fixed(dt.DATE_TIME_NAIVE),
+    "dt.utc_from_timestamp": _fixed(dt.DATE_TIME_UTC),
+    "dt.days": _fixed(dt.INT), "dt.seconds": _fixed(dt.INT), "dt.milliseconds": _fixed(dt.INT),
+    "num.round": _same,
+    "window.starts": lambda types, params: dt.DType("list", (types[0].with_optional(False),)),
+    "json_as_int": _json_as(dt.INT), "json_as_float": _json_as(dt.FLOAT),
+    "json_as_str": _json_as(dt.STR), "json_as_bool": _json_as(dt.BOOL),
+}

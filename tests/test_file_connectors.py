@@ -1,0 +1,605 @@
+"""File input and output connectors, on real files (no Spark)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from sparkway.api.dtypes import BOOL, BYTES, FLOAT, INT, JSON, STR, DATE_TIME_NAIVE, DType
+from sparkway.api.schema import Column
+from sparkway.connectors.base import OutputBatch
+from sparkway.connectors.files import FileSource
+from sparkway.connectors.formats import CsvParserSettings, SchemaMismatchError
+from sparkway.connectors.writers import CsvSink, JsonLinesSink, NullSink
+from sparkway.persistence.storage import BlobStorage
+
+LOGS = {"user_id": Column("user_id", STR), "access_time": Column("access_time", INT)}
+
+
+def write(path: Path, text: str | bytes, *, append: bool = False) -> None:
+    """Write a file and move its mtime forward, so that every change is visible even
+    within the filesystem's timestamp granularity."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    before = path.stat().st_mtime_ns if path.exists() else 0
+    data = text.encode() if isinstance(text, str) else text
+    with open(path, "ab" if append else "wb") as f:
+        f.write(data)
+    later = max(before + 1_000_000_000, path.stat().st_mtime_ns)
+    os.utime(path, ns=(later, later))
+
+
+def source(path: Path, columns: dict[str, Column] | None = None, **kw) -> FileSource:
+    kw.setdefault("format", "csv")
+    storage = kw.pop("storage", None)
+    src = FileSource(str(path), columns=LOGS if columns is None else columns, name="logs", **kw)
+    src.open(storage)
+    return src
+
+
+def step(src: FileSource) -> pa.Table:
+    """One step of the engine's loop: discover, read, advance."""
+    segments = src.discover()
+    table = src.read(segments)
+    src.advance(segments)
+    return table
+
+
+def rows(table: pa.Table, *cols: str) -> list[tuple]:
+    cols = cols or tuple(n for n in table.column_names if n not in ("_id", "_diff"))
+    return [tuple(r[c] for c in cols) + (r["_diff"],) for r in table.to_pylist()]
+
+
+def by_id(table: pa.Table) -> dict[tuple[int, int], dict]:
+    return {(r["_id"], r["_diff"]): r for r in table.to_pylist()}
+
+
+# --------------------------------------------------------------------------- static
+
+
+def test_static_reads_a_directory_recursively_in_path_order(tmp_path: Path) -> None:
+    write(tmp_path / "logs" / "b.csv", "user_id,access_time\ncarol,3\n")
+    write(tmp_path / "logs" / "a.csv", "user_id,access_time\nbob,1\nalice,2")  # no final \n
+    write(tmp_path / "logs" / "sub" / "c.csv", "access_time,user_id\n4,dan\n")
+    src = source(tmp_path / "logs", mode="static")
+    segments = src.discover()
+    assert [s["file"] for s in segments] == ["a.csv", "b.csv", "sub/c.csv"]
+    assert src.discover() == segments  # discover does not move the position
+    table = src.read(segments)
+    assert table.schema.names == ["_id", "user_id", "access_time", "_diff"]
+    assert table.schema.field("access_time").type == pa.int64()
+    assert rows(table) == [("bob", 1, 1), ("alice", 2, 1), ("carol", 3, 1), ("dan", 4, 1)]
+    assert len(set(table.column("_id").to_pylist())) == 4
+    assert not src.is_finished
+    src.advance(segments)
+    assert src.is_finished
+    assert src.discover() == []
+
+
+def test_static_finishes_with_a_warning(tmp_path: Path, caplog) -> None:
+    write(tmp_path / "a.csv", "user_id,access_time\nbob,1\n")
+    src = source(tmp_path, mode="static")
+    with caplog.at_level(logging.WARNING, logger="sparkway"):
+        step(src)
+    assert "FileReader-logs: Closing the data source" in caplog.text
+
+
+def test_static_source_with_nothing_to_read_is_finished(tmp_path: Path) -> None:
+    src = source(tmp_path / "missing", mode="static")
+    assert src.discover() == []
+    assert src.is_finished
+
+
+def test_reading_the_same_segments_again_gives_the_same_rows(tmp_path: Path) -> None:
+    write(tmp_path / "a.csv", "user_id,access_time\nbob,1\nalice,2\n")
+    src = source(tmp_path, with_metadata=True)
+    segments = src.discover()
+    first = src.read(segments)
+    assert src.read(json.loads(json.dumps(segments))).equals(first)
+    meta = json.loads(first.column("_metadata")[0].as_py())
+    assert meta["path"] == str((tmp_path / "a.csv").resolve())
+    assert meta["size"] == len("user_id,access_time\nbob,1\nalice,2\n")
+    assert set(meta) == {"path", "size", "modified_at", "seen_at"}
+
+
+def test_object_pattern_filters_file_names(tmp_path: Path) -> None:
+    write(tmp_path / "a.csv", "user_id,access_time\nbob,1\n")
+    write(tmp_path / "notes.txt", "hello\n")
+    src = source(tmp_path, object_pattern="*.csv")
+    assert rows(step(src)) == [("bob", 1, 1)]
+
+
+# ------------------------------------------------------------------------ streaming
+
+
+def test_streaming_new_file_then_appended_lines(tmp_path: Path) -> None:
+    log = tmp_path / "a.csv"
+    write(log, "user_id,access_time\nbob,1\n")
+    src = source(tmp_path)
+    assert rows(step(src)) == [("bob", 1, 1)]
+    assert step(src).num_rows == 0
+    write(log, "alice,2\ncarol,3\n", append=True)
+    segments = src.discover()
+    assert [s["kind"] for s in segments] == ["append"]
+    assert rows(src.read(segments)) == [("alice", 2, 1), ("carol", 3, 1)]
+    src.advance(segments)
+    assert src.discover() == []
+
+
+def test_streaming_reads_a_last_line_without_newline_once_it_is_stable(tmp_path: Path) -> None:
+    log = tmp_path / "a.txt"
+    write(log, "one\ntw")
+    src = source(tmp_path, {}, format="plaintext")
+    assert rows(step(src)) == [("one", 1)]
+    # unchanged since the previous discover: the writer is done with the line
+    assert rows(step(src)) == [("tw", 1)]
+    assert step(src).num_rows == 0
+
+
+def test_streaming_partial_line_waits_while_the_file_grows(tmp_path: Path) -> None:
+    log = tmp_path / "a.txt"
+    write(log, "one\ntw")
+    src = source(tmp_path, {}, format="plaintext")
+    assert rows(step(src)) == [("one", 1)]
+    write(log, "o\nthr", append=True)
+    assert rows(step(src)) == [("two", 1)]
+
+
+def test_streaming_modified_file_retracts_old_rows_with_same_ids(tmp_path: Path) -> None:
+    log = tmp_path / "a.csv"
+    write(log, "user_id,access_time\nbob,1\nalice,2\n")
+    src = source(tmp_path)
+    first = step(src)
+    write(log, "user_id,access_time\nbob,1\nalice,5\nerin,6\n")
+    segments = src.discover()
+    assert [s["kind"] for s in segments] == ["modify"]
+    second = src.read(segments)
+    src.advance(segments)
+    retracted = [r for r in second.to_pylist() if r["_diff"] == -1]
+    inserted = [r for r in second.to_pylist() if r["_diff"] == 1]
+    assert [{**r, "_diff": 1} for r in retracted] == first.to_pylist()
+    old_ids = first.column("_id").to_pylist()
+    assert [r["_id"] for r in inserted[:2]] == old_ids  # same positions, same ids
+    assert [(r["user_id"], r["access_time"]) for r in inserted] == [("bob", 1), ("alice", 5), ("erin", 6)]
+    assert inserted[2]["_id"] not in old_ids
+
+
+def test_streaming_deleted_file_is_retracted(tmp_path: Path) -> None:
+    write(tmp_path / "a.csv", "user_id,access_time\nbob,1\n")
+    write(tmp_path / "b.csv", "user_id,access_time\nalice,2\n")
+    src = source(tmp_path)
+    first = step(src)
+    (tmp_path / "a.csv").unlink()
+    segments = src.discover()
+    assert [(s["kind"], s["file"]) for s in segments] == [("delete", "a.csv")]
+    table = src.read(segments)
+    src.advance(segments)
+    assert table.to_pylist() == [{**first.to_pylist()[0], "_diff": -1}]
+    assert "a.csv" not in src.position()["files"]
+    assert src.discover() == []
+
+
+def test_appended_rows_are_retracted_too_when_the_file_is_replaced(tmp_path: Path) -> None:
+    log = tmp_path / "a.csv"
+    write(log, "user_id,access_time\nbob,1\n")
+    src = source(tmp_path)
+    step(src)
+    write(log, "alice,2\n", append=True)
+    step(src)
+    write(log, "user_id,access_time\ncarol,3\n")
+    assert sorted(rows(step(src))) == [("alice", 2, -1), ("bob", 1, -1), ("carol", 3, 1)]
+
+
+def test_touched_file_gives_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "a.bin"
+    write(log, b"\x00\x01")
+    src = source(tmp_path, {}, format="binary")
+    step(src)
+    os.utime(log, ns=(log.stat().st_mtime_ns + 10**9,) * 2)
+    assert src.discover() == []
+
+
+def test_csv_record_with_quoted_newline_is_not_cut_by_an_append(tmp_path: Path) -> None:
+    log = tmp_path / "a.csv"
+    cols = {"name": Column("name", STR), "note": Column("note", STR)}
+    write(log, 'name,note\nbob,"first\n')
+    src = source(tmp_path, cols)
+    assert src.discover() == []  # the quoted field is still open
+    write(log, 'line"\nalice,x\n', append=True)
+    assert rows(step(src)) == [("bob", "first\nline", 1), ("alice", "x", 1)]
+
+
+def _consolidated(tables: list[pa.Table]) -> dict[tuple, int]:
+    total: dict[tuple, int] = {}
+    for table in tables:
+        for r in table.to_pylist():
+            key = tuple(v for k, v in r.items() if k != "_diff")
+            total[key] = total.get(key, 0) + r["_diff"]
+    return {k: v for k, v in total.items() if v}
+
+
+def _random_content(rng, format: str) -> str:
+    if format == "csv":
+        pieces = [lambda i: f"u{i},{i}\n", lambda i: f'"q,{i}\nnext ""line""",{i}\n',
+                  lambda i: f"bad{i},x\n", lambda i: "\n", lambda i: f"é{i},{i}\n"]
+        head = "name,n\n"
+    elif format == "json":
+        pieces = [lambda i: json.dumps({"name": f"u{i}", "n": i}) + "\n", lambda i: "\n",
+                  lambda i: f'{{"name": "bad", "n": "{i}"}}\n', lambda i: f'{{"name": "é{i}", "n": {i}}}\n']
+        head = ""
+    else:
+        pieces = [lambda i: f"line {i}\n", lambda i: "\n", lambda i: f"é{i}\r\n"]
+        head = ""
+    return head + "".join(rng.choice(pieces)(i) for i in range(30))
+
+
+@pytest.mark.parametrize("format", ["csv", "json", "plaintext"])
+@pytest.mark.parametrize("seed", range(15))
+def test_streaming_a_file_written_in_random_pieces_ends_as_a_static_read(
+    tmp_path: Path, seed: int, format: str
+) -> None:
+    import random
+
+    rng = random.Random(seed)
+    cols = {"name": Column("name", STR), "n": Column("n", INT)} if format != "plaintext" else {}
+    content = _random_content(rng, format).encode()
+    log = tmp_path / "logs" / "a.txt"
+    write(log, b"")
+    src = source(tmp_path / "logs", cols, format=format)
+    outputs = []
+    pos = 0
+    while pos < len(content):
+        size = rng.randint(1, 25)
+        write(log, content[pos : pos + size], append=True)
+        pos += size
+        outputs.append(step(src))
+        if rng.random() < 0.2:  # unchanged between two discovers: the tail is read
+            outputs.append(step(src))
+    outputs.append(step(src))
+    outputs.append(step(src))
+    assert src.discover() == []
+    expected = step(source(tmp_path / "logs", cols, format=format, mode="static"))
+    assert _consolidated(outputs) == _consolidated([expected])
+    assert all(v == 1 for v in _consolidated(outputs).values())
+
+
+# ---------------------------------------------------------------- restore, storage
+
+
+def test_restored_source_reads_only_what_is_new(tmp_path: Path) -> None:
+    write(tmp_path / "logs" / "a.csv", "user_id,access_time\nbob,1\n")
+    first = source(tmp_path / "logs", mode="static")
+    step(first)
+    position = json.loads(json.dumps(first.position()))
+
+    again = source(tmp_path / "logs", mode="static")
+    again.restore(position)
+    assert again.discover() == []
+    assert again.is_finished
+
+    write(tmp_path / "logs" / "b.csv", "user_id,access_time\nalice,2\n")
+    write(tmp_path / "logs" / "a.csv", "carol,3\n", append=True)
+    later = source(tmp_path / "logs", mode="static")
+    later.restore(position)
+    assert rows(step(later)) == [("carol", 3, 1), ("alice", 2, 1)]
+
+
+def test_retraction_rows_survive_in_blob_storage(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    write(logs / "a.csv", "user_id,access_time\nbob,1\n")
+    write(logs / "b.csv", "user_id,access_time\nalice,2\n")
+    storage = BlobStorage(str(tmp_path / "store"))
+    first = source(logs, storage=storage)
+    inserted = by_id(step(first))
+    position = json.loads(json.dumps(first.position()))
+
+    write(logs / "a.csv", "user_id,access_time\nbob,7\n")
+    (logs / "b.csv").unlink()
+    second = source(logs, storage=BlobStorage(str(tmp_path / "store")))
+    second.restore(position)
+    table = step(second)
+    retracted = {k: v for k, v in by_id(table).items() if k[1] == -1}
+    assert {k[0]: {**v, "_diff": 1} for k, v in retracted.items()} == {
+        k[0]: v for k, v in inserted.items()
+    }
+    assert [r for r in rows(table) if r[-1] == 1] == [("bob", 7, 1)]
+    # the deleted file's and the old generation's rows are gone from the storage
+    third = source(logs, storage=BlobStorage(str(tmp_path / "store")))
+    third.restore(second.position())
+    (logs / "a.csv").unlink()
+    assert rows(step(third)) == [("bob", 7, -1)]
+
+
+def test_uncommitted_reads_are_not_retracted(tmp_path: Path) -> None:
+    log = tmp_path / "logs" / "a.csv"
+    write(log, "user_id,access_time\nbob,1\n")
+    storage = BlobStorage(str(tmp_path / "store"))
+    src = source(tmp_path / "logs", storage=storage)
+    step(src)
+    write(log, "alice,2\n", append=True)
+    src.read(src.discover())  # a step that is abandoned: never advanced
+    write(log, "user_id,access_time\ncarol,3\n")
+    assert sorted(rows(step(src))) == [("bob", 1, -1), ("carol", 3, 1)]
+
+
+# ----------------------------------------------------------------------- bad input
+
+
+def test_bad_csv_rows_are_skipped_with_their_location(tmp_path: Path, caplog) -> None:
+    log = tmp_path / "logs" / "a.csv"
+    write(log, 'user_id,access_time\nbob,1\n"al,ice",12x\ncarol\ndan,4,5\nerin,5\n')
+    src = source(tmp_path / "logs", mode="static")
+    with caplog.at_level(logging.WARNING, logger="sparkway"):
+        table = step(src)
+    assert rows(table) == [("bob", 1, 1), ("erin", 5, 1)]
+    path = os.path.join(str(tmp_path / "logs"), "a.csv")
+    assert f'{path}:3:10: column "access_time": cannot parse "12x" as int; row skipped' in caplog.text
+    assert f"{path}:4:6: expected 2 fields as in the header, found 1; row skipped" in caplog.text
+    assert f"{path}:5:7: expected 2 fields as in the header, found 3; row skipped" in caplog.text
+
+
+def test_bad_row_location_in_an_appended_chunk(tmp_path: Path, caplog) -> None:
+    log = tmp_path / "a.csv"
+    write(log, "user_id,access_time\nbob,1\n")
+    src = source(tmp_path)
+    step(src)
+    write(log, "alice,2\ncarol,1.5\n", append=True)
+    with caplog.at_level(logging.WARNING, logger="sparkway"):
+        assert rows(step(src)) == [("alice", 2, 1)]
+    assert f'{log}:4:7: column "access_time": cannot parse "1.5" as int' in caplog.text
+
+
+def test_bad_json_lines_are_skipped_with_their_location(tmp_path: Path, caplog) -> None:
+    log = tmp_path / "a.jsonl"
+    write(
+        log,
+        '{"user_id": "bob", "access_time": 1}\n'
+        '{"user_id": "al", "access_time": "12"}\n'
+        '{"user_id": "x", \n'
+        '{"access_time": 3}\n'
+        "[1, 2]\n"
+        '{"user_id": "erin", "access_time": 5, "extra": true}\n',
+    )
+    src = source(tmp_path, format="json", mode="static")
+    with caplog.at_level(logging.WARNING, logger="sparkway"):
+        assert rows(step(src)) == [("bob", 1, 1), ("erin", 5, 1)]
+    text = caplog.text
+    assert f'{log}:2:34: column "access_time": expected int, found "12"; row skipped' in text
+    assert f"{log}:3:18: invalid JSON" in text
+    assert f'{log}:4:1: column "user_id": missing; row skipped' in text
+    assert f"{log}:5:1: expected a JSON object" in text
+
+
+def test_missing_header_column_raises_from_discover(tmp_path: Path) -> None:
+    write(tmp_path / "a.csv", "user_id,time\nbob,1\n")
+    src = source(tmp_path, mode="static")
+    with pytest.raises(SchemaMismatchError) as info:
+        src.discover()
+    message = str(info.value)
+    assert "a.csv" in message and '"access_time"' in message and "user_id,time" in message
+    assert isinstance(info.value, ValueError)
+
+
+def test_empty_file_is_logged_and_not_fatal(tmp_path: Path, caplog) -> None:
+    write(tmp_path / "a.csv", "")
+    write(tmp_path / "b.csv", "user_id,access_time\nbob,1\n")
+    src = source(tmp_path, mode="static")
+    with caplog.at_level(logging.WARNING, logger="sparkway"):
+        assert rows(step(src)) == [("bob", 1, 1)]
+    assert "a.csv: empty file" in caplog.text
+
+
+def test_unreadable_file_is_logged_and_not_fatal(tmp_path: Path, caplog, monkeypatch) -> None:
+    write(tmp_path / "a.csv", "user_id,access_time\nalice,2\n")
+    write(tmp_path / "b.csv", "user_id,access_time\nbob,1\n")
+    (tmp_path / "a.csv").chmod(0)
+    src = source(tmp_path, mode="static")
+    if os.geteuid() == 0:  # root reads any file: make the read fail as it would for a user
+        real_read = src.files.read
+
+        def read(path: str, *args):
+            if path.endswith("a.csv"):
+                raise PermissionError(13, "Permission denied", path)
+            return real_read(path, *args)
+
+        monkeypatch.setattr(src.files, "read", read)
+    with caplog.at_level(logging.WARNING, logger="sparkway"):
+        assert rows(step(src)) == [("bob", 1, 1)]
+    assert "a.csv: cannot read the file" in caplog.text
+    assert "Permission denied" in caplog.text
+
+
+def test_file_vanished_before_read_is_logged_and_not_fatal(tmp_path: Path, caplog) -> None:
+    write(tmp_path / "a.csv", "user_id,access_time\nalice,2\n")
+    write(tmp_path / "b.csv", "user_id,access_time\nbob,1\n")
+    src = source(tmp_path)
+    segments = src.discover()
+    (tmp_path / "a.csv").unlink()
+    with caplog.at_level(logging.WARNING, logger="sparkway"):
+        assert rows(src.read(segments)) == [("bob", 1, 1)]
+    assert "a.csv: cannot read" in caplog.text
+    src.advance(segments)
+    assert [s["kind"] for s in src.discover()] == ["delete"]
+
+
+def test_truncated_file_retracts_its_rows(tmp_path: Path) -> None:
+    write(tmp_path / "a.csv", "user_id,access_time\nbob,1\n")
+    src = source(tmp_path)
+    step(src)
+    write(tmp_path / "a.csv", "")
+    assert rows(step(src)) == [("bob", 1, -1)]
+    write(tmp_path / "a.csv", "user_id,access_time\ncarol,3\n")
+    assert rows(step(src)) == [("carol", 3, 1)]
+
+
+# -------------------------------------------------------------------------- formats
+
+
+def test_csv_types_defaults_and_optional(tmp_path: Path) -> None:
+    cols = {
+        "name": Column("name", STR),
+        "score": Column("score", FLOAT),
+        "ok": Column("ok", BOOL),
+        "meta": Column("meta", JSON),
+        "at": Column("at", DATE_TIME_NAIVE),
+        "n": Column("n", INT.with_optional()),
+        "label": Column("label", STR, default_value="none"),
+        "missing": Column("missing", INT.with_optional()),
+        "tags": Column("tags", DType("list", (INT,))),
+        "renamed": Column("renamed", STR, source_name="other name"),
+    }
+    write(
+        tmp_path / "a.csv",
+        'name,score,ok,meta,at,n,tags,other name\n'
+        '"bob ""b""",1.5,true,"{""a"": [1,2]}",2023-11-29T15:01:32,,"[1, 2]",x\n'
+        ',2,False,null,2023-11-29,7,[],y\n',
+    )
+    table = step(source(tmp_path, cols, mode="static"))
+    assert table.schema.field("meta").type == pa.string()
+    assert table.schema.field("tags").type == pa.list_(pa.int64())
+    assert rows(table) == [
+        ('bob "b"', 1.5, True, '{"a": [1, 2]}', dt.datetime(2023, 11, 29, 15, 1, 32), None,
+         "none", None, [1, 2], "x", 1),
+        ("", 2.0, False, "null", dt.datetime(2023, 11, 29), 7, "none", None, [], "y", 1),
+    ]
+
+
+def test_csv_parser_settings(tmp_path: Path) -> None:
+    write(tmp_path / "a.csv", "# a comment\nuser_id;access_time\n# another\n'b;ob';1\n")
+    settings = CsvParserSettings(delimiter=";", quote="'", comment_character="#")
+    src = source(tmp_path, mode="static", csv_settings=settings)
+    assert rows(step(src)) == [("b;ob", 1, 1)]
+
+
+def test_json_lines_format(tmp_path: Path) -> None:
+    cols = {
+        "word": Column("word", STR),
+        "count": Column("count", FLOAT),
+        "data": Column("data", JSON),
+        "n": Column("n", INT.with_optional()),
+        "k": Column("k", INT, default_value=-1),
+    }
+    write(tmp_path / "a.jsonl", '{"word": "a", "count": 2, "data": {"x": [1]}, "n": null}\n\n'
+                                '{"word": "b", "count": 2.5, "data": "s", "k": 3}\n')
+    table = step(source(tmp_path, cols, format="json", mode="static"))
+    assert rows(table) == [("a", 2.0, '{"x": [1]}', None, -1, 1), ("b", 2.5, '"s"', None, 3, 1)]
+
+
+def test_plaintext_format(tmp_path: Path) -> None:
+    write(tmp_path / "a.txt", "hello world\r\n\nbye\n")
+    table = step(source(tmp_path, {}, format="plaintext", mode="static"))
+    assert table.schema.names == ["_id", "data", "_diff"]
+    assert rows(table) == [("hello world", 1), ("", 1), ("bye", 1)]
+
+
+def test_plaintext_by_file_and_binary_formats(tmp_path: Path) -> None:
+    write(tmp_path / "a.txt", "line 1\nline 2\n")
+    write(tmp_path / "b.txt", "other")
+    text = step(source(tmp_path, {}, format="plaintext_by_file", mode="static"))
+    assert rows(text) == [("line 1\nline 2\n", 1), ("other", 1)]
+    binary = step(source(tmp_path, {"raw": Column("raw", BYTES)}, format="binary", mode="static"))
+    assert binary.schema.field("raw").type == pa.binary()
+    assert rows(binary) == [(b"line 1\nline 2\n", 1), (b"other", 1)]
+
+
+def test_by_file_format_change_is_an_update_of_the_same_id(tmp_path: Path) -> None:
+    write(tmp_path / "a.txt", "v1")
+    src = source(tmp_path, {}, format="plaintext_by_file")
+    first = step(src)
+    write(tmp_path / "a.txt", "v2 longer")
+    second = step(src)
+    assert rows(second) == [("v1", -1), ("v2 longer", 1)]
+    assert set(second.column("_id").to_pylist()) == set(first.column("_id").to_pylist())
+
+
+def test_primary_key_ids_depend_only_on_key_values(tmp_path: Path) -> None:
+    cols = {"user_id": Column("user_id", STR, primary_key=True), "access_time": Column("access_time", INT)}
+    write(tmp_path / "a.csv", "user_id,access_time\nbob,1\nalice,2\n")
+    write(tmp_path / "b.csv", "access_time,user_id\n9,bob\n")
+    table = step(source(tmp_path, cols, mode="static")).to_pylist()
+    assert table[0]["_id"] == table[2]["_id"]
+    assert table[0]["_id"] != table[1]["_id"]
+    other = FileSource(str(tmp_path / "b.csv"), format="csv", columns=cols, name="other")
+    other.open(None)
+    assert step(other).column("_id").to_pylist() == [table[0]["_id"]]
+
+
+def test_ids_without_primary_key_depend_on_source_file_and_line(tmp_path: Path) -> None:
+    write(tmp_path / "a.csv", "user_id,access_time\nbob,1\n")
+    write(tmp_path / "b.csv", "user_id,access_time\nbob,1\n")
+    ids = step(source(tmp_path, mode="static")).column("_id").to_pylist()
+    assert ids[0] != ids[1]
+    again = step(source(tmp_path, mode="static")).column("_id").to_pylist()
+    assert again == ids
+
+
+# ---------------------------------------------------------------------------- sinks
+
+
+def _batch(time: int, diff: pa.Array | None = None, **columns: pa.Array) -> OutputBatch:
+    n = len(next(iter(columns.values())))
+    diff = pa.array([1] * n, pa.int64()) if diff is None else diff
+    table = pa.table({**columns, "time": pa.array([time] * n, pa.int64()), "diff": diff})
+    return OutputBatch(table, time)
+
+
+def test_csv_sink_text(tmp_path: Path, caplog) -> None:
+    out = tmp_path / "out" / "sessions.csv"
+    sink = CsvSink(str(out), ["user_id", "session_length", "score", "ok", "meta", "note"])
+    sink.open()
+    assert out.read_text() == "user_id,session_length,score,ok,meta,note,time,diff\n"
+    batch = _batch(
+        1701270092168,
+        user_id=pa.array(["bob", 'say "hi"']),
+        session_length=pa.array([62, None], pa.int64()),
+        score=pa.array([1.5, 2.0]),
+        ok=pa.array([True, False]),
+        meta=pa.array(['{"a": 1}', None]),
+        note=pa.array(["a,b", ""]),
+        diff=pa.array([1, -1], pa.int64()),
+    )
+    with caplog.at_level(logging.INFO, logger="sparkway"):
+        sink.write(batch)
+        sink.write(OutputBatch(batch.table.slice(0, 0), 1701270092170))  # nothing to write
+    sink.close()
+    assert out.read_text() == (
+        "user_id,session_length,score,ok,meta,note,time,diff\n"
+        '"bob",62,1.5,True,"{""a"": 1}","a,b",1701270092168,1\n'
+        '"say ""hi""",,2.0,False,,"",1701270092168,-1\n'
+    )
+    assert "Done writing 2 entries, time 1701270092168" in caplog.text
+
+
+def test_json_lines_sink_text(tmp_path: Path) -> None:
+    out = tmp_path / "result.jsonlines"
+    sink = JsonLinesSink(str(out), ["word", "count", "data", "at"], dtypes={"data": JSON})
+    sink.open()
+    assert out.read_text() == ""
+    sink.write(_batch(
+        1701270092168,
+        word=pa.array(["a", "é"]),
+        count=pa.array([2, 3], pa.int64()),
+        data=pa.array(['{"x": [1, 2]}', None]),
+        at=pa.array([dt.datetime(2023, 11, 29, 15, 1, 32), None], pa.timestamp("us")),
+    ))
+    sink.close()
+    assert out.read_text() == (
+        '{"word": "a", "count": 2, "data": {"x": [1, 2]}, "at": "2023-11-29T15:01:32", '
+        '"diff": 1, "time": 1701270092168}\n'
+        '{"word": "é", "count": 3, "data": null, "at": null, "diff": 1, "time": 1701270092168}\n'
+    )
+
+
+def test_csv_sink_truncates_on_open_and_null_sink_discards(tmp_path: Path) -> None:
+    out = tmp_path / "out.csv"
+    out.write_text("old content\n")
+    sink = CsvSink(str(out), ["word"])
+    sink.open()
+    sink.close()
+    assert out.read_text() == "word,time,diff\n"
+    NullSink().write(_batch(1, word=pa.array(["a"])))
