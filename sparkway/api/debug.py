@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import pickle
 import struct
 from typing import Any
 
@@ -46,6 +48,29 @@ def _parse_cell(text: str) -> Any:
     return text
 
 
+def _split_rows(lines: list[str]) -> list[list[str]]:
+    """The cells of each line: split at ``|`` (or at spaces when a line has none).
+
+    A line may start with ``|`` (the header of a labelled table does: its first cell is
+    empty); when every line also ends with ``|``, the table is a full markdown table
+    and the outer pipes are dropped.
+    """
+    framed = all(line.startswith("|") and line.endswith("|") and len(line) > 1 for line in lines)
+    out = []
+    for line in lines:
+        if framed:
+            line = line[1:-1]
+        cells = [c.strip() for c in line.split("|")] if "|" in line else line.split()
+        out.append(cells)
+    return out
+
+
+def _parse_json_cell(text: str | None) -> Any:
+    if text is None or text in ("", "None"):
+        return None
+    return json.loads(text)
+
+
 def _column_type(values: list[Any]) -> DType:
     present = [v for v in values if v is not None]
     kinds = {type(v) for v in present}
@@ -57,6 +82,8 @@ def _column_type(values: list[Any]) -> DType:
         base = dt.INT
     elif kinds <= {int, float}:
         base = dt.FLOAT
+    elif kinds <= {dict, dt.Json}:  # pandas cells holding JSON objects
+        base = dt.JSON
     else:
         base = dt.STR
     return base.with_optional(len(present) < len(values))
@@ -75,8 +102,46 @@ def _convert(value: Any, kind: DType) -> Any:
     return value
 
 
-def _transactions(columns: dict[str, DType], rows: list[dict[str, Any]], ids: list[int]) -> list[pa.Table]:
-    """Rows grouped by ``__time__`` into transactions, in time order."""
+class _DebugSource(MemorySource):
+    """A debug table's transactions, each with its ``__time__``.
+
+    The debug tables of a run share one clock, as in Pathway: a source offers its next
+    transaction only when no other open debug source has an earlier one pending, so that
+    the changes of several tables at one ``__time__`` form one step, in time order.
+    """
+
+    def __init__(self, columns: dict[str, DType], transactions: list[pa.Table], times: list[int]) -> None:
+        super().__init__(columns, transactions)
+        self.times = times
+
+    def open(self, storage: Any) -> None:
+        super().open(storage)
+        if self not in _OPEN_SOURCES:
+            _OPEN_SOURCES.append(self)
+
+    def close(self) -> None:
+        if self in _OPEN_SOURCES:
+            _OPEN_SOURCES.remove(self)
+        # The runner names unnamed sources "0", "1"... per run and keeps the name on the
+        # source; a debug table is often computed again with other tables, so forget it.
+        self.name = None
+
+    def pending_time(self) -> int | None:
+        return self.times[self.next] if self.next < len(self.times) else None
+
+    def discover(self) -> list[Any]:
+        mine = self.pending_time()
+        if mine is None:
+            return []
+        earlier = [t for s in _OPEN_SOURCES if s is not self and (t := s.pending_time()) is not None and t < mine]
+        return [] if earlier else super().discover()
+
+
+_OPEN_SOURCES: list[_DebugSource] = []  # the debug sources of the run in progress
+
+
+def _transactions(columns: dict[str, DType], rows: list[dict[str, Any]], ids: list[int]) -> list[tuple[int, pa.Table]]:
+    """Rows grouped by ``__time__`` into transactions, in time order: (time, changes)."""
     by_time: dict[int, list[int]] = {}
     for position, row in enumerate(rows):
         by_time.setdefault(int(row.get("__time__") or 0), []).append(position)
@@ -87,14 +152,15 @@ def _transactions(columns: dict[str, DType], rows: list[dict[str, Any]], ids: li
         for name, kind in columns.items():
             data[name] = pa.array([_convert(rows[p].get(name), kind) for p in picked], kind.arrow_type())
         data["_diff"] = pa.array([int(rows[p].get("__diff__") or 1) for p in picked], pa.int64())
-        out.append(pa.table(data))
-    return out or [pa.table({"_id": pa.array([], pa.int64()),
-                             **{k: pa.array([], v.arrow_type()) for k, v in columns.items()},
-                             "_diff": pa.array([], pa.int64())})]
+        out.append((time, pa.table(data)))
+    return out or [(0, pa.table({"_id": pa.array([], pa.int64()),
+                                 **{k: pa.array([], v.arrow_type()) for k, v in columns.items()},
+                                 "_diff": pa.array([], pa.int64())}))]
 
 
 def _rows_table(columns: dict[str, DType], rows: list[dict[str, Any]], ids: list[int]) -> Table:
-    source = MemorySource(columns, _transactions(columns, rows, ids))
+    timed = _transactions(columns, rows, ids)
+    source = _DebugSource(columns, [t for _, t in timed], [time for time, _ in timed])
     return table_from_source(source, columns)
 
 
@@ -114,22 +180,26 @@ def table_from_markdown(text: str, id_from: list[str] | None = None, schema: typ
     ['name', 'age']
     """
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    lines = [line for line in lines if not set(line) <= set("-|: ")]
-    header = [cell.strip() for cell in lines[0].strip("|").split("|")] if lines[0].startswith("|") else [c.strip() for c in lines[0].split("|")]
-    labelled = header[0] == ""
+    lines = [line for line in lines if not set(line) <= set("-|: ")]  # markdown rulers
+    rows = _split_rows(lines)
+    header = rows[0]
+    # as in Pathway: an unnamed (or "id") first header cell makes the first column row labels
+    labelled = header[0] in ("", "id")
     names = header[1:] if labelled else header
-    records, labels = [], []
-    for line in lines[1:]:
-        cells = [c.strip() for c in line.split("|")]
-        if line.startswith("|"):
-            cells = cells[1:]
+    records, labels, raw = [], [], []
+    for cells in rows[1:]:
         if labelled:
-            labels.append(cells[0])
+            labels.append(_parse_cell(cells[0]))
             cells = cells[1:]
+        raw.append(dict(zip(names, cells)))
         records.append(dict(zip(names, (_parse_cell(c) for c in cells))))
     data_names = [c for c in names if c not in ("__time__", "__diff__")]
     if schema is not None:
         columns = schema.typehints()
+        for name, kind in columns.items():
+            if kind.with_optional(False) == dt.JSON:  # a JSON cell is JSON text, not a string
+                for record, cells in zip(records, raw):
+                    record[name] = _parse_json_cell(cells.get(name))
     else:
         columns = {c: _column_type([r.get(c) for r in records]) for c in data_names}
     if labelled:
@@ -176,10 +246,37 @@ def compute(table: Table, **run_kwargs: Any) -> list[OutputBatch]:
     return sink.batches
 
 
-def _final_state(batches: list[OutputBatch]) -> dict[int, tuple[dict[str, Any], int]]:
+def _python_value(kind: DType) -> Any:
+    """Converts a value as Arrow stores it into the Python value users see, as Pathway
+    gives them: JSON text -> ``pw.Json``, tuples (Arrow structs) and lists -> tuples,
+    ``Any`` (pickled) -> the object."""
+    base = kind.with_optional(False)
+    if base == dt.JSON:
+        return dt.Json.parse
+    if base == dt.ANY:
+        return lambda v: None if v is None else pickle.loads(v)
+    if base.name == "tuple":
+        items = [_python_value(t) for t in base.items]
+        return lambda v: None if v is None else tuple(f(x) for f, x in zip(items, v.values()))
+    if base.name == "list":
+        item = _python_value(base.items[0])
+        return lambda v: None if v is None else tuple(item(x) for x in v)
+    return lambda v: v
+
+
+def _rows(batch: OutputBatch, columns: dict[str, DType]) -> list[dict[str, Any]]:
+    """The batch's rows as dicts of Python values (plus ``time`` and ``diff``)."""
+    convert = {name: _python_value(kind) for name, kind in columns.items()}
+    return [
+        {k: (convert[k](v) if k in convert else v) for k, v in row.items()}
+        for row in batch.table.to_pylist()
+    ]
+
+
+def _final_state(batches: list[OutputBatch], columns: dict[str, DType]) -> dict[int, tuple[dict[str, Any], int]]:
     state: dict[int, tuple[dict[str, Any], int]] = {}
     for batch in batches:
-        for row_id, row in zip(batch.ids.to_pylist(), batch.table.to_pylist()):
+        for row_id, row in zip(batch.ids.to_pylist(), _rows(batch, columns)):
             diff = row.pop("diff")
             row.pop("time")
             _, count = state.get(row_id, (row, 0))
@@ -198,11 +295,22 @@ def table_to_pandas(table: Table, *, include_id: bool = True, **run_kwargs: Any)
     >>> sorted(pw.debug.table_to_pandas(t)["a"])  # doctest: +SKIP
     [1, 2]
     """
-    state = _final_state(compute(table, **run_kwargs))
-    frame = pd.DataFrame([row for row, _ in state.values()], columns=table.column_names())
+    types = table.typehints()
+    state = _final_state(compute(table, **run_kwargs), types)
+    values = {name: [row[name] for row, _ in state.values()] for name in types}
+    # an optional int or pointer column stays exact Python ints with None (pandas would
+    # make it float with NaN, and 64-bit pointers do not survive floats)
+    frame = pd.DataFrame(
+        {name: pd.Series(v, dtype=object if _keeps_objects(types[name], v) else None) for name, v in values.items()},
+        columns=table.column_names(),
+    )
     if include_id:
         frame.index = pd.Index(list(state.keys()), name="id")
     return frame
+
+
+def _keeps_objects(kind: DType, values: list[Any]) -> bool:
+    return kind.with_optional(False) in (dt.INT, dt.POINTER) and any(v is None for v in values)
 
 
 def _short(row_id: int) -> str:
@@ -218,7 +326,7 @@ def _print_rows(names: list[str], rows: list[list[Any]]) -> None:
 
 def compute_and_print(table: Table, *, include_id: bool = True, short_pointers: bool = True, n_rows: int | None = None, **run_kwargs: Any) -> None:
     """Prints the table's final contents, one row per line, sorted."""
-    state = _final_state(compute(table, **run_kwargs))
+    state = _final_state(compute(table, **run_kwargs), table.typehints())
     names = table.column_names()
     rows = sorted(([_short(i)] if include_id else []) + [row[c] for c in names] for i, (row, _) in state.items())
     _print_rows(([""] if include_id else []) + names, rows[:n_rows] if n_rows else rows)
@@ -229,6 +337,6 @@ def compute_and_print_update_stream(table: Table, *, include_id: bool = True, sh
     names = table.column_names()
     rows = []
     for batch in compute(table, **run_kwargs):
-        for row_id, row in zip(batch.ids.to_pylist(), batch.table.to_pylist()):
+        for row_id, row in zip(batch.ids.to_pylist(), _rows(batch, table.typehints())):
             rows.append(([_short(row_id)] if include_id else []) + [row[c] for c in names] + [row["time"], row["diff"]])
     _print_rows(([""] if include_id else []) + names + ["__time__", "__diff__"], rows[:n_rows] if n_rows else rows)

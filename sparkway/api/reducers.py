@@ -70,13 +70,13 @@ def any(arg: Any) -> ReducerExpr:  # noqa: A001
 
 
 def tuple(arg: Any, skip_nones: bool = False) -> ReducerExpr:  # noqa: A001
-    """All values, in the order of the rows' ids."""
-    return _reducer("tuple", arg)
+    """All values, in the order of the rows' ids; ``skip_nones`` leaves None out."""
+    return _reducer("tuple", arg, params=(skip_nones,))
 
 
 def sorted_tuple(arg: Any, skip_nones: bool = False) -> ReducerExpr:
-    """All values, sorted."""
-    return _reducer("sorted_tuple", arg)
+    """All values, sorted; ``skip_nones`` leaves None out."""
+    return _reducer("sorted_tuple", arg, params=(skip_nones,))
 
 
 def earliest(arg: Any) -> ReducerExpr:

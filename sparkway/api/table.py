@@ -80,9 +80,9 @@ class Table:
         >>> t.select(s=pw.this.a + pw.this.b).column_names()
         ['s']
         """
-        exprs = _named_exprs(args, kwargs, [self])
-        bound = tuple((name, self._bind(e)) for name, e in exprs)
-        return self._derive(n.Select(_types(bound, [self._node.columns]), self._node, bound))
+        base, exprs = self._with_lookups(_named_exprs(args, kwargs, [self]))
+        bound = tuple((name, base._bind(e)) for name, e in exprs)
+        return self._derive(n.Select(_types(bound, [base._node.columns]), base._node, bound))
 
     def filter(self, predicate: Expr) -> "Table":
         """The rows where ``predicate`` is true.
@@ -92,11 +92,15 @@ class Table:
         >>> t.filter(pw.this.a > 2).column_names()
         ['a']
         """
-        bound = self._bind(predicate)
-        kind = infer(bound, [self._node.columns]).with_optional(False)
+        base, [(_, predicate)] = self._with_lookups([("", wrap(predicate))])
+        bound = base._bind(predicate)
+        kind = infer(bound, [base._node.columns]).with_optional(False)
         if kind not in (dt.BOOL, dt.ANY):
             raise TypeError(f"filter needs a boolean expression, got one of type {kind}")
-        return self._derive(n.Filter(dict(self._node.columns), self._node, bound))
+        filtered = self._derive(n.Filter(dict(base._node.columns), base._node, bound))
+        if base is self:
+            return filtered
+        return filtered.select(**{c: filtered[c] for c in self._node.columns})  # drop looked-up columns
 
     def with_columns(self, *args: Any, **kwargs: Any) -> "Table":
         """All columns, plus new or replaced ones."""
@@ -242,6 +246,46 @@ class Table:
     def ix_ref(self, *args: Any, optional: bool = False, context: Any = None) -> "Table":
         """Rows of this table looked up by the values its ids were made from."""
         return self.ix(PointerFrom(tuple(wrap(a) for a in args)), optional=optional)
+
+    def _with_lookups(self, exprs: list[tuple[str, Expr]]) -> tuple["Table", list[tuple[str, Expr]]]:
+        """Columns of ``other.ix(self.p)`` used in this table's own operation.
+
+        Such a lookup has one row per row of this table, with the same ids, so Pathway
+        lets ``t.select(v=other.ix(t.p).v)`` read it like ``t``'s own columns.  The result
+        is a table holding this table's columns plus the looked-up ones (under a prefix),
+        and the expressions rewritten to read it.
+        """
+        lookups: dict[int, Table] = {}
+        for _, e in exprs:
+            for ref in walk(e):
+                if isinstance(ref, ColumnRef) and isinstance(ref.table, Table) and self._is_lookup(ref.table):
+                    lookups.setdefault(id(ref.table._node), ref.table)
+        if not lookups:
+            return self, exprs
+        base: Table = self
+        prefixes: dict[int, str] = {}
+        for j, (key, lookup) in enumerate(lookups.items()):
+            node = lookup._node
+            prefix = prefixes[key] = f"_pw_ix{j}_"
+            columns = {**base._node.columns, **{prefix + c: t for c, t in node.columns.items()}}
+            merged = n.KeyedMerge(columns, (base._node, node.tables[1]), "ix", node.keys, node.optional, prefix)
+            base = base._derive(merged, equivalent=base)
+        final = base
+
+        def reroute(e: Expr) -> Expr | None:
+            if isinstance(e, ColumnRef) and isinstance(e.table, Table) and id(e.table._node) in prefixes:
+                return ColumnRef(final, e.name if e.name == "id" else prefixes[id(e.table._node)] + e.name)
+            return None
+
+        return final, [(name, transform(e, reroute)) for name, e in exprs]
+
+    def _is_lookup(self, table: "Table") -> bool:
+        """Whether ``table`` is ``other.ix(pointer)`` with the pointer in this table."""
+        node = table._node
+        if not (isinstance(node, n.KeyedMerge) and node.mode == "ix" and node.prefix is None):
+            return False
+        holder = id(node.tables[0])
+        return holder == id(self._node) or holder in self._equivalents
 
     def _merge(self, mode: str, tables: tuple["Table", ...], columns: dict[str, DType]) -> "Table":
         node = n.KeyedMerge(columns, tuple(t._node for t in tables), mode, (None,) * len(tables))

@@ -283,13 +283,7 @@ class FileSource(Source):
             [("_id", pa.int64())] + [(n, d.arrow_type()) for n, d in self.columns.items()]
         )
         self.arrow_schema = self._chunk_schema.append(pa.field("_diff", pa.int64()))
-        self._state: dict[str, dict[str, Any]] = {}  # committed, per file key
-        self._store = RowStore(None)
-        self._last_seen: dict[str, tuple[int, int]] = {}  # stats at the previous discover
-        self._cache: dict[str, tuple[Any, Segment | None]] = {}
-        self._warned: set[tuple[Any, ...]] = set()
-        self._static_pending: list[Segment] | None = None
-        self._finished = False
+        self.open(None)
 
     # ------------------------------------------------------------------ life cycle
 
@@ -299,7 +293,14 @@ class FileSource(Source):
         return f"{self.connector_label}-{self.name}"
 
     def open(self, storage: BlobStorage | None) -> None:
+        """Starts from nothing read (a run restores its position afterwards, if any)."""
+        self._state: dict[str, dict[str, Any]] = {}  # committed, per file key
         self._store = RowStore(storage)
+        self._last_seen: dict[str, tuple[int, int]] = {}  # stats at the previous discover
+        self._cache: dict[str, tuple[Any, Segment | None]] = {}
+        self._warned: set[tuple[Any, ...]] = set()
+        self._static_pending: list[Segment] | None = None
+        self._finished = False
 
     def position(self) -> dict[str, Any]:
         return {"version": 1, "files": json.loads(json.dumps(self._state))}

@@ -74,6 +74,34 @@ def _python_mod(a: Column, b: Column) -> Column:
     return ((a % b) + b) % b  # Python's sign convention: the result has the divisor's sign
 
 
+def _floor_div(a: Column, b: Column) -> Column:
+    # exact: a - (a mod b) is a multiple of b, so truncating division is floor division
+    return F.call_function("div", a - _python_mod(a, b), b)
+
+
+def _duration_micros(d: Column) -> Column:
+    """A day-time interval as microseconds (Spark has no interval / interval)."""
+    return F.unix_micros(F.timestamp_micros(F.lit(0)) + d)
+
+
+def _micros_duration(m: Column) -> Column:
+    return F.timestamp_micros(m) - F.timestamp_micros(F.lit(0))
+
+
+def _duration_division(op: str, a: Column, b: Column, tb: DType) -> Column:
+    """Duration / Duration (float), // (int) and % (Duration), with Python's floor
+    semantics, on microseconds; Duration / number and // number give a Duration."""
+    ma = _duration_micros(a)
+    if tb == dt.DURATION:
+        mb = _duration_micros(b)
+        if op == "/":
+            return ma.cast("double") / mb.cast("double")
+        return _floor_div(ma, mb) if op == "//" else _micros_duration(_python_mod(ma, mb))
+    if op == "//":
+        return _micros_duration(_floor_div(ma, b.cast("long")))
+    return _micros_duration((ma.cast("double") / b.cast("double")).cast("long"))
+
+
 def _binop(e: BinOp, scope: Scope) -> Column:
     a, b = compile_expr(e.left, scope), compile_expr(e.right, scope)
     ta, tb = _type(e.left, scope).with_optional(False), _type(e.right, scope).with_optional(False)
@@ -87,14 +115,13 @@ def _binop(e: BinOp, scope: Scope) -> Column:
         return F.concat(a, b)
     if op == "*" and dt.STR in (ta, tb):
         return F.repeat(a, b) if ta == dt.STR else F.repeat(b, a)
+    if ta == dt.DURATION and op in ("/", "//", "%"):
+        return _duration_division(op, a, b, tb)
     if op == "/":
-        if ta == dt.DURATION:
-            return a / b
         return a.cast("double") / b.cast("double")
     if op == "//":
         if ta == dt.INT and tb == dt.INT:
-            # exact: a - (a mod b) is a multiple of b, so truncating division is floor division
-            return F.call_function("div", a - _python_mod(a, b), b)
+            return _floor_div(a, b)
         return F.floor(a / b).cast(result.spark_type())
     if op == "%":
         return _python_mod(a, b)
@@ -179,8 +206,21 @@ def _get_item(e: GetItem, scope: Scope) -> Column:
             item = F.coalesce(item, compile_expr(e.default, scope))
         return item
     key = compile_expr(e.key, scope)
-    default = compile_expr(e.default, scope) if e.default is not None else F.lit(None).cast("string")
-    return _json_get_udf(e.checked)(value, key.cast("string"), default.cast("string"))
+    default = _as_json_text(e.default, scope) if e.default is not None else F.lit(None).cast("string")
+    return _json_get_udf(e.checked)(value, key.cast("string"), default)
+
+
+def _as_json_text(e: Expr, scope: Scope) -> Column:
+    """A value as JSON text (``.get(key, default)`` gives a Json, whatever the default)."""
+    kind = _type(e, scope).with_optional(False)
+    value = compile_expr(e, scope)
+    if isinstance(e, Const):
+        return F.lit(None if e.value is None else dt.Json.dumps(e.value)).cast("string")
+    if kind == dt.JSON:
+        return value
+    if kind == dt.STR:  # quoted and escaped by Spark's JSON writer
+        return F.regexp_extract(F.to_json(F.array(value)), r"^\[(.*)\]$", 1)
+    return value.cast("string")
 
 
 def _json_get_udf(checked: bool):

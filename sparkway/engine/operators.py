@@ -96,10 +96,14 @@ def _filter(node: n.Filter, frames: list[DataFrame], ctx: StepContext) -> DataFr
 def _flatten(node: n.Flatten, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     source = node.input.columns[node.column].with_optional(False)
     values = col(node.column)
+    item = col("_item")
     if source == dt.JSON:
-        values = F.from_json(values, "array<string>")  # elements stay JSON text
+        # through Spark's variant, so that every element stays JSON text (a string
+        # element keeps its quotes, which from_json to array<string> would drop)
+        values = F.parse_json(values).cast("array<variant>")
+        item = F.to_json(item)
     exploded = frames[0].select("*", F.posexplode(values).alias("_pos", "_item"))
-    columns = {name: col("_item") if name == node.column else col(name) for name in node.columns}
+    columns = {name: item if name == node.column else col(name) for name in node.columns}
     return exploded.select(
         pointer_of([col("_id"), col("_pos")]).alias("_id"),
         *[c.alias(name) for name, c in columns.items()],
@@ -144,7 +148,7 @@ def _reduce(node: n.Reduce, frames: list[DataFrame], ctx: StepContext) -> DataFr
             arg_name = f"_pw_arg_{j}_{m}"
             payload[arg_name] = compile_expr(arg, scope).cast(infer(arg, inputs).spark_type())
             arg_names.append(arg_name)
-        aggregates.append((name, agg.kind, arg_names))
+        aggregates.append((name, agg.kind, arg_names, agg.params))
     params = ([name for name, _ in node.keys], aggregates)
     output = spark_schema(node.columns, with_id=True)
     return ctx.keyed(node, [KeyedInput(frames[0], keys, payload)], reduce_groups, params, output)
@@ -207,12 +211,19 @@ def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) 
     inputs = []
     for position, (table, frame, key) in enumerate(zip(node.tables, frames, node.keys)):
         key_column = compile_expr(key, Scope.of(table.columns)) if key is not None else col("_id")
-        # ix reads only the pointer of the holder table; the others carry their columns
-        carried = {} if (node.mode == "ix" and position == 0) else {c: col(c) for c in table.columns}
-        inputs.append(KeyedInput(frame, [key_column.cast("long")], carried))
+        inputs.append(KeyedInput(frame, [key_column.cast("long")], _merge_payload(node, position, table)))
     params = (node.mode, list(node.columns), node.optional)
     output = spark_schema(node.columns, with_id=True)
     return ctx.keyed(node, inputs, merge_groups, params, output)
+
+
+def _merge_payload(node: n.KeyedMerge, position: int, table: n.Node) -> dict[str, Column]:
+    """The columns an input of a keyed merge carries into the kernel, by output name."""
+    if node.mode != "ix":
+        return {c: col(c) for c in table.columns}
+    if position == 0:  # the pointer holder: only its pointer, unless its columns come along
+        return {c: col(c) for c in table.columns} if node.prefix is not None else {}
+    return {(node.prefix or "") + c: col(c) for c in table.columns}
 
 
 def _output(node: n.Output, frames: list[DataFrame], ctx: StepContext) -> DataFrame:

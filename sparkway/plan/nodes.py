@@ -190,19 +190,26 @@ class Sort(_Stateful, _Unary):
 @dataclass(frozen=True, eq=False)
 class KeyedMerge(_Stateful, Node):
     """Combines tables by row id: ``update_rows``, ``update_cells``, ``difference``,
-    ``intersect``, ``restrict``, and ``ix`` (where ids come from a pointer column)."""
+    ``intersect``, ``restrict``, and ``ix`` (where ids come from a pointer column).
+
+    ``ix`` gives, per row of the pointer holder (``tables[0]``), the looked-up row of
+    ``tables[1]``.  With ``prefix`` set (``other.ix(t.p)`` read inside ``t``'s own
+    ``select``), the holder's columns come along and the looked-up ones get the prefix.
+    """
 
     tables: tuple[Node, ...]
     mode: str  # update_rows, update_cells, difference, intersect, ix
     keys: tuple[Expr | None, ...] = ()  # per table: the pointer to match on (None: its id)
     optional: bool = False  # ix(..., optional=True)
+    prefix: str | None = None  # ix only: see above
 
     @property
     def inputs(self) -> tuple[Node, ...]:
         return self.tables
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "mode": self.mode}
+        extra = {"prefix": self.prefix} if self.prefix is not None else {}
+        return {**super().describe(), "mode": self.mode, **extra}
 
 
 @dataclass(frozen=True, eq=False)

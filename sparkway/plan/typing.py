@@ -112,6 +112,10 @@ def _binop_type(op: str, a: DType, b: DType) -> DType:
         return dt.STR.with_optional(optional)
     if op == "//" and base_a == dt.DURATION:
         return dt.INT.with_optional(optional) if base_b == dt.DURATION else dt.DURATION.with_optional(optional)
+    if op == "%" and base_a == dt.DURATION and base_b == dt.DURATION:
+        return dt.DURATION.with_optional(optional)
+    if op == "*" and dt.DURATION in (base_a, base_b) and {base_a, base_b} <= {dt.DURATION, dt.INT}:
+        return dt.DURATION.with_optional(optional)
     if base_a == dt.ANY or base_b == dt.ANY:
         return dt.ANY.with_optional(optional)
     return dt.unify(base_a, base_b).with_optional(optional)

@@ -60,7 +60,11 @@ def _ix(tables: list[pa.Table], payload: list[str], optional: bool) -> pa.Table:
     if not optional and pc.any(pc.is_null(ri)).as_py():
         raise KeyError("ix: a pointer names a row that does not exist; use ix(..., optional=True)")
     columns = {"_g": groups, "_id": pc.take(holders.column("_id"), li)}
-    columns.update({n: pc.take(target.column(n), ri) for n in payload})
+    # the holder's own columns (when they come along) and the looked-up ones
+    columns.update({
+        n: pc.take(holders.column(n), li) if n in holders.column_names else pc.take(target.column(n), ri)
+        for n in payload
+    })
     return pa.table(columns)
 
 

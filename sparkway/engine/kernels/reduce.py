@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -20,31 +21,36 @@ def result_type(kind: str, args: list[DType], params: tuple) -> DType:
     """The type of a reducer's result over arguments of the given types."""
     if kind not in _RESULT_TYPES:
         raise ValueError(f"unknown reducer {kind!r}; known: {', '.join(sorted(_RESULT_TYPES))}")
-    return _RESULT_TYPES[kind](args)
+    return _RESULT_TYPES[kind](args, params)
 
 
-_RESULT_TYPES: dict[str, Callable[[list[DType]], DType]] = {
-    "count": lambda a: dt.INT,
-    "count_distinct": lambda a: dt.INT,
-    "sum": lambda a: a[0],
-    "avg": lambda a: dt.FLOAT.with_optional(a[0].optional),
-    "min": lambda a: a[0],
-    "max": lambda a: a[0],
-    "any": lambda a: a[0],
-    "unique": lambda a: a[0],
-    "earliest": lambda a: a[0],
-    "latest": lambda a: a[0],
-    "argmin": lambda a: dt.POINTER,
-    "argmax": lambda a: dt.POINTER,
-    "tuple": lambda a: DType("list", (a[0],)),
-    "sorted_tuple": lambda a: DType("list", (a[0],)),
+def _tuple_type(args: list[DType], params: tuple) -> DType:
+    skip_nones = bool(params and params[0])
+    return DType("list", (args[0].with_optional(args[0].optional and not skip_nones),))
+
+
+_RESULT_TYPES: dict[str, Callable[[list[DType], tuple], DType]] = {
+    "count": lambda a, p: dt.INT,
+    "count_distinct": lambda a, p: dt.INT,
+    "sum": lambda a, p: a[0],
+    "avg": lambda a, p: dt.FLOAT.with_optional(a[0].optional),
+    "min": lambda a, p: a[0],
+    "max": lambda a, p: a[0],
+    "any": lambda a, p: a[0],
+    "unique": lambda a, p: a[0],
+    "earliest": lambda a, p: a[0],
+    "latest": lambda a, p: a[0],
+    "argmin": lambda a, p: dt.POINTER,
+    "argmax": lambda a, p: dt.POINTER,
+    "tuple": _tuple_type,
+    "sorted_tuple": _tuple_type,
 }
 
 
 def reduce_groups(tables: list[pa.Table], params: Any) -> pa.Table:
     """One output row per ``_g``: ``_id`` (the group's pointer), the keys, the aggregates.
 
-    ``params`` = (key column names, [(output name, kind, argument column names)]).
+    ``params`` = (key column names, [(output name, kind, argument column names, reducer params)]).
     """
     key_names, aggregates = params
     rows = tables[0].sort_by([("_g", "ascending"), ("_id", "ascending")])
@@ -55,23 +61,26 @@ def reduce_groups(tables: list[pa.Table], params: Any) -> pa.Table:
         "_id": firsts.column("_gid_first"),
         **{k: firsts.column(f"{k}_first") for k in key_names},
     }
-    for name, kind, arg_names in aggregates:
-        columns[name] = _AGGREGATORS[kind](rows, arg_names)
+    for name, kind, arg_names, reducer_params in aggregates:
+        columns[name] = _AGGREGATORS[kind](rows, arg_names, reducer_params)
     return pa.table(columns)
 
 
-def _simple(function: str) -> Callable[[pa.Table, list[str]], pa.Array]:
+Aggregator = Callable[[pa.Table, list[str], tuple], pa.Array]
+
+
+def _simple(function: str) -> Aggregator:
     """A pyarrow hash aggregation of the first argument (of ``_id`` when there is none)."""
-    def aggregate(rows: pa.Table, args: list[str]) -> pa.Array:
+    def aggregate(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
         column = args[0] if args else "_id"
         spec = (column, function, pc.CountOptions(mode="all")) if "count" in function else (column, function)
         return rows.group_by("_g", use_threads=False).aggregate([spec]).column(f"{column}_{function}")
     return aggregate
 
 
-def _by_order(column: str | None, descending: bool, pick: str) -> Callable[[pa.Table, list[str]], pa.Array]:
+def _by_order(column: str | None, descending: bool, pick: str) -> Aggregator:
     """The ``pick`` column of the first row of each group in a given order."""
-    def aggregate(rows: pa.Table, args: list[str]) -> pa.Array:
+    def aggregate(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
         order_by = column or args[0]
         ordered = rows.sort_by(
             [("_g", "ascending"), (order_by, "descending" if descending else "ascending"), ("_id", "ascending")]
@@ -82,7 +91,7 @@ def _by_order(column: str | None, descending: bool, pick: str) -> Callable[[pa.T
     return aggregate
 
 
-def _unique(rows: pa.Table, args: list[str]) -> pa.Array:
+def _unique(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
     out = rows.group_by("_g", use_threads=False).aggregate(
         [(args[0], "first"), (args[0], "count_distinct", pc.CountOptions(mode="all"))]
     )
@@ -91,15 +100,28 @@ def _unique(rows: pa.Table, args: list[str]) -> pa.Array:
     return out.column(f"{args[0]}_first")
 
 
-def _tuple(sort_values: bool) -> Callable[[pa.Table, list[str]], pa.Array]:
-    def aggregate(rows: pa.Table, args: list[str]) -> pa.Array:
+def _tuple(sort_values: bool) -> Aggregator:
+    """All values of a group, in id order (``rows`` come sorted by id) or sorted;
+    ``params[0]`` (skip_nones) leaves None out."""
+    def aggregate(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
         source = rows.sort_by([("_g", "ascending"), (args[0], "ascending"), ("_id", "ascending")]) if sort_values else rows
         out = source.group_by("_g", use_threads=False).aggregate([(args[0], "list")])
-        return out.column(f"{args[0]}_list")
+        lists = out.column(f"{args[0]}_list").combine_chunks()
+        return _without_nulls(lists) if params and params[0] else lists
     return aggregate
 
 
-_AGGREGATORS: dict[str, Callable[[pa.Table, list[str]], pa.Array]] = {
+def _without_nulls(lists: pa.ListArray) -> pa.ListArray:
+    """The lists with their null items removed (hash_list keeps them, whatever the options)."""
+    items = pc.list_flatten(lists)
+    owners = pc.list_parent_indices(lists)
+    valid = pc.is_valid(items)
+    kept_items, kept_owners = items.filter(valid), owners.filter(valid).to_numpy()
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(kept_owners, minlength=len(lists)))])
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), kept_items)
+
+
+_AGGREGATORS: dict[str, Aggregator] = {
     "count": _simple("count"),
     "count_distinct": _simple("count_distinct"),
     "sum": _simple("sum"),

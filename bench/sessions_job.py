@@ -1,0 +1,131 @@
+"""The sessions program of seeds 002/003 (``examples/sessions/script.py``), with paths and
+mode as arguments, and timing probes for the benchmark.
+
+    python bench/sessions_job.py --logs DIR --storage DIR --out sessions.csv \\
+        [--mode static|streaming] [--probe probe.jsonl]
+
+The pipeline is the seed's, unchanged: ``pw.io.csv.read`` of a log directory with
+``persistent_id="logs"``, ``windowby(access_time, session(max_gap=300),
+instance=user_id).reduce(...)``, ``pw.io.csv.write``, ``pw.run`` with a filesystem
+persistence backend and the default ``pw.persistence.Config``.
+
+``--probe FILE`` appends one JSON line per phase to FILE (flushed at once, so that a
+parent process can follow it): ``start`` (when the interpreter got here, after
+imports), ``spark`` (SparkSession start), ``open`` (persistence metadata restored),
+one ``step`` per engine step (its total wall time, and the parts spent reading the
+input, computing the Spark job and writing the sinks) and ``end``. The probes wrap
+methods of the engine from outside (no change to ``sparkway/``); they cost microseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+STARTED = time.time()
+
+import sparkway as pw  # noqa: E402
+
+
+class InputSchema(pw.Schema):
+    user_id: str
+    access_time: int
+
+
+def build(logs: str, out: str, mode: str) -> None:
+    table = pw.io.csv.read(logs, mode=mode, schema=InputSchema, persistent_id="logs")
+    sessions = table.windowby(
+        pw.this.access_time,
+        window=pw.temporal.session(max_gap=300),
+        instance=pw.this.user_id,
+    ).reduce(
+        user_id=table.user_id,
+        session_length=pw.reducers.max(table.access_time) - pw.reducers.min(table.access_time),
+        session_start=pw.reducers.min(table.access_time),
+        session_finish=pw.reducers.max(table.access_time),
+        count=pw.reducers.count(),
+    )
+    pw.io.csv.write(sessions, out)
+
+
+class Probe:
+    """Appends timing records to a JSON-lines file."""
+
+    def __init__(self, path: str | None) -> None:
+        self.file = open(path, "a", encoding="utf-8") if path else None
+
+    def emit(self, kind: str, **fields) -> None:
+        if self.file is not None:
+            self.file.write(json.dumps({"kind": kind, "at": time.time(), **fields}) + "\n")
+            self.file.flush()
+
+
+def install_probes(probe: Probe) -> None:
+    from sparkway.connectors import files, writers
+    from sparkway.engine import runner
+
+    parts: dict[str, float] = {}
+
+    def timed(owner, name: str, part: str | None = None):
+        original = getattr(owner, name)
+
+        def wrapper(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                took = time.perf_counter() - t0
+                if part is not None:
+                    parts[part] = parts.get(part, 0.0) + took
+                else:
+                    probe.emit(name.strip("_"), seconds=took)
+
+        setattr(owner, name, wrapper)
+
+    timed(runner, "get_spark")  # -> "get_spark" record
+    timed(runner.Runner, "_open")
+    timed(files.FileSource, "read", "read")
+    timed(runner.Runner, "_compute", "compute")
+    timed(writers._FileSink, "write", "write")
+
+    original_step = runner.Runner._run_step
+
+    def step(self, spark, location, segments, when):
+        parts.clear()
+        t0 = time.perf_counter()
+        original_step(self, spark, location, segments, when)
+        took = time.perf_counter() - t0
+        probe.emit("step", step=self.step, seconds=took, files=sum(len(s) for s in segments.values()),
+                   **{k: round(v, 4) for k, v in parts.items()})
+
+    runner.Runner._run_step = step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--logs", required=True)
+    parser.add_argument("--storage", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--mode", default="static", choices=["static", "streaming"])
+    parser.add_argument("--probe")
+    parser.add_argument("--poll-ms", type=int, default=100)
+    args = parser.parse_args()
+    probe = Probe(args.probe)
+    probe.emit("start", seconds=time.time() - STARTED, pid=os.getpid())
+    install_probes(probe)
+    build(args.logs, args.out, args.mode)
+    backend = pw.persistence.Backend.filesystem(args.storage)
+    pw.run(
+        monitoring_level=pw.MonitoringLevel.NONE,
+        persistence_config=pw.persistence.Config(backend),
+        poll_interval_ms=args.poll_ms,
+    )
+    probe.emit("end", seconds=time.time() - STARTED)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Shared fixtures: one SparkSession for every in-process test, a clean program per test."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _state_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Working copies of operator state go to a temporary folder, not ~/.cache."""
+    os.environ["SPARKWAY_STATE_CACHE"] = str(tmp_path_factory.mktemp("state-cache"))
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one SparkSession the in-process tests share (sparkway reuses the active one)."""
+    from sparkway.engine.session import get_spark
+
+    session = get_spark()
+    yield session
+    session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_program():
+    """Each test defines its own outputs."""
+    from sparkway.api import graph
+
+    graph.clear()
+    yield
+    graph.clear()
+
+
+@pytest.fixture
+def python_env() -> dict[str, str]:
+    """Environment for subprocess tests: this interpreter, this source tree."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), env.get("PYTHONPATH", "")] if p)
+    env["PYSPARK_PYTHON"] = sys.executable
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    return env

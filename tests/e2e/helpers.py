@@ -1,0 +1,241 @@
+"""Helpers for the end-to-end tests: programs run as separate Python processes.
+
+Every test writes its program as a small script into ``tmp_path`` and runs it there with
+the ``python_env`` environment (tests/conftest.py).  Expected outputs are computed here
+with plain Python (batch computations over the input files), never taken from sparkway.
+"""
+
+from __future__ import annotations
+
+import collections
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+RUN_TIMEOUT = 300  # seconds for one program run (Spark start-up alone takes 5-30 s)
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def write_file(path: Path, text: str) -> None:
+    """Writes a file whole (parent folders created)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def write_script(folder: Path, name: str, source: str, **params: Any) -> Path:
+    """A program from a template: ``{name}`` placeholders are replaced by ``repr``s."""
+    text = textwrap.dedent(source)
+    for key, value in params.items():
+        text = text.replace("{" + key + "}", repr(value))
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ------------------------------------------------------------------------- processes
+
+
+def run_program(script: Path, cwd: Path, env: dict[str, str], timeout: float = RUN_TIMEOUT,
+                args: Iterable[str] = ()) -> subprocess.CompletedProcess:
+    """Runs a program to its end; stdout and stderr are captured as text."""
+    return subprocess.run(
+        [sys.executable, str(script), *args], cwd=cwd, env=env, capture_output=True, text=True,
+        timeout=timeout,
+    )
+
+
+def describe(proc: subprocess.CompletedProcess | "Program", limit: int = 6000) -> str:
+    """Exit code and the tail of stderr, for assertion messages."""
+    stderr = proc.stderr if isinstance(proc, subprocess.CompletedProcess) else proc.stderr_text()
+    return f"exit code {proc.returncode}; stderr (tail):\n{stderr[-limit:]}"
+
+
+def check_ok(proc: subprocess.CompletedProcess) -> None:
+    assert proc.returncode == 0, f"the program failed: {describe(proc)}"
+
+
+class Program:
+    """A program running in the background, in its own process group (so that a crash
+    can take down its Spark JVM and Python workers with it, as a real crash would)."""
+
+    def __init__(self, script: Path, cwd: Path, env: dict[str, str], tag: str = "run") -> None:
+        self.stdout_path = cwd / f"{script.stem}.{tag}.stdout"
+        self.stderr_path = cwd / f"{script.stem}.{tag}.stderr"
+        self._stdout = open(self.stdout_path, "w")
+        self._stderr = open(self.stderr_path, "w")
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            [sys.executable, str(script)], cwd=cwd, env=env, stdout=self._stdout,
+            stderr=self._stderr, start_new_session=True,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def stderr_text(self) -> str:
+        self._stderr.flush()
+        return self.stderr_path.read_text(errors="replace")
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+        """Waits for ``condition``; fails if the program ends first or time runs out."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return
+            if self.proc.poll() is not None:
+                if condition():
+                    return
+                raise AssertionError(f"the program ended while waiting for {what}: {describe(self)}")
+            time.sleep(0.2)
+        raise AssertionError(f"timed out after {timeout} s waiting for {what}: {describe(self)}")
+
+    def terminate(self, timeout: float = 120) -> int:
+        """SIGTERM to the program (not its group): it should end after its current step."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self.kill()
+
+    def crash(self) -> None:
+        """SIGKILL to the whole process group: the program, its JVM and Python workers."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(30)
+        self._close_files()
+
+    def kill(self) -> None:
+        """Clean-up: whatever is left of the process group is killed."""
+        if self.proc.poll() is None:
+            self.crash()
+        else:
+            try:  # the JVM may outlive a program that ended
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self._close_files()
+
+    def _close_files(self) -> None:
+        for f in (self._stdout, self._stderr):
+            if not f.closed:
+                f.close()
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def read_csv_output(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """Header and rows (as text) of a CSV sink's file; a torn last line is left out."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines = lines[:-1]
+    reader = csv.reader(io.StringIO("".join(lines)))
+    records = list(reader)
+    if not records:
+        return [], []
+    header, body = records[0], records[1:]
+    return header, [dict(zip(header, r)) for r in body]
+
+
+def read_jsonlines_output(path: Path, *, allow_torn: bool = False) -> list[dict[str, Any]]:
+    """The objects of a JSON-lines sink's file.  With ``allow_torn``, an unfinished last
+    line (a crash during a write) is left out; anything else that does not parse fails."""
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    last = lines.pop()  # "" when the file ends with a newline
+    if last:
+        assert allow_torn, f"{path}: the last line is not terminated: {last!r}"
+    return [json.loads(line) for line in lines]
+
+
+def changes(rows: Iterable[dict[str, Any]], columns: list[str]) -> collections.Counter:
+    """A multiset of (values of ``columns``..., diff)."""
+    return collections.Counter(tuple(r[c] for c in columns) + (int(r["diff"]),) for r in rows)
+
+
+def single_time(rows: list[dict[str, Any]]) -> int | None:
+    """The one time shared by all rows of a run (None without rows)."""
+    times = {int(r["time"]) for r in rows}
+    assert len(times) <= 1, f"the rows of one run have several times: {sorted(times)}"
+    return times.pop() if times else None
+
+
+def snapshot_diff(old: collections.Counter, new: collections.Counter) -> collections.Counter:
+    """The update stream from one multiset of rows to another: (row..., -1) for each row
+    that goes, (row..., +1) for each that comes."""
+    out: collections.Counter = collections.Counter()
+    for row in set(old) | set(new):
+        delta = new[row] - old[row]
+        if delta:
+            out[row + (1 if delta > 0 else -1,)] += abs(delta)
+    return out
+
+
+# ---------------------------------------------------------------------- batch oracles
+
+
+def read_csv_inputs(folder: Path) -> list[dict[str, str]]:
+    """The rows of every CSV file under ``folder`` (plain csv module, header per file)."""
+    rows: list[dict[str, str]] = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            with open(path, newline="", encoding="utf-8") as f:
+                rows.extend(csv.DictReader(f))
+    return rows
+
+
+def word_counts(folder: Path) -> collections.Counter:
+    """Batch word count: multiset of (word, count) rows."""
+    counts = collections.Counter(r["word"] for r in read_csv_inputs(folder))
+    return collections.Counter((w, c) for w, c in counts.items())
+
+
+def sessions(events: Iterable[tuple[str, int]], max_gap: int) -> collections.Counter:
+    """Batch sessions per user: multiset of (user, length, start, finish, count); two
+    consecutive visits of a user closer than ``max_gap`` are in one session."""
+    by_user: dict[str, list[int]] = collections.defaultdict(list)
+    for user, t in events:
+        by_user[user].append(t)
+    out: collections.Counter = collections.Counter()
+    for user, times in by_user.items():
+        times.sort()
+        run = [times[0]]
+        for t in times[1:]:
+            if t - run[-1] < max_gap:
+                run.append(t)
+            else:
+                out[(user, run[-1] - run[0], run[0], run[-1], len(run))] += 1
+                run = [t]
+        out[(user, run[-1] - run[0], run[0], run[-1], len(run))] += 1
+    return out
+
+
+def session_events(folder: Path) -> list[tuple[str, int]]:
+    return [(r["user_id"], int(r["access_time"])) for r in read_csv_inputs(folder)]

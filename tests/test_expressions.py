@@ -1,0 +1,514 @@
+"""Expressions against expected tables: column references, operators, functions,
+``pw.apply``/``pw.udf``, the ``.str``/``.dt`` namespaces and JSON access.
+
+Each test builds small input tables with ``pw.debug.table_from_markdown`` and compares the
+final contents (``pw.debug.table_to_pandas``) with rows worked out by hand.  Several
+checks share one ``select`` where that is natural: every computation is a Spark run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from typing import Any, Optional
+
+import pandas as pd
+import pytest
+
+import sparkway as pw
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+def _plain(value: Any) -> Any:
+    """A pandas cell as a plain Python value (NaN -> None, numpy scalars -> Python)."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.to_pydatetime()
+    if isinstance(value, pd.Timedelta):
+        return value.to_pytimedelta()
+    if value is pd.NaT or value is pd.NA:
+        return None
+    return value.item() if hasattr(value, "item") and not isinstance(value, (tuple, list)) else value
+
+
+def rows(table: pw.Table) -> list[tuple]:
+    """The table's final rows as tuples (ids ignored), sorted."""
+    frame = pw.debug.table_to_pandas(table)
+    return sorted((tuple(_plain(v) for v in r) for r in frame.itertuples(index=False)), key=repr)
+
+
+def assert_rows(table: pw.Table, expected: list[tuple]) -> None:
+    assert rows(table) == sorted(expected, key=repr)
+
+
+def by_label(table: pw.Table, labelled: pw.Table) -> dict[Any, tuple]:
+    """Rows of ``table`` keyed by the row label they have in ``labelled`` (same ids)."""
+    frame = pw.debug.table_to_pandas(table)
+    labels = pw.debug.table_to_pandas(labelled)["label"]
+    return {labels[i]: tuple(_plain(v) for v in row) for i, row in zip(frame.index, frame.itertuples(index=False))}
+
+
+# -- column references -----------------------------------------------------------------------
+
+def test_this_table_column_and_item_references():
+    t = pw.debug.table_from_markdown(
+        """
+          | a | b
+        1 | 1 | 10
+        2 | 2 | 20
+        """
+    )
+    result = t.select(pw.this.a, t.b, c=pw.this["a"] + t["b"], d=t.a * 100)
+    assert result.column_names() == ["a", "b", "c", "d"]
+    assert_rows(result, [(1, 10, 11, 100), (2, 20, 22, 200)])
+
+
+def test_select_keeps_ids_and_star_expansion():
+    t = pw.debug.table_from_markdown(
+        """
+          | a | b
+        1 | 1 | 10
+        2 | 2 | 20
+        """
+    )
+    result = t.select(*pw.this, e=pw.this.a - 1)
+    before = pw.debug.table_to_pandas(t)
+    after = pw.debug.table_to_pandas(result)
+    assert sorted(after.index) == sorted(before.index)
+    assert {i: (r.a, r.b, r.e) for i, r in after.iterrows()} == {i: (r.a, r.b, r.a - 1) for i, r in before.iterrows()}
+
+
+def test_column_of_another_table_is_rejected():
+    a = pw.debug.table_from_markdown("x\n1")
+    b = pw.debug.table_from_markdown("y\n2")
+    with pytest.raises(ValueError, match="another table"):
+        a.select(z=b.y)
+
+
+# -- arithmetic ----------------------------------------------------------------------------------
+
+def test_int_arithmetic_with_python_semantics_for_negatives():
+    t = pw.debug.table_from_markdown(
+        """
+        a  | b
+        7  | 2
+        -7 | 2
+        7  | -2
+        -7 | -2
+        """
+    )
+    result = t.select(
+        pw.this.a, pw.this.b,
+        add=pw.this.a + pw.this.b, sub=pw.this.a - pw.this.b, mul=pw.this.a * pw.this.b,
+        div=pw.this.a / pw.this.b, fdiv=pw.this.a // pw.this.b, mod=pw.this.a % pw.this.b,
+        sq=pw.this.a ** 2, cube=pw.this.b ** 3, neg=-pw.this.a, ab=abs(pw.this.a),
+        radd=1 + pw.this.a, rsub=10 - pw.this.a, rdiv=1 / pw.this.b, rmod=9 % pw.this.b,
+    )
+    types = result.typehints()
+    assert str(types["div"]) == "float" and str(types["rdiv"]) == "float"  # int / int is float
+    assert {str(types[c]) for c in ("add", "sub", "mul", "fdiv", "mod", "sq", "cube", "neg", "rmod")} == {"int"}
+    assert_rows(result, [
+        (7, 2, 9, 5, 14, 3.5, 3, 1, 49, 8, -7, 7, 8, 3, 0.5, 1),
+        (-7, 2, -5, -9, -14, -3.5, -4, 1, 49, 8, 7, 7, -6, 17, 0.5, 1),
+        (7, -2, 5, 9, -14, -3.5, -4, -1, 49, -8, -7, 7, 8, 3, -0.5, -1),
+        (-7, -2, -9, -5, 14, 3.5, 3, -1, 49, -8, 7, 7, -6, 17, -0.5, -1),
+    ])
+
+
+def test_float_and_mixed_arithmetic():
+    t = pw.debug.table_from_markdown(
+        """
+        x    | y    | n
+        7.5  | 2.0  | 1
+        -7.5 | 2.0  | 2
+        7.5  | -2.0 | 3
+        """
+    )
+    result = t.select(
+        pw.this.x, fdiv=pw.this.x // pw.this.y, mod=pw.this.x % pw.this.y,
+        mixed=pw.this.x + pw.this.n, half=pw.this.n / 2, pw_=pw.this.y ** 2,
+    )
+    assert {str(result.typehints()[c]) for c in ("fdiv", "mod", "mixed", "half", "pw_")} == {"float"}
+    assert_rows(result, [
+        (7.5, 3.0, 1.5, 8.5, 0.5, 4.0),
+        (-7.5, -4.0, 0.5, -5.5, 1.0, 4.0),
+        (7.5, -4.0, -0.5, 10.5, 1.5, 4.0),
+    ])
+
+
+def test_string_concatenation_and_repetition():
+    t = pw.debug.table_from_markdown(
+        """
+        s  | n
+        ab | 2
+        c  | 3
+        """
+    )
+    assert_rows(t.select(cat=pw.this.s + "!", rep=pw.this.s * pw.this.n), [("ab!", "abab"), ("c!", "ccc")])
+
+
+# -- comparison and boolean ---------------------------------------------------------------------
+
+def test_comparisons_on_ints_and_strings():
+    t = pw.debug.table_from_markdown(
+        """
+        a | b | s
+        1 | 2 | apple
+        2 | 2 | pear
+        3 | 2 | fig
+        """
+    )
+    result = t.select(
+        pw.this.a,
+        eq=pw.this.a == pw.this.b, ne=pw.this.a != pw.this.b, lt=pw.this.a < pw.this.b,
+        le=pw.this.a <= pw.this.b, gt=pw.this.a > pw.this.b, ge=pw.this.a >= pw.this.b,
+        s_lt=pw.this.s < "fig", s_eq=pw.this.s == "pear",
+    )
+    assert_rows(result, [
+        (1, False, True, True, True, False, False, True, False),
+        (2, True, False, False, True, False, True, False, True),
+        (3, False, True, False, False, True, True, False, False),
+    ])
+
+
+def test_boolean_and_or_not_xor():
+    t = pw.debug.table_from_markdown(
+        """
+        p     | q
+        True  | True
+        True  | False
+        False | True
+        False | False
+        """
+    )
+    result = t.select(
+        pw.this.p, pw.this.q, both=pw.this.p & pw.this.q, either=pw.this.p | pw.this.q,
+        notp=~pw.this.p, xor=pw.this.p ^ pw.this.q, mixed=(pw.this.p | pw.this.q) & ~pw.this.q,
+    )
+    assert_rows(result, [
+        (True, True, True, True, False, False, False),
+        (True, False, False, True, False, True, True),
+        (False, True, False, True, True, True, False),
+        (False, False, False, False, True, False, False),
+    ])
+
+
+def test_expression_has_no_truth_value():
+    with pytest.raises(TypeError, match="truth value"):
+        bool(pw.this.a > 1)
+
+
+# -- conditionals and None handling ------------------------------------------------------------------
+
+OPTIONALS = """
+    a  | x    | y
+    1  | 10   | 100
+    -2 |      | 200
+    3  |      |
+    """
+
+
+def test_if_else():
+    t = pw.debug.table_from_markdown(OPTIONALS)
+    result = t.select(
+        pw.this.a,
+        absolute=pw.if_else(pw.this.a >= 0, pw.this.a, -pw.this.a),
+        sign=pw.if_else(pw.this.a > 0, "pos", "neg"),
+        widened=pw.if_else(pw.this.a > 0, pw.this.a, 0.5),  # int and float unify to float
+        maybe=pw.if_else(pw.this.a > 0, pw.this.x, None),
+    )
+    assert str(result.typehints()["widened"]) == "float"
+    assert result.typehints()["maybe"].optional
+    assert_rows(result, [(1, 1, "pos", 1.0, 10), (-2, 2, "neg", 0.5, None), (3, 3, "pos", 3.0, None)])
+
+
+def test_coalesce_require_is_none():
+    t = pw.debug.table_from_markdown(OPTIONALS)
+    result = t.select(
+        pw.this.a,
+        first=pw.coalesce(pw.this.x, pw.this.y, 0),
+        fill=pw.this.x.num.fill_na(-1),
+        req=pw.require(pw.this.a * 2, pw.this.x),
+        none=pw.this.x.is_none(),
+        some=pw.this.y.is_not_none(),
+    )
+    types = result.typehints()
+    assert not types["first"].optional  # the last argument is never None
+    assert types["req"].optional
+    assert_rows(result, [
+        (1, 10, 10, 2, False, True),
+        (-2, 200, -1, None, True, True),
+        (3, 0, -1, None, True, False),
+    ])
+
+
+def test_unwrap_removes_optional_and_fails_on_none():
+    t = pw.debug.table_from_markdown(OPTIONALS)
+    present = t.filter(pw.this.x.is_not_none()).select(u=pw.unwrap(pw.this.x))
+    assert not present.typehints()["u"].optional
+    assert_rows(present, [(10,)])
+    with pytest.raises(Exception, match="unwrap"):
+        pw.debug.table_to_pandas(t.select(u=pw.unwrap(pw.this.x)))
+
+
+# -- casts ---------------------------------------------------------------------------------------
+
+def test_cast_between_numbers_strings_and_bools():
+    t = pw.debug.table_from_markdown(
+        """
+        i  | f    | b
+        7  | 2.7  | True
+        -3 | -2.7 | False
+        """
+    )
+    result = t.select(
+        pw.this.i,
+        i_f=pw.cast(float, pw.this.i), f_i=pw.cast(int, pw.this.f), i_s=pw.cast(str, pw.this.i),
+        f_s=pw.cast(str, pw.this.f), b_i=pw.cast(int, pw.this.b), i_b=pw.cast(bool, pw.this.i),
+    )
+    types = result.typehints()
+    assert [str(types[c]) for c in ("i_f", "f_i", "i_s", "b_i", "i_b")] == ["float", "int", "str", "int", "bool"]
+    # float -> int truncates toward zero, as Python's int()
+    assert_rows(result, [(7, 7.0, 2, "7", "2.7", 1, True), (-3, -3.0, -2, "-3", "-2.7", 0, True)])
+
+
+def test_cast_to_types():
+    t = pw.debug.table_from_markdown(
+        """
+        a | b
+        1 | 2.5
+        2 | 3.5
+        """
+    )
+    result = t.cast_to_types(a=float, b=int)
+    assert [str(v) for v in result.typehints().values()] == ["float", "int"]
+    assert_rows(result, [(1.0, 2), (2.0, 3)])
+
+
+# -- Python functions --------------------------------------------------------------------------------
+
+def test_apply_apply_with_type_and_udf():
+    t = pw.debug.table_from_markdown(
+        """
+        a | s
+        1 | x
+        2 | yy
+        """
+    )
+
+    def describe(a: int, s: str) -> str:
+        return f"{s}:{a}"
+
+    @pw.udf
+    def double(v: int) -> int:
+        return 2 * v
+
+    @pw.udf(return_type=float)
+    def halve(v):
+        return v / 2
+
+    def scaled(v, factor):
+        return v * factor
+
+    result = t.select(
+        pw.this.a,
+        d=pw.apply(describe, pw.this.a, pw.this.s),
+        n=pw.apply_with_type(lambda s: len(s), int, pw.this.s),
+        dbl=double(pw.this.a),
+        half=halve(pw.this.a),
+        kw=pw.apply(scaled, pw.this.a, factor=10),
+        anything=pw.apply(lambda a: [a] * a, pw.this.a),  # no annotation: any Python value
+        chained=double(pw.this.a) + 1,
+    )
+    types = result.typehints()
+    assert [str(types[c]) for c in ("d", "n", "dbl", "half")] == ["str", "int", "int", "float"]
+    assert_rows(result, [
+        (1, "x:1", 1, 2, 0.5, 10, [1], 3),
+        (2, "yy:2", 2, 4, 1.0, 20, [2, 2], 5),
+    ])
+
+
+def test_apply_sees_none_unless_udf_propagates_it():
+    t = pw.debug.table_from_markdown(OPTIONALS)
+
+    @pw.udf(propagate_none=True)
+    def inc(v: int) -> int:
+        return v + 1
+
+    def show(v: Optional[int]) -> str:
+        return "none" if v is None else str(v)
+
+    result = t.select(pw.this.a, shown=pw.apply(show, pw.this.x), inc=inc(pw.this.x))
+    assert_rows(result, [(1, "10", 11), (-2, "none", None), (3, "none", None)])
+
+
+def test_apply_with_tuple_and_json_arguments():
+    t = pw.debug.table_from_markdown(
+        """
+        a | b
+        1 | 2
+        """
+    )
+
+    def total(pair: tuple[int, int]) -> int:
+        return pair[0] + pair[1]
+
+    result = t.select(s=pw.apply(total, pw.make_tuple(pw.this.a, pw.this.b)))
+    assert_rows(result, [(3,)])
+
+
+# -- tuples -------------------------------------------------------------------------------------------
+
+def test_make_tuple_and_item_access():
+    t = pw.debug.table_from_markdown(
+        """
+        a | s
+        1 | x
+        2 | y
+        """
+    )
+    result = t.select(tp=pw.make_tuple(pw.this.a, pw.this.s, pw.this.a * 2), second=pw.make_tuple(pw.this.a, pw.this.s)[1])
+    assert_rows(result, [((1, "x", 2), "x"), ((2, "y", 4), "y")])
+
+
+# -- the .str namespace -----------------------------------------------------------------------------------
+
+def test_str_methods():
+    t = pw.debug.table_from_markdown(
+        """
+          | s
+        1 | Hello
+        2 | "  abcabc  "
+        """
+    )
+    s = pw.this.s
+    result = t.select(
+        s,
+        lower=s.str.lower(), upper=s.str.upper(), n=s.str.len(), rev=s.str.reversed(),
+        strip=s.str.strip(), starts=s.str.startswith("He"), ends=s.str.endswith("o"),
+        count=s.str.count("bc"), find=s.str.find("l"), rep=s.str.replace("l", "L"),
+        sl=s.str.slice(1, 3),
+    )
+    assert_rows(result, [
+        ("Hello", "hello", "HELLO", 5, "olleH", "Hello", True, True, 0, 2, "HeLLo", "el"),
+        ("  abcabc  ", "  abcabc  ", "  ABCABC  ", 10, "  cbacba  ", "abcabc", False, False, 2, -1, "  abcabc  ", " a"),
+    ])
+
+
+def test_str_parse_methods():
+    t = pw.debug.table_from_markdown(
+        """
+          | i     | f      | b
+        1 | "42"  | "1.5"  | true
+        2 | "-3"  | "-2"   | False
+        3 | "x"   | "y"    | maybe
+        """
+    )
+    result = t.select(
+        i=pw.this.i.str.parse_int(optional=True),
+        f=pw.this.f.str.parse_float(optional=True),
+        b=pw.this.b.str.parse_bool(optional=True),
+    )
+    types = result.typehints()
+    assert [str(types[c].with_optional(False)) for c in ("i", "f", "b")] == ["int", "float", "bool"]
+    assert_rows(result, [(42, 1.5, True), (-3, -2.0, False), (None, None, None)])
+    strict = t.filter(pw.this.i == "x").select(i=pw.this.i.str.parse_int())
+    with pytest.raises(Exception, match="parse"):
+        pw.debug.table_to_pandas(strict)
+
+
+# -- the .dt namespace ---------------------------------------------------------------------------------------
+
+def test_dt_parts_format_and_floor():
+    t = pw.debug.table_from_markdown(
+        """
+          | s
+        1 | 2023-03-15T10:20:30
+        2 | 2024-02-29T23:59:01
+        """
+    )
+    parsed = t.select(t=pw.this.s.str.strip().dt.strptime("%Y-%m-%dT%H:%M:%S"))
+    assert str(parsed.typehints()["t"]) == "DateTimeNaive"
+    d = pw.this.t
+    result = parsed.select(
+        y=d.dt.year(), mo=d.dt.month(), day=d.dt.day(), h=d.dt.hour(), mi=d.dt.minute(), sec=d.dt.second(),
+        wd=d.dt.weekday(), fmt=d.dt.strftime("%Y/%m/%d %H"), ts=d.dt.timestamp(unit="s"),
+        fl=d.dt.floor(dt.timedelta(hours=1)),
+    )
+    # year..weekday of 2023-03-15 (a Wednesday: 2) and 2024-02-29 (a Thursday: 3)
+    assert_rows(result, [
+        (2023, 3, 15, 10, 20, 30, 2, "2023/03/15 10", 1678875630.0, dt.datetime(2023, 3, 15, 10)),
+        (2024, 2, 29, 23, 59, 1, 3, "2024/02/29 23", 1709251141.0, dt.datetime(2024, 2, 29, 23)),
+    ])
+
+
+def test_dt_durations_timezones_and_timestamps():
+    t = pw.debug.table_from_markdown(
+        """
+          | start               | end                      | epoch
+        1 | 2023-03-15T10:00:00 | 2023-03-17T10:01:30+0200 | 0
+        2 | 2023-03-15T10:00:00 | 2023-03-15T12:00:00+0000 | 86400
+        """
+    )
+    parsed = t.select(
+        start=pw.this.start.dt.strptime("%Y-%m-%dT%H:%M:%S").dt.to_utc("UTC"),
+        end=pw.this.end.dt.strptime("%Y-%m-%dT%H:%M:%S%z"),
+        naive=pw.this.epoch.dt.from_timestamp(unit="s"),
+        utc=pw.this.epoch.dt.utc_from_timestamp(unit="s"),
+    )
+    assert [str(v) for v in parsed.typehints().values()] == ["DateTimeUtc", "DateTimeUtc", "DateTimeNaive", "DateTimeUtc"]
+    spans = parsed.select(
+        length=pw.this.end - pw.this.start,
+        secs=(pw.this.end - pw.this.start).dt.seconds(),
+        days=(pw.this.end - pw.this.start).dt.days(),
+        later=pw.this.naive + dt.timedelta(hours=1),
+        utc_hour=pw.this.utc.dt.hour(),
+    )
+    assert str(spans.typehints()["length"]) == "Duration"
+    # +0200 means 08:01:30 UTC: 1 day 22:01:30 after the start
+    assert_rows(spans, [
+        (dt.timedelta(days=1, hours=22, minutes=1, seconds=30), 165690, 1, dt.datetime(1970, 1, 1, 1), 0),
+        (dt.timedelta(hours=2), 7200, 0, dt.datetime(1970, 1, 2, 1), 0),
+    ])
+
+
+# -- JSON ----------------------------------------------------------------------------------------------------
+
+class JsonSchema(pw.Schema):
+    data: pw.Json
+
+
+JSON_ROWS = """
+      | data
+    1 | {"a": 1, "b": "x", "c": [10, 20], "f": 2.5, "t": true, "o": {"k": "v"}}
+    2 | {"a": -3, "b": "y", "c": [], "f": 1, "t": false, "o": {}}
+    """
+
+
+def test_json_item_access_and_conversions():
+    t = pw.debug.table_from_markdown(JSON_ROWS, schema=JsonSchema)
+    d = pw.this.data
+    result = t.select(
+        a=d["a"], ai=d["a"].as_int() + 1, b=d["b"].as_str(), f=d["f"].as_float(), tt=d["t"].as_bool(),
+        nested=d["o"].get("k"), first=d["c"].get(0), missing=d.get("zz"), dflt=d.get("zz", default=5),
+    )
+    types = result.typehints()
+    assert str(types["a"].with_optional(False)) == "Json"
+    assert [str(types[c].with_optional(False)) for c in ("ai", "b", "f", "tt")] == ["int", "str", "float", "bool"]
+    assert_rows(result, [
+        (pw.Json(1), 2, "x", 2.5, True, pw.Json("v"), pw.Json(10), None, pw.Json(5)),
+        (pw.Json(-3), -2, "y", 1.0, False, None, None, None, pw.Json(5)),
+    ])
+
+
+def test_json_from_pandas_and_wrong_type_conversion_fails():
+    frame = pd.DataFrame({"data": [{"n": "text"}, {"n": 2}]})
+    t = pw.debug.table_from_pandas(frame)
+    assert str(t.typehints()["data"]) == "Json"
+    assert_rows(t.select(n=pw.this.data["n"]), [(pw.Json("text"),), (pw.Json(2),)])
+    with pytest.raises(Exception, match="not a int|is not"):
+        pw.debug.table_to_pandas(t.select(n=pw.this.data["n"].as_int()))

@@ -1,0 +1,744 @@
+"""Table operators, reducers, windows and the debug helpers against expected tables.
+
+Inputs come from ``pw.debug.table_from_markdown``; results are compared with rows worked
+out by hand, as sorted row tuples (ids ignored) or, where ids matter, against the ids of
+other tables.  Incremental behaviour is checked on update streams with ``pw.debug.compute``:
+one output batch per input time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import sparkway as pw
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+def _plain(value: Any) -> Any:
+    """A pandas cell as a plain Python value (NaN -> None, numpy scalars -> Python)."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.to_pydatetime()
+    if value is pd.NaT or value is pd.NA:
+        return None
+    return value.item() if hasattr(value, "item") and not isinstance(value, (tuple, list)) else value
+
+
+def _sorted(items: list[tuple]) -> list[tuple]:
+    return sorted(items, key=repr)
+
+
+def frame_rows(frame: pd.DataFrame) -> dict[int, tuple]:
+    """Row id -> the row as a tuple of plain values."""
+    return {i: tuple(_plain(v) for v in r) for i, r in zip(frame.index, frame.itertuples(index=False))}
+
+
+def rows(table: pw.Table) -> list[tuple]:
+    """The table's final rows as tuples (ids ignored), sorted."""
+    return _sorted(list(frame_rows(pw.debug.table_to_pandas(table)).values()))
+
+
+def assert_rows(table: pw.Table, expected: list[tuple]) -> None:
+    assert rows(table) == _sorted(expected)
+
+
+def ids_of(table: pw.Table) -> dict[Any, int]:
+    """First column value -> row id, for a table whose first column names its rows."""
+    frame = pw.debug.table_to_pandas(table)
+    return {_plain(v): i for i, v in zip(frame.index, frame.iloc[:, 0])}
+
+
+def changes(table: pw.Table) -> list[list[tuple]]:
+    """Per output time: the changes as sorted (columns..., diff) tuples."""
+    out = []
+    for batch in pw.debug.compute(table):
+        names = table.column_names()
+        data = batch.table.to_pylist()
+        out.append(_sorted([tuple(r[c] for c in names) + (r["diff"],) for r in data]))
+    return out
+
+
+def assert_changes(table: pw.Table, expected: list[list[tuple]]) -> None:
+    """The table's changes, time by time, are the expected ones (in any order within a time)."""
+    assert changes(table) == [_sorted(batch) for batch in expected]
+
+
+# -- stateless operators ---------------------------------------------------------------------
+
+ABC = """
+      | a | b | c
+    1 | 1 | x | 10
+    2 | 2 | y | 20
+    3 | 3 | z | 30
+    """
+
+
+def test_filter_with_columns_without_rename():
+    t = pw.debug.table_from_markdown(ABC)
+    result = (
+        t.filter(pw.this.a >= 2)
+        .with_columns(d=pw.this.a + pw.this.c, a=pw.this.a * 10)
+        .without(pw.this.b)
+        .rename(e=pw.this.c)
+        .rename({"d": "f"})
+    )
+    assert sorted(result.column_names()) == ["a", "e", "f"]
+    assert_rows(result.select(pw.this.a, pw.this.e, pw.this.f), [(20, 20, 22), (30, 30, 33)])
+
+
+def test_filter_treats_none_as_false_and_keeps_ids():
+    t = pw.debug.table_from_markdown(
+        """
+          | a | flag
+        1 | 1 | True
+        2 | 2 |
+        3 | 3 | False
+        """
+    )
+    source = pw.debug.table_to_pandas(t)
+    kept = pw.debug.table_to_pandas(t.filter(pw.this.flag))
+    assert list(kept.index) == [i for i in source.index if source.loc[i, "a"] == 1]
+
+
+def test_filter_needs_a_boolean():
+    t = pw.debug.table_from_markdown(ABC)
+    with pytest.raises(TypeError, match="boolean"):
+        t.filter(pw.this.a + 1)
+
+
+def test_concat_and_concat_reindex():
+    one = pw.debug.table_from_markdown(
+        """
+          | k | v
+        1 | a | 1
+        2 | b | 2
+        """
+    )
+    two = pw.debug.table_from_markdown(
+        """
+          | k | v
+        3 | c | 3
+        """
+    )
+    same_labels = pw.debug.table_from_markdown(
+        """
+          | k | v
+        1 | d | 4
+        2 | e | 5
+        """
+    )
+    joined = pw.debug.table_to_pandas(one.concat(two))
+    assert _sorted(frame_rows(joined).values()) == [("a", 1), ("b", 2), ("c", 3)]
+    # concat keeps the ids of both tables
+    inputs = {**frame_rows(pw.debug.table_to_pandas(one)), **frame_rows(pw.debug.table_to_pandas(two))}
+    assert frame_rows(joined) == inputs
+    # the same labels give the same ids: concat_reindex makes new, distinct ones
+    reindexed = pw.debug.table_to_pandas(one.concat_reindex(same_labels))
+    assert _sorted(frame_rows(reindexed).values()) == [("a", 1), ("b", 2), ("d", 4), ("e", 5)]
+    assert reindexed.index.is_unique
+
+
+def test_concat_needs_the_same_columns():
+    a = pw.debug.table_from_markdown("x\n1")
+    b = pw.debug.table_from_markdown("y\n1")
+    with pytest.raises(ValueError, match="same columns"):
+        a.concat(b)
+
+
+def test_flatten_lists_tuples_and_json_arrays():
+    t = pw.debug.table_from_markdown(
+        """
+        k | n
+        a | 2
+        b | 3
+        c | 0
+        """
+    )
+    lists = t.select(pw.this.k, xs=pw.apply_with_type(lambda n: list(range(n)), list[int], pw.this.n))
+    flat = lists.flatten(pw.this.xs)
+    assert str(flat.typehints()["xs"]) == "int"
+    frame = pw.debug.table_to_pandas(flat)
+    assert _sorted(frame_rows(frame).values()) == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)]
+    assert frame.index.is_unique
+    arrays = t.select(pw.this.k, j=pw.apply_with_type(lambda n: [n, "s", {"n": n}], pw.Json, pw.this.n))
+    assert_rows(
+        arrays.flatten(pw.this.j).filter(pw.this.k == "a"),
+        [("a", pw.Json(2)), ("a", pw.Json("s")), ("a", pw.Json({"n": 2}))],
+    )
+
+
+# -- reducers ---------------------------------------------------------------------------------
+
+GROUPS = """
+      | k | v | s | f   | u
+    1 | a | 3 | x | 1.5 | A
+    2 | a | 1 | y | 2.5 | A
+    3 | a | 2 | x | 0.5 | A
+    4 | b | 7 | z | 4.0 | B
+    """
+
+
+def test_groupby_reduce_with_value_reducers():
+    t = pw.debug.table_from_markdown(GROUPS)
+    result = t.groupby(pw.this.k).reduce(
+        pw.this.k,
+        count=pw.reducers.count(),
+        total=pw.reducers.sum(pw.this.v),
+        lo=pw.reducers.min(pw.this.v),
+        hi=pw.reducers.max(t.v),
+        mean=pw.reducers.avg(pw.this.v),
+        distinct=pw.reducers.count_distinct(pw.this.s),
+        ordered=pw.reducers.sorted_tuple(pw.this.v),
+        fsum=pw.reducers.sum(pw.this.f),
+        smin=pw.reducers.min(pw.this.s),
+        smax=pw.reducers.max(pw.this.s),
+        same=pw.reducers.unique(pw.this.u),
+        spread=pw.reducers.max(pw.this.v) - pw.reducers.min(pw.this.v),
+        label=pw.this.k + "!",
+    )
+    types = result.typehints()
+    assert [str(types[c]) for c in ("count", "total", "mean", "fsum", "smin")] == ["int", "int", "float", "float", "str"]
+    assert_rows(result, [
+        ("a", 3, 6, 1, 3, 2.0, 2, (1, 2, 3), 4.5, "x", "y", "A", 2, "a!"),
+        ("b", 1, 7, 7, 7, 7.0, 1, (7,), 4.0, "z", "z", "B", 0, "b!"),
+    ])
+
+
+def test_id_reducers_tuple_and_any():
+    t = pw.debug.table_from_markdown(GROUPS)
+    source = frame_rows(pw.debug.table_to_pandas(t))  # id -> (k, v, s, f, u)
+    result = t.groupby(t.k).reduce(
+        t.k,
+        lo=pw.reducers.argmin(t.v), hi=pw.reducers.argmax(t.v),
+        values=pw.reducers.tuple(t.v), some=pw.reducers.any(t.s),
+    )
+    got = {r[0]: r for r in frame_rows(pw.debug.table_to_pandas(result)).values()}
+    for key in ("a", "b"):
+        group = {i: row for i, row in source.items() if row[0] == key}
+        _, lo, hi, values, some = got[key]
+        assert lo == min(group, key=lambda i: group[i][1])
+        assert hi == max(group, key=lambda i: group[i][1])
+        assert values == tuple(group[i][1] for i in sorted(group))  # in the order of the ids
+        assert some in {row[2] for row in group.values()}
+
+
+def test_unique_fails_on_different_values():
+    t = pw.debug.table_from_markdown(GROUPS)
+    with pytest.raises(Exception, match="unique"):
+        pw.debug.table_to_pandas(t.groupby(pw.this.k).reduce(pw.this.k, s=pw.reducers.unique(pw.this.s)))
+
+
+def test_tuple_reducers_skip_nones():
+    t = pw.debug.table_from_markdown(
+        """
+          | k | v
+        1 | a | 2
+        2 | a |
+        3 | a | 1
+        """
+    )
+    result = t.groupby(pw.this.k).reduce(
+        kept=pw.reducers.sorted_tuple(pw.this.v, skip_nones=True),
+        skipped=pw.reducers.tuple(pw.this.v, skip_nones=True),
+        n=pw.reducers.count(),
+    )
+    [(kept, skipped, n)] = rows(result)
+    assert kept == (1, 2) and sorted(skipped) == [1, 2] and n == 3
+
+
+def test_whole_table_reduce():
+    t = pw.debug.table_from_markdown(GROUPS)
+    result = t.reduce(n=pw.reducers.count(), total=pw.reducers.sum(pw.this.v), top=pw.reducers.max(pw.this.s))
+    assert_rows(result, [(4, 13, "z")])
+    with pytest.raises(ValueError, match="neither a groupby key"):
+        t.reduce(pw.this.v)
+
+
+def test_groupby_several_columns():
+    t = pw.debug.table_from_markdown(GROUPS)
+    result = t.groupby(pw.this.k, pw.this.s).reduce(pw.this.k, pw.this.s, n=pw.reducers.count())
+    assert_rows(result, [("a", "x", 2), ("a", "y", 1), ("b", "z", 1)])
+
+
+def test_earliest_and_latest_follow_arrival_order():
+    t = pw.debug.table_from_markdown(
+        """
+          | k | v | __time__ | __diff__
+        1 | a | 5 | 2        | 1
+        4 | b | 2 | 2        | 1
+        2 | a | 1 | 4        | 1
+        3 | a | 9 | 6        | 1
+        3 | a | 9 | 8        | -1
+        """
+    )
+    result = t.groupby(pw.this.k).reduce(pw.this.k, first=pw.reducers.earliest(pw.this.v), last=pw.reducers.latest(pw.this.v))
+    # a: 5 arrived first; 9 arrived last but was retracted, so 1 is the latest present
+    assert_rows(result, [("a", 5, 1), ("b", 2, 2)])
+
+
+def test_groupby_ids_are_pointers_of_the_keys_and_ix_ref():
+    t = pw.debug.table_from_markdown(GROUPS)
+    totals = t.groupby(pw.this.k).reduce(pw.this.k, total=pw.reducers.sum(pw.this.v))
+    keys = pw.debug.table_from_markdown(
+        """
+        k
+        a
+        b
+        """
+    ).with_id_from(pw.this.k)
+    assert ids_of(totals) == ids_of(keys)
+    looked_up = keys.select(keys.k, total=totals.ix_ref(keys.k).total)
+    assert_rows(looked_up, [("a", 6), ("b", 7)])
+
+
+# -- incremental behaviour ------------------------------------------------------------------
+
+def test_groupby_count_update_stream():
+    t = pw.debug.table_from_markdown(
+        """
+          | k | __time__ | __diff__
+        1 | a | 2        | 1
+        2 | a | 2        | 1
+        3 | b | 2        | 1
+        4 | a | 4        | 1
+        3 | b | 6        | -1
+        2 | a | 8        | -1
+        2 | c | 8        | 1
+        5 | d | 10       | 1
+        5 | d | 10       | -1
+        6 | a | 10       | 1
+        6 | a | 10       | -1
+        """
+    )
+    counts = t.groupby(pw.this.k).reduce(pw.this.k, n=pw.reducers.count())
+    assert_changes(counts, [
+        [("a", 2, 1), ("b", 1, 1)],
+        [("a", 2, -1), ("a", 3, 1)],  # a row added later: -old, +new
+        [("b", 1, -1)],  # the group's last row retracted: the group goes
+        [("a", 2, 1), ("a", 3, -1), ("c", 1, 1)],  # an update inside one transaction
+        [],  # changes that cancel out within one time produce nothing
+    ])
+
+
+def test_stateless_update_stream():
+    t = pw.debug.table_from_markdown(
+        """
+          | v | __time__ | __diff__
+        1 | 1 | 2        | 1
+        2 | 5 | 2        | 1
+        1 | 1 | 4        | -1
+        1 | 7 | 4        | 1
+        2 | 5 | 6        | -1
+        """
+    )
+    result = t.filter(pw.this.v > 2).select(w=pw.this.v * 10)
+    assert_changes(result, [[(50, 1)], [(70, 1)], [(50, -1)]])
+
+
+def test_update_of_a_row_is_one_retraction_and_one_insertion():
+    t = pw.debug.table_from_markdown(
+        """
+          | v | __time__ | __diff__
+        1 | 1 | 2        | 1
+        1 | 1 | 4        | -1
+        1 | 2 | 4        | 1
+        """
+    )
+    batches = pw.debug.compute(t.select(w=pw.this.v + 1))
+    assert [b.table.to_pylist() for b in batches][1:] == [
+        [{"w": 2, "time": batches[1].time, "diff": -1}, {"w": 3, "time": batches[1].time, "diff": 1}]
+    ]
+    first, second = batches
+    assert first.ids.to_pylist() == second.ids.to_pylist()[:1] and len(set(second.ids.to_pylist())) == 1
+
+
+def test_left_join_update_stream():
+    left = pw.debug.table_from_markdown(
+        """
+          | k | a | __time__
+        1 | 1 | x | 2
+        """
+    )
+    right = pw.debug.table_from_markdown(
+        """
+          | k | b | __time__ | __diff__
+        1 | 1 | p | 4        | 1
+        1 | 1 | p | 6        | -1
+        """
+    )
+    result = left.join_left(right, left.k == right.k).select(left.a, right.b)
+    assert_changes(result, [
+        [("x", None, 1)],
+        [("x", None, -1), ("x", "p", 1)],
+        [("x", None, 1), ("x", "p", -1)],
+    ])
+
+
+# -- joins ----------------------------------------------------------------------------------------
+
+LEFT = """
+      | k | a
+    1 | 1 | x
+    2 | 2 | y
+    3 | 2 | z
+    4 | 4 | w
+    """
+RIGHT = """
+      | k | b
+    1 | 2 | p
+    2 | 3 | q
+    3 | 4 | r
+    4 | 4 | s
+    """
+INNER = [(2, "y", "p"), (2, "z", "p"), (4, "w", "r"), (4, "w", "s")]
+
+
+def test_inner_join_select_forms():
+    left, right = pw.debug.table_from_markdown(LEFT), pw.debug.table_from_markdown(RIGHT)
+    plain = left.join(right, left.k == right.k).select(left.k, left.a, right.b)
+    assert_rows(plain, INNER)
+    sides = left.join_inner(right, pw.left.k == pw.right.k).select(
+        k=pw.left.k, a=pw.this.a, b=pw.right.b, ab=pw.left.a + pw.right.b
+    )
+    assert_rows(sides, [row + (row[1] + row[2],) for row in INNER])
+
+
+def test_this_is_ambiguous_in_a_join_when_both_sides_have_the_column():
+    left, right = pw.debug.table_from_markdown(LEFT), pw.debug.table_from_markdown(RIGHT)
+    with pytest.raises(ValueError, match="ambiguous"):
+        left.join(right, left.k == right.k).select(pw.this.k)
+
+
+def test_left_right_and_outer_joins_pad_with_none():
+    left, right = pw.debug.table_from_markdown(LEFT), pw.debug.table_from_markdown(RIGHT)
+    on = (left.k == right.k,)
+    columns = dict(lk=pw.left.k, a=pw.left.a, rk=pw.right.k, b=pw.right.b)
+    inner = [(k, a, k, b) for k, a, b in INNER]
+    assert_rows(left.join_left(right, *on).select(**columns), inner + [(1, "x", None, None)])
+    assert_rows(left.join_right(right, *on).select(**columns), inner + [(None, None, 3, "q")])
+    assert_rows(
+        left.join(right, *on, how=pw.JoinMode.OUTER).select(**columns),
+        inner + [(1, "x", None, None), (None, None, 3, "q")],
+    )
+    outer = left.join_outer(right, *on).select(**columns)
+    assert all(t.optional for t in outer.typehints().values())
+
+
+def test_join_on_two_columns_and_id_from_a_side():
+    left = pw.debug.table_from_markdown(
+        """
+          | k | m | a
+        1 | 1 | 1 | x
+        2 | 1 | 2 | y
+        3 | 2 | 1 | z
+        """
+    )
+    right = pw.debug.table_from_markdown(
+        """
+          | k | m | b
+        7 | 1 | 2 | p
+        8 | 2 | 1 | q
+        9 | 2 | 2 | r
+        """
+    )
+    result = left.join(right, left.k == right.k, left.m == right.m, id=left.id).select(left.a, right.b)
+    frame = pw.debug.table_to_pandas(result)
+    source = frame_rows(pw.debug.table_to_pandas(left))
+    assert _sorted(frame_rows(frame).values()) == [("y", "p"), ("z", "q")]
+    assert {i: r[0] for i, r in frame_rows(frame).items()} == {i: r[2] for i, r in source.items() if r[2] != "x"}
+
+
+# -- combining tables by id ----------------------------------------------------------------------
+
+BASE = """
+      | name | v
+    1 | a    | 1
+    2 | b    | 2
+    3 | c    | 3
+    """
+
+
+def test_update_rows_and_update_cells():
+    base = pw.debug.table_from_markdown(BASE)
+    rows_update = pw.debug.table_from_markdown(
+        """
+          | name | v
+        2 | B    | 20
+        4 | d    | 40
+        """
+    )
+    cells_update = pw.debug.table_from_markdown(
+        """
+          | v
+        3 | 30
+        """
+    )
+    merged = pw.debug.table_to_pandas(base.update_rows(rows_update))
+    expected_ids = {**frame_rows(pw.debug.table_to_pandas(base)), **frame_rows(pw.debug.table_to_pandas(rows_update))}
+    assert frame_rows(merged) == expected_ids  # ids of both; the update wins for label 2
+    assert_rows(base.update_cells(cells_update), [("a", 1), ("b", 2), ("c", 30)])
+
+
+def test_difference_intersect_restrict():
+    base = pw.debug.table_from_markdown(BASE)
+    other = pw.debug.table_from_markdown(
+        """
+          | w
+        2 | 0
+        3 | 0
+        5 | 0
+        """
+    )
+    third = pw.debug.table_from_markdown(
+        """
+          | z
+        3 | 0
+        """
+    )
+    assert_rows(base.difference(other), [("a", 1)])
+    assert_rows(base.intersect(other), [("b", 2), ("c", 3)])
+    assert_rows(base.intersect(other, third), [("c", 3)])
+    assert_rows(base.restrict(third), [("c", 3)])
+
+
+def test_with_id_from_and_ix():
+    people = pw.debug.table_from_markdown(
+        """
+        name  | age
+        alice | 30
+        bob   | 40
+        """
+    ).with_id_from(pw.this.name)
+    visits = pw.debug.table_from_markdown(
+        """
+          | who   | day
+        1 | alice | 1
+        2 | bob   | 2
+        3 | alice | 3
+        4 | carol | 4
+        """
+    )
+    with_pointer = visits.select(visits.who, visits.day, p=people.pointer_from(visits.who))
+    assert str(with_pointer.typehints()["p"]) == "Pointer"
+    known = with_pointer.filter(pw.this.who != "carol")
+    looked_up = people.ix(known.p)
+    assert_rows(looked_up, [("alice", 30), ("bob", 40), ("alice", 30)])
+    assert sorted(pw.debug.table_to_pandas(known).index) == sorted(pw.debug.table_to_pandas(looked_up).index)
+    # inside the select of the table holding the pointers, optional for a missing row
+    ages = with_pointer.select(
+        pw.this.day, age=people.ix(with_pointer.p, optional=True).age, again=people.ix_ref(with_pointer.who, optional=True).name
+    )
+    assert_rows(ages, [(1, 30, "alice"), (2, 40, "bob"), (3, 30, "alice"), (4, None, None)])
+
+
+def test_ix_of_a_missing_row_fails_unless_optional():
+    people = pw.debug.table_from_markdown("name\nalice").with_id_from(pw.this.name)
+    visits = pw.debug.table_from_markdown("who\ncarol")
+    with pytest.raises(Exception, match="ix"):
+        pw.debug.table_to_pandas(people.ix(visits.select(p=people.pointer_from(pw.this.who)).p))
+
+
+def test_ix_with_argmax_finds_the_row():
+    t = pw.debug.table_from_markdown(GROUPS)
+    best = t.groupby(pw.this.k).reduce(pw.this.k, at=pw.reducers.argmax(pw.this.v))
+    assert_rows(best.select(pw.this.k, s=t.ix(best.at).s, f=t.ix(best.at).f), [("a", "x", 1.5), ("b", "z", 4.0)])
+
+
+# -- ordered operators ----------------------------------------------------------------------------
+
+def test_sort_gives_prev_and_next_per_instance():
+    t = pw.debug.table_from_markdown(
+        """
+          | name | v  | g
+        1 | a    | 30 | 1
+        2 | b    | 10 | 1
+        3 | c    | 20 | 1
+        4 | d    | 5  | 2
+        5 | e    | 1  | 2
+        """
+    )
+    names = {i: r[0] for i, r in frame_rows(pw.debug.table_to_pandas(t)).items()}
+    neighbours = frame_rows(pw.debug.table_to_pandas(t.sort(key=pw.this.v, instance=pw.this.g)))
+    got = {names[i]: (names.get(prev), names.get(nxt)) for i, (prev, nxt) in neighbours.items()}
+    assert got == {
+        "b": (None, "c"), "c": ("b", "a"), "a": ("c", None),
+        "e": (None, "d"), "d": ("e", None),
+    }
+
+
+def test_deduplicate_keeps_the_last_accepted_value():
+    t = pw.debug.table_from_markdown(
+        """
+          | k | v | __time__
+        1 | a | 1 | 2
+        4 | b | 2 | 2
+        2 | a | 5 | 4
+        5 | b | 9 | 4
+        3 | a | 3 | 6
+        """
+    )
+    result = t.deduplicate(value=pw.this.v, instance=pw.this.k, acceptor=lambda new, old: new > old)
+    assert_changes(result, [
+        [("a", 1, 1), ("b", 2, 1)],
+        [("a", 1, -1), ("a", 5, 1), ("b", 2, -1), ("b", 9, 1)],
+        [],  # 3 is not accepted after 5
+    ])
+
+
+# -- windows ---------------------------------------------------------------------------------------
+
+VISITS = """
+    user_id | t
+    alice   | 0
+    alice   | 5
+    alice   | 20
+    alice   | 30
+    bob     | 3
+    bob     | 14
+    """
+
+
+def test_session_windows_with_shard_and_instance():
+    t = pw.debug.table_from_markdown(VISITS)
+    by_shard = t.windowby(t.t, window=pw.temporal.session(max_gap=10), shard=t.user_id).reduce(
+        user=pw.this._pw_instance,
+        user_again=t.user_id,
+        start=pw.this._pw_window_start,
+        end=pw.this._pw_window_end,
+        n=pw.reducers.count(),
+        last=pw.reducers.max(t.t),
+    )
+    # a gap of exactly max_gap (20 -> 30) starts a new session; 5 -> 20 too; 3 -> 14 too
+    assert_rows(by_shard, [
+        ("alice", "alice", 0, 5, 2, 5), ("alice", "alice", 20, 20, 1, 20), ("alice", "alice", 30, 30, 1, 30),
+        ("bob", "bob", 3, 3, 1, 3), ("bob", "bob", 14, 14, 1, 14),
+    ])
+    by_instance = t.windowby(pw.this.t, window=pw.temporal.session(max_gap=16), instance=pw.this.user_id).reduce(
+        pw.this.user_id, n=pw.reducers.count(), span=pw.this._pw_window_end - pw.this._pw_window_start
+    )
+    assert_rows(by_instance, [("alice", 4, 30), ("bob", 2, 11)])
+
+
+def test_session_window_merges_sessions_incrementally():
+    t = pw.debug.table_from_markdown(
+        """
+          | t  | __time__
+        1 | 0  | 2
+        2 | 20 | 2
+        3 | 10 | 4
+        """
+    )
+    sessions = t.windowby(pw.this.t, window=pw.temporal.session(max_gap=15)).reduce(
+        start=pw.this._pw_window_start, end=pw.this._pw_window_end, n=pw.reducers.count()
+    )
+    assert_changes(sessions, [
+        [(0, 0, 1, 1), (20, 20, 1, 1)],
+        [(0, 0, 1, -1), (0, 20, 3, 1), (20, 20, 1, -1)],
+    ])
+
+
+def test_tumbling_and_sliding_windows():
+    t = pw.debug.table_from_markdown(
+        """
+        g | t
+        x | 12
+        x | 14
+        x | 17
+        x | 25
+        y | 13
+        """
+    )
+    tumbling = t.windowby(pw.this.t, window=pw.temporal.tumbling(duration=10), instance=pw.this.g).reduce(
+        pw.this._pw_instance, pw.this._pw_window_start, pw.this._pw_window_end, n=pw.reducers.count()
+    )
+    assert_rows(tumbling, [("x", 10, 20, 3), ("x", 20, 30, 1), ("y", 10, 20, 1)])
+    sliding = t.filter(pw.this.g == "x").windowby(
+        pw.this.t, window=pw.temporal.sliding(hop=5, duration=10)
+    ).reduce(start=pw.this._pw_window_start, end=pw.this._pw_window_end, items=pw.reducers.sorted_tuple(pw.this.t))
+    assert_rows(sliding, [
+        (5, 15, (12, 14)), (10, 20, (12, 14, 17)), (15, 25, (17,)), (20, 30, (25,)), (25, 35, (25,)),
+    ])
+
+
+def test_tumbling_windows_over_datetimes():
+    t = pw.debug.table_from_markdown(
+        """
+        at
+        2024-01-01T10:05:00
+        2024-01-01T10:55:00
+        2024-01-01T11:10:00
+        """
+    ).select(at=pw.this.at.dt.strptime("%Y-%m-%dT%H:%M:%S"))
+    hourly = t.windowby(pw.this.at, window=pw.temporal.tumbling(duration=dt.timedelta(hours=1))).reduce(
+        start=pw.this._pw_window_start, n=pw.reducers.count()
+    )
+    assert_rows(hourly, [(dt.datetime(2024, 1, 1, 10), 2), (dt.datetime(2024, 1, 1, 11), 1)])
+
+
+# -- debug helpers --------------------------------------------------------------------------------------
+
+def test_table_from_pandas_ids_match_markdown_labels():
+    frame = pd.DataFrame({"name": ["A", "B"], "v": [1.5, 2.5]}, index=[1, 2])
+    from_pandas = pw.debug.table_from_pandas(frame)
+    assert [str(t) for t in from_pandas.typehints().values()] == ["str", "float"]
+    from_markdown = pw.debug.table_from_markdown(BASE)
+    # labels 1 and 2 name the same rows in both tables
+    assert_rows(from_markdown.update_rows(from_pandas.select(pw.this.name, v=pw.cast(int, pw.this.v))),
+                [("A", 1), ("B", 2), ("c", 3)])
+
+
+def test_markdown_formats():
+    framed = pw.debug.table_from_markdown(
+        """
+        | a | b   |
+        |---|-----|
+        | 1 | foo |
+        | 2 |     |
+        """
+    )
+    spaced = pw.debug.table_from_markdown(
+        """
+        a b
+        1 foo
+        """
+    )
+    assert framed.column_names() == ["a", "b"] and spaced.column_names() == ["a", "b"]
+    assert framed.typehints()["b"].optional
+    assert_rows(framed.concat_reindex(spaced), [(1, "foo"), (2, None), (1, "foo")])
+
+
+def test_compute_and_print(capsys):
+    t = pw.debug.table_from_markdown(
+        """
+          | k | n
+        1 | b | 2
+        2 | a | 1
+        """
+    )
+    pw.debug.compute_and_print(t, include_id=False)
+    assert capsys.readouterr().out.split("\n")[:3] == ["k | n", "a | 1", "b | 2"]
+
+
+def test_compute_and_print_update_stream(capsys):
+    t = pw.debug.table_from_markdown(
+        """
+          | k | n | __time__ | __diff__
+        1 | a | 1 | 2        | 1
+        1 | a | 1 | 4        | -1
+        """
+    )
+    pw.debug.compute_and_print_update_stream(t, include_id=False)
+    lines = [line.split(" | ") for line in capsys.readouterr().out.strip().split("\n")]
+    assert [c.strip() for c in lines[0]] == ["k", "n", "__time__", "__diff__"]
+    body = [[c.strip() for c in line] for line in lines[1:]]
+    assert [(r[0], r[1], r[3]) for r in body] == [("a", "1", "1"), ("a", "1", "-1")]
+    assert int(body[0][2]) < int(body[1][2])
