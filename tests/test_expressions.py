@@ -476,6 +476,30 @@ def test_dt_durations_timezones_and_timestamps():
     ])
 
 
+def test_duration_arithmetic():
+    t = pw.debug.table_from_markdown(
+        """
+          | start               | end
+        1 | 2023-03-15T10:00:00 | 2023-03-15T13:30:00
+        2 | 2023-03-15T10:00:00 | 2023-03-14T09:00:00
+        """
+    ).select(
+        start=pw.this.start.dt.strptime("%Y-%m-%dT%H:%M:%S"), end=pw.this.end.dt.strptime("%Y-%m-%dT%H:%M:%S")
+    )
+    d = pw.this.end - pw.this.start
+    hour = dt.timedelta(hours=1)
+    result = t.select(
+        hours=d / hour, whole=d // hour, rest=d % hour, twice=d * 2, half=d / 2, back=pw.this.start + d,
+    )
+    types = result.typehints()
+    assert [str(types[c]) for c in ("hours", "whole", "rest", "twice", "half")] == ["float", "int", "Duration", "Duration", "Duration"]
+    # -25 h: floor division and modulo follow Python's signs, as for timedelta
+    assert_rows(result, [
+        (3.5, 3, dt.timedelta(minutes=30), dt.timedelta(hours=7), dt.timedelta(hours=1, minutes=45), dt.datetime(2023, 3, 15, 13, 30)),
+        (-25.0, -25, dt.timedelta(0), dt.timedelta(hours=-50), dt.timedelta(hours=-12, minutes=-30), dt.datetime(2023, 3, 14, 9)),
+    ])
+
+
 # -- JSON ----------------------------------------------------------------------------------------------------
 
 class JsonSchema(pw.Schema):
@@ -495,13 +519,15 @@ def test_json_item_access_and_conversions():
     result = t.select(
         a=d["a"], ai=d["a"].as_int() + 1, b=d["b"].as_str(), f=d["f"].as_float(), tt=d["t"].as_bool(),
         nested=d["o"].get("k"), first=d["c"].get(0), missing=d.get("zz"), dflt=d.get("zz", default=5),
+        dflt_s=d.get("zz", default="s"), dflt_col=d.get("zz", default=pw.this.data["b"].as_str()),
+        plain=pw.apply(lambda j: j["a"].value * 10, d),  # a Python function gets pw.Json
     )
     types = result.typehints()
     assert str(types["a"].with_optional(False)) == "Json"
     assert [str(types[c].with_optional(False)) for c in ("ai", "b", "f", "tt")] == ["int", "str", "float", "bool"]
     assert_rows(result, [
-        (pw.Json(1), 2, "x", 2.5, True, pw.Json("v"), pw.Json(10), None, pw.Json(5)),
-        (pw.Json(-3), -2, "y", 1.0, False, None, None, None, pw.Json(5)),
+        (pw.Json(1), 2, "x", 2.5, True, pw.Json("v"), pw.Json(10), None, pw.Json(5), pw.Json("s"), pw.Json("x"), 10),
+        (pw.Json(-3), -2, "y", 1.0, False, None, None, None, pw.Json(5), pw.Json("s"), pw.Json("y"), -30),
     ])
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import warnings
 from typing import Any, Callable, Iterable
 
@@ -174,6 +175,11 @@ class Table:
         ['w', 'count']
         """
         keys = [a for a in args] + ([instance] if instance is not None else [])
+        for k in keys:
+            if not isinstance(k, ColumnRef):
+                raise ValueError(
+                    f"groupby takes columns, not {k!r}: compute the value with with_columns() first"
+                )
         return GroupedTable(self, [(k.name, self._bind(k)) for k in keys])
 
     def reduce(self, *args: Any, **kwargs: Any) -> "Table":
@@ -515,6 +521,29 @@ class JoinResult:
     def select(self, *args: Any, **kwargs: Any) -> Table:
         """The output columns, from ``pw.left``, ``pw.right``, ``pw.this`` or the tables."""
         exprs = _named_exprs(args, kwargs, [self._left, self._right])
+        bound = [(name, self._bind_pair(e)) for name, e in exprs]
+        node = n.Select(_types(bound, [self._node.columns]), self._node, tuple(bound))
+        return Table(node, self._left._label)
+
+    def filter(self, predicate: Expr) -> "JoinResult":
+        """The pairs where ``predicate`` holds; ``select`` follows.
+
+        >>> import sparkway as pw
+        >>> a = pw.debug.table_from_markdown("k | x\n1 | 10")
+        >>> b = pw.debug.table_from_markdown("k | y\n1 | 20")
+        >>> a.join(b, a.k == b.k).filter(pw.left.x < pw.right.y).select(pw.left.x).column_names()
+        ['x']
+        """
+        bound = self._bind_pair(predicate)
+        kind = infer(bound, [self._node.columns]).with_optional(False)
+        if kind not in (dt.BOOL, dt.ANY):
+            raise TypeError(f"filter needs a boolean expression, got one of type {kind}")
+        filtered = copy.copy(self)
+        filtered._node = n.Filter(dict(self._node.columns), self._node, bound)
+        return filtered
+
+    def _bind_pair(self, expr: Any) -> Expr:
+        """The expression reading the joined pairs' columns (``_l_<name>``, ``_r_<name>``)."""
         sides = {id(self._left._node): 0, id(self._right._node): 1}
         cols = [self._left._node.columns, self._right._node.columns]
 
@@ -524,12 +553,7 @@ class JoinResult:
                 return ColumnRef(n.InputRef(0), prefix + e.name)
             return None
 
-        bound = [(name, transform(bind(e, sides, None, cols), to_joined)) for name, e in exprs]
-        node = n.Select(_types(bound, [self._node.columns]), self._node, tuple(bound))
-        return Table(node, self._left._label)
-
-    def filter(self, predicate: Expr) -> "JoinResult":
-        raise NotImplementedError("filter a join's select() result instead")
+        return transform(bind(wrap(expr), sides, None, cols), to_joined)
 
 
 def _input_of(e: Expr) -> int:

@@ -173,6 +173,10 @@ def crash_scenario(tmp_path: Path, env: dict[str, str], programs, *, kills: int,
             assert program.poll() is None, f"run {k} ended by itself: {describe(program)}"
             program.crash()
             runs.append(read_jsonlines_output(output, allow_torn=True))
+            if "Replaying step" in program.stderr_text():
+                history[-1] += " (it replayed an interrupted step)"
+            # the next run truncates it when it starts: until then, no stale output
+            output.unlink(missing_ok=True)
             time.sleep(rng.uniform(0.0, 1.0))  # the feeder goes on meanwhile
 
         # the last run: new files for a few more seconds, then none; stop when done
