@@ -31,7 +31,7 @@ from sparkway.connectors.base import OutputBatch, Source
 from sparkway.engine.consolidate import consolidate
 from sparkway.engine.expressions import col
 from sparkway.engine.operators import StepContext, compile_node
-from sparkway.engine.session import get_spark
+from sparkway.engine.session import cache_root, get_spark
 from sparkway.persistence.config import Config
 from sparkway.persistence.metadata import MetadataLog
 from sparkway.persistence.storage import BlobStorage
@@ -172,8 +172,8 @@ class Runner:
                 if source.name in commit["positions"]:
                     source.restore(commit["positions"][source.name])
             log.info("Restored the state of step %d (time %d) from the persistence storage", self.step, self.last_time)
-        cache_root = os.environ.get("SPARKWAY_STATE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "sparkway", "state")
-        local = os.path.join(cache_root, hashlib.sha1(f"{snapshots.root}|{incarnation}".encode()).hexdigest()[:20])
+        state_cache = os.environ.get("SPARKWAY_STATE_CACHE") or os.path.join(cache_root(), "state")
+        local = os.path.join(state_cache, hashlib.sha1(f"{snapshots.root}|{incarnation}".encode()).hexdigest()[:20])
         return StateLocation(snapshots.child("operators"), local, config.snapshot_interval_ms)
 
     def _replay_pending(self, spark: SparkSession, location: StateLocation) -> None:

@@ -6,10 +6,12 @@ Arrow transfers, C1-only JIT for fast start-up, no UI.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import sys
 
+import pyspark
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[2]"
@@ -28,6 +30,26 @@ def ensure_python_env() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, *paths] if p)
 
 
+def cache_root() -> str:
+    """Where sparkway keeps machine-local caches (state working copies, the JVM archive)."""
+    return os.environ.get("SPARKWAY_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "sparkway")
+
+
+def class_data_sharing_options() -> str:
+    """JVM options that map Spark's classes from a class-data archive, which halves JVM
+    start-up; the first run on a machine writes the archive when its JVM exits.
+    ``SPARKWAY_CDS=0`` turns this off."""
+    if os.environ.get("SPARKWAY_CDS", "1") == "0":
+        return ""
+    key = hashlib.sha1(f"{pyspark.__file__}|{pyspark.__version__}|{os.environ.get('JAVA_HOME', '')}".encode())
+    path = os.path.join(cache_root(), "cds", f"spark-{key.hexdigest()[:16]}.jsa")
+    quiet = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+    if os.path.exists(path):
+        return f"-XX:SharedArchiveFile={path} -Xshare:auto {quiet}"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    return f"-XX:ArchiveClassesAtExit={path} {quiet}"
+
+
 def get_spark(master: str | None = None) -> SparkSession:
     """The active SparkSession, or a new one on ``master``.
 
@@ -38,7 +60,7 @@ def get_spark(master: str | None = None) -> SparkSession:
         return active
     ensure_python_env()
     master = master or os.environ.get("SPARKWAY_SPARK_MASTER") or DEFAULT_MASTER
-    fast_jit = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto"
+    fast_jit = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
     builder = (
         SparkSession.builder.master(master)
         .appName("sparkway")
@@ -52,7 +74,7 @@ def get_spark(master: str | None = None) -> SparkSession:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.speculation", "false")
-        .config("spark.driver.extraJavaOptions", f"{fast_jit} -Dlog4j2.level=warn")
+        .config("spark.driver.extraJavaOptions", f"{fast_jit} -Dlog4j2.level=warn {class_data_sharing_options()}")
         .config("spark.executor.extraJavaOptions", fast_jit)
         .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
         .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
