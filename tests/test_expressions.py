@@ -45,13 +45,6 @@ def assert_rows(table: pw.Table, expected: list[tuple]) -> None:
     assert rows(table) == sorted(expected, key=repr)
 
 
-def by_label(table: pw.Table, labelled: pw.Table) -> dict[Any, tuple]:
-    """Rows of ``table`` keyed by the row label they have in ``labelled`` (same ids)."""
-    frame = pw.debug.table_to_pandas(table)
-    labels = pw.debug.table_to_pandas(labelled)["label"]
-    return {labels[i]: tuple(_plain(v) for v in row) for i, row in zip(frame.index, frame.itertuples(index=False))}
-
-
 # -- column references -----------------------------------------------------------------------
 
 def test_this_table_column_and_item_references():

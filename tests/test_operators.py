@@ -164,11 +164,13 @@ def test_flatten_lists_tuples_and_json_arrays():
         """
     )
     lists = t.select(pw.this.k, xs=pw.apply_with_type(lambda n: list(range(n)), list[int], pw.this.n))
-    flat = lists.flatten(pw.this.xs)
+    flat = lists.flatten(pw.this.xs, origin_id="origin")
     assert str(flat.typehints()["xs"]) == "int"
     frame = pw.debug.table_to_pandas(flat)
-    assert _sorted(frame_rows(frame).values()) == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)]
+    assert _sorted((k, x) for k, x, _ in frame_rows(frame).values()) == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)]
     assert frame.index.is_unique
+    origins = ids_of(t)  # k -> id of the flattened row
+    assert {(k, o) for k, _, o in frame_rows(frame).values()} == {("a", origins["a"]), ("b", origins["b"])}
     arrays = t.select(pw.this.k, j=pw.apply_with_type(lambda n: [n, "s", {"n": n}], pw.Json, pw.this.n))
     assert_rows(
         arrays.flatten(pw.this.j).filter(pw.this.k == "a"),
@@ -229,6 +231,31 @@ def test_id_reducers_tuple_and_any():
         assert hi == max(group, key=lambda i: group[i][1])
         assert values == tuple(group[i][1] for i in sorted(group))  # in the order of the ids
         assert some in {row[2] for row in group.values()}
+
+
+def test_reducers_over_tuples_and_json():
+    t = pw.debug.table_from_markdown(
+        """
+          | k | j        | __time__
+        1 | 1 | {"a": 1} | 2
+        2 | 1 | [1, "x"] | 4
+        3 | 2 | null     | 2
+        """,
+        schema=pw.schema_from_types(k=int, j=pw.Json),
+    ).with_columns(tp=pw.make_tuple(pw.this.k, pw.this.j))
+    result = t.groupby(pw.this.k).reduce(
+        pw.this.k,
+        first=pw.reducers.earliest(pw.this.j),
+        last=pw.reducers.latest(pw.this.tp),
+        pairs=pw.reducers.sorted_tuple(pw.this.k),
+        tps=pw.reducers.tuple(pw.this.tp),
+        same=pw.reducers.unique(pw.this.k),
+    )
+    got = {r[0]: r[1:] for r in rows(result)}
+    assert got[2] == (pw.Json(None), (2, pw.Json(None)), (2,), ((2, pw.Json(None)),), 2)  # JSON null is a value
+    first, last, pairs, tps, same = got[1]
+    assert (first, last, pairs, same) == (pw.Json({"a": 1}), (1, pw.Json([1, "x"])), (1, 1), 1)
+    assert sorted(tps, key=repr) == [(1, pw.Json([1, "x"])), (1, pw.Json({"a": 1}))]
 
 
 def test_unique_fails_on_different_values():
@@ -532,9 +559,10 @@ def test_join_on_two_columns_and_id_from_a_side():
 
 def test_join_filter_and_self_join():
     left, right = pw.debug.table_from_markdown(LEFT), pw.debug.table_from_markdown(RIGHT)
-    filtered = left.join(right, left.k == right.k).filter(pw.left.a < pw.right.b).filter(pw.this.b != "s")
-    # of the inner pairs, a < b holds for y-p, z-p (no: "z" > "p"), w-r, w-s: then b != "s"
-    assert_rows(filtered.select(pw.left.a, pw.right.b), [("y", "p")])
+    joined = left.join(right, left.k == right.k)
+    filtered = joined.filter((pw.left.a > "x") | (pw.right.b == "s")).filter(pw.this.b != "p")
+    # of the inner pairs y-p, z-p, w-r, w-s: the first filter keeps y-p, z-p, w-s; the second w-s
+    assert_rows(filtered.select(pw.left.a, pw.right.b), [("w", "s")])
     pairs = left.join(left, pw.left.k == pw.right.k).filter(pw.left.a < pw.right.a)
     assert_rows(pairs.select(x=pw.left.a, y=pw.right.a), [("y", "z")])
 
@@ -568,6 +596,7 @@ def test_update_rows_and_update_cells():
     expected_ids = {**frame_rows(pw.debug.table_to_pandas(base)), **frame_rows(pw.debug.table_to_pandas(rows_update))}
     assert frame_rows(merged) == expected_ids  # ids of both; the update wins for label 2
     assert_rows(base.update_cells(cells_update), [("a", 1), ("b", 2), ("c", 30)])
+    assert_rows(base << rows_update.filter(pw.this.name == "B"), [("a", 1), ("B", 20), ("c", 3)])
 
 
 def test_difference_intersect_restrict():
@@ -772,6 +801,27 @@ def test_tumbling_and_sliding_windows():
     ])
 
 
+def test_windows_with_gaps_and_origin():
+    t = pw.debug.table_from_markdown(
+        """
+        t
+        12
+        14
+        17
+        25
+        """
+    )
+    # hop 10 > duration 5: windows [10, 15), [20, 25)...; 17 and 25 fall in gaps
+    gaps = t.windowby(pw.this.t, window=pw.temporal.sliding(hop=10, duration=5)).reduce(
+        start=pw.this._pw_window_start, n=pw.reducers.count()
+    )
+    # origin 13: windows [13, 23), [23, 33); 12 would be in [3, 13), before the origin: dropped
+    later = t.windowby(pw.this.t, window=pw.temporal.tumbling(duration=10, origin=13)).reduce(
+        start=pw.this._pw_window_start, n=pw.reducers.count()
+    )
+    assert_rows(gaps.concat_reindex(later), [(10, 2), (13, 2), (23, 1)])
+
+
 def test_tumbling_windows_over_datetimes():
     t = pw.debug.table_from_markdown(
         """
@@ -847,12 +897,6 @@ def test_compute_and_print_update_stream(capsys):
     assert int(body[0][2]) < int(body[1][2])
 
 
-@pytest.mark.xfail(
-    reason="runner._named_sources names unnamed sources '0', '1'... per run and keeps the name on "
-    "the source object, so two file sources computed in separate runs both keep '0' and a later "
-    "run with both fails: 'two sources have the same persistent id' (sparkway/engine/runner.py)",
-    strict=True,
-)
 def test_file_tables_computed_separately_can_be_combined(tmp_path):
     for name in ("a", "b"):
         (tmp_path / name).mkdir()

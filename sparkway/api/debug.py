@@ -68,7 +68,7 @@ def _split_rows(lines: list[str]) -> list[list[str]]:
 def _parse_json_cell(text: str | None) -> Any:
     if text is None or text in ("", "None"):
         return None
-    return json.loads(text)
+    return dt.Json(json.loads(text))  # wrapped: JSON null is a value, not a missing one
 
 
 def _column_type(values: list[Any]) -> DType:
@@ -122,9 +122,6 @@ class _DebugSource(MemorySource):
     def close(self) -> None:
         if self in _OPEN_SOURCES:
             _OPEN_SOURCES.remove(self)
-        # The runner names unnamed sources "0", "1"... per run and keeps the name on the
-        # source; a debug table is often computed again with other tables, so forget it.
-        self.name = None
 
     def pending_time(self) -> int | None:
         return self.times[self.next] if self.next < len(self.times) else None

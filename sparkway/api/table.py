@@ -125,13 +125,22 @@ class Table:
         return self.with_columns(**{k: Cast(dt.dtype_of(v), self[k]) for k, v in types.items()})
 
     def flatten(self, column: Any, *, origin_id: str | None = None) -> "Table":
-        """One row per element of a list (or JSON array) column."""
+        """One row per element of a list (or JSON array) column; ``origin_id`` names a
+        column to add with the id of the row each element comes from.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("n\\n2")
+        >>> t.select(xs=pw.apply_with_type(lambda n: list(range(n)), list[int], pw.this.n)).flatten(
+        ...     pw.this.xs, origin_id="origin").column_names()
+        ['xs', 'origin']
+        """
         name = column.name if isinstance(column, ColumnRef) else column
         kind = self._node.columns[name].with_optional(False)
         item = kind.items[0] if kind.name == "list" else dt.JSON if kind == dt.JSON else dt.ANY
         columns = {**self._node.columns, name: item}
-        table = self._derive(n.Flatten(columns, self._node, name))
-        return table
+        if origin_id is not None:
+            columns[origin_id] = dt.POINTER
+        return self._derive(n.Flatten(columns, self._node, name, origin_id))
 
     def with_id_from(self, *args: Any) -> "Table":
         """Same rows, with ids computed from the given values."""
@@ -221,6 +230,10 @@ class Table:
         if missing:
             raise ValueError(f"update_cells: columns {sorted(missing)} are not in the updated table")
         return self._merge("update_cells", (self, other), dict(self._node.columns))
+
+    def __lshift__(self, other: "Table") -> "Table":
+        """``t << other`` is ``t.update_cells(other)``, as in Pathway."""
+        return self.update_cells(other)
 
     def difference(self, other: "Table") -> "Table":
         """The rows whose ids are not in ``other``."""
@@ -529,8 +542,8 @@ class JoinResult:
         """The pairs where ``predicate`` holds; ``select`` follows.
 
         >>> import sparkway as pw
-        >>> a = pw.debug.table_from_markdown("k | x\n1 | 10")
-        >>> b = pw.debug.table_from_markdown("k | y\n1 | 20")
+        >>> a = pw.debug.table_from_markdown("k | x\\n1 | 10")
+        >>> b = pw.debug.table_from_markdown("k | y\\n1 | 20")
         >>> a.join(b, a.k == b.k).filter(pw.left.x < pw.right.y).select(pw.left.x).column_names()
         ['x']
         """

@@ -404,15 +404,23 @@ def _micros(value: Any) -> Any:
 
 
 def _window_starts(args: list[Column], params: tuple, types: list[DType]) -> Column:
-    """Starts of the windows [start, start + duration) that contain the time."""
-    hop, duration, origin = (_micros(p) for p in params)
-    origin = origin or 0
+    """Starts of the windows [start, start + duration) that contain the time.
+
+    As in Pathway, windows are aligned on ``origin`` (0 or the epoch by default), and a
+    given origin also drops the windows that would start before it.
+    """
+    hop, duration, given_origin = (_micros(p) for p in params)
+    origin = given_origin if given_origin is not None else 0
     kind = types[0].with_optional(False)
     timelike = kind in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC)
     value = F.unix_micros(args[0].cast("timestamp")) if timelike else args[0]
     first = F.floor((value - F.lit(origin) - F.lit(duration)) / F.lit(hop)) + 1
     last = F.floor((value - F.lit(origin)) / F.lit(hop))
-    starts = F.transform(F.sequence(first, last), lambda k: k * F.lit(hop) + F.lit(origin))
+    if given_origin is not None:
+        first = F.greatest(first, F.lit(0))
+    # an empty sequence when the time is before the first window (sequence needs first <= last)
+    ks = F.when(first <= last, F.sequence(first, last)).otherwise(F.array().cast("array<bigint>"))
+    starts = F.transform(ks, lambda k: k * F.lit(hop) + F.lit(origin))
     if timelike:
         stamp = F.transform(starts, lambda s: F.timestamp_micros(s.cast("long")))
         return stamp if kind == dt.DATE_TIME_UTC else stamp.cast("array<timestamp_ntz>")

@@ -103,7 +103,9 @@ def _flatten(node: n.Flatten, frames: list[DataFrame], ctx: StepContext) -> Data
         values = F.parse_json(values).cast("array<variant>")
         item = F.to_json(item)
     exploded = frames[0].select("*", F.posexplode(values).alias("_pos", "_item"))
-    columns = {name: item if name == node.column else col(name) for name in node.columns}
+    columns = {name: col(name) for name in node.input.columns} | {node.column: item}
+    if node.origin_id is not None:
+        columns[node.origin_id] = col("_id")
     return exploded.select(
         pointer_of([col("_id"), col("_pos")]).alias("_id"),
         *[c.alias(name) for name, c in columns.items()],

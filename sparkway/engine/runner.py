@@ -55,7 +55,9 @@ class Runner:
     def __init__(self, outputs: list[n.Output], options: RunOptions) -> None:
         self.plan = n.Plan(outputs)
         self.options = options
-        self.sources: list[Source] = _named_sources(self.plan)
+        self.sources: list[Source] = _sources(self.plan)
+        # ids generated for unnamed sources hold for this run only
+        self.generated_names = [s for s in self.sources if s.name is None]
         self.operator_names = {
             id(node): f"{i:03d}-{node.kind.lower()}" for i, node in enumerate(self.plan.nodes) if node.is_stateful
         }
@@ -67,13 +69,14 @@ class Runner:
 
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> None:
-        spark = get_spark(self.options.spark_master)
-        location = self._open(spark)
-        sinks = [out.sink for out in self.plan.outputs]
-        for sink in sinks:
-            sink.open()
+        _name_sources(self.sources)
         previous = _install_signal_handlers(self.stop_requested)
         try:
+            spark = get_spark(self.options.spark_master)
+            location = self._open(spark)
+            sinks = [out.sink for out in self.plan.outputs]
+            for sink in sinks:
+                sink.open()
             self._replay_pending(spark, location)
             while not self.stop_requested.is_set():
                 segments = {s.name: s.discover() for s in self.sources}
@@ -194,26 +197,29 @@ class Runner:
     def _close(self) -> None:
         for source in self.sources:
             source.close()
+        for source in self.generated_names:
+            source.name = None
         if self.metadata is not None:
             self.metadata.unlock()
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
 
 
-def _named_sources(plan: n.Plan) -> list[Source]:
-    """The plan's sources; unnamed ones get ids in the order they were created."""
-    sources = sorted({id(x.source): x.source for x in plan.nodes if isinstance(x, n.Input)}.values(),
-                     key=lambda s: getattr(s, "sequence", 0))
-    unnamed = 0
-    for source in sources:
-        if source.name is None:
-            source.name = str(unnamed)
-            unnamed += 1
+def _sources(plan: n.Plan) -> list[Source]:
+    """The plan's sources, in the order they were created."""
+    unique = {id(x.source): x.source for x in plan.nodes if isinstance(x, n.Input)}
+    return sorted(unique.values(), key=lambda s: getattr(s, "sequence", 0))
+
+
+def _name_sources(sources: list[Source]) -> None:
+    """Unnamed sources get ids "0", "1"... in creation order; ids must be distinct."""
+    unnamed = (s for s in sources if s.name is None)
+    for number, source in enumerate(unnamed):
+        source.name = str(number)
     names = [s.name for s in sources]
     duplicates = {x for x in names if names.count(x) > 1}
     if duplicates:
         raise ValueError(f"two sources have the same persistent id: {sorted(duplicates)}")
-    return sources
 
 
 def _label(source: Source) -> str:

@@ -75,9 +75,12 @@ class Filter(_Unary):
 
 @dataclass(frozen=True, eq=False)
 class Flatten(_Unary):
-    """One row per element of a list column; ids from (row id, position)."""
+    """One row per element of a list column; ids from (row id, position).
+
+    ``origin_id`` names an added column holding the id of the flattened row."""
 
     column: str
+    origin_id: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -157,7 +160,7 @@ class Join(_Stateful, Node):
 class SessionWindow(_Stateful, _Unary):
     """Assigns each row to its session: adds ``_pw_instance``, ``_pw_window_start``,
     ``_pw_window_end``; a session is a maximal run of rows of one instance whose
-    consecutive times are at most ``max_gap`` apart.  Keeps ids."""
+    consecutive times are less than ``max_gap`` apart (Pathway: ``b - a < max_gap``).  Keeps ids."""
 
     time: Expr
     instance: Expr | None

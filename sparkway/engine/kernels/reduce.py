@@ -54,12 +54,11 @@ def reduce_groups(tables: list[pa.Table], params: Any) -> pa.Table:
     """
     key_names, aggregates = params
     rows = tables[0].sort_by([("_g", "ascending"), ("_id", "ascending")])
-    grouped = rows.group_by("_g", use_threads=False)
-    firsts = grouped.aggregate([(c, "first") for c in ["_gid", *key_names]])
+    firsts = rows.select(["_g", "_gid", *key_names]).take(_first_positions(rows))
     columns: dict[str, pa.Array] = {
         "_g": firsts.column("_g"),
-        "_id": firsts.column("_gid_first"),
-        **{k: firsts.column(f"{k}_first") for k in key_names},
+        "_id": firsts.column("_gid"),
+        **{k: firsts.column(k) for k in key_names},
     }
     for name, kind, arg_names, reducer_params in aggregates:
         columns[name] = _AGGREGATORS[kind](rows, arg_names, reducer_params)
@@ -67,6 +66,16 @@ def reduce_groups(tables: list[pa.Table], params: Any) -> pa.Table:
 
 
 Aggregator = Callable[[pa.Table, list[str], tuple], pa.Array]
+
+
+def _first_positions(rows: pa.Table) -> pa.Array:
+    """Per group (in ascending ``_g``, as ``rows`` are sorted), the position of its first row.
+
+    Values are then taken by position: pyarrow's hash_first has no kernel for every type
+    (tuples are structs, which it cannot aggregate).
+    """
+    positions = pa.table({"_g": rows.column("_g"), "_pos": pa.array(np.arange(rows.num_rows), pa.int64())})
+    return positions.group_by("_g", use_threads=False).aggregate([("_pos", "min")]).column("_pos_min")
 
 
 def _simple(function: str) -> Aggregator:
@@ -86,18 +95,22 @@ def _by_order(column: str | None, descending: bool, pick: str) -> Aggregator:
             [("_g", "ascending"), (order_by, "descending" if descending else "ascending"), ("_id", "ascending")]
         )
         target = pick if pick != "arg" else args[0]
-        out = ordered.group_by("_g", use_threads=False).aggregate([(target, "first")])
-        return out.column(f"{target}_first")
+        return ordered.column(target).take(_first_positions(ordered))
     return aggregate
+
+
+def _any(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
+    """The value of the group's row with the smallest id (``rows`` are sorted by id)."""
+    return rows.column(args[0]).take(_first_positions(rows))
 
 
 def _unique(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
     out = rows.group_by("_g", use_threads=False).aggregate(
-        [(args[0], "first"), (args[0], "count_distinct", pc.CountOptions(mode="all"))]
+        [(args[0], "count_distinct", pc.CountOptions(mode="all"))]
     )
     if pc.max(out.column(f"{args[0]}_count_distinct")).as_py() > 1:
         raise ValueError("pw.reducers.unique: a group has more than one distinct value")
-    return out.column(f"{args[0]}_first")
+    return _any(rows, args, params)
 
 
 def _tuple(sort_values: bool) -> Aggregator:
@@ -105,8 +118,14 @@ def _tuple(sort_values: bool) -> Aggregator:
     ``params[0]`` (skip_nones) leaves None out."""
     def aggregate(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
         source = rows.sort_by([("_g", "ascending"), (args[0], "ascending"), ("_id", "ascending")]) if sort_values else rows
-        out = source.group_by("_g", use_threads=False).aggregate([(args[0], "list")])
-        lists = out.column(f"{args[0]}_list").combine_chunks()
+        # lists of positions, then the values taken by position (hash_list has no kernel for structs)
+        positions = pa.table({"_g": source.column("_g"), "_pos": pa.array(np.arange(source.num_rows), pa.int64())})
+        owned = positions.group_by("_g", use_threads=False).aggregate([("_pos", "list")]).column("_pos_list")
+        owned = owned.combine_chunks()
+        lengths = pc.list_value_length(owned).to_numpy(zero_copy_only=False)
+        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int32())
+        values = source.column(args[0]).combine_chunks().take(pc.list_flatten(owned))
+        lists = pa.ListArray.from_arrays(offsets, values)
         return _without_nulls(lists) if params and params[0] else lists
     return aggregate
 
@@ -128,7 +147,7 @@ _AGGREGATORS: dict[str, Aggregator] = {
     "avg": _simple("mean"),
     "min": _simple("min"),
     "max": _simple("max"),
-    "any": _simple("first"),
+    "any": _any,
     "unique": _unique,
     "earliest": _by_order("_time", False, "arg"),
     "latest": _by_order("_time", True, "arg"),
