@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from sparkway.persistence.storage import BlobStorage
-from sparkway.state.store import PartitionStore, StateLocation
+from sparkway.state.store import StateLocation
 
 
 def _location(tmp_path: Path, interval_ms: int = 0) -> StateLocation:

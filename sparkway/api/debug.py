@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import pickle
 import struct
 from typing import Any
 
@@ -243,27 +242,9 @@ def compute(table: Table, **run_kwargs: Any) -> list[OutputBatch]:
     return sink.batches
 
 
-def _python_value(kind: DType) -> Any:
-    """Converts a value as Arrow stores it into the Python value users see, as Pathway
-    gives them: JSON text -> ``pw.Json``, tuples (Arrow structs) and lists -> tuples,
-    ``Any`` (pickled) -> the object."""
-    base = kind.with_optional(False)
-    if base == dt.JSON:
-        return dt.Json.parse
-    if base == dt.ANY:
-        return lambda v: None if v is None else pickle.loads(v)
-    if base.name == "tuple":
-        items = [_python_value(t) for t in base.items]
-        return lambda v: None if v is None else tuple(f(x) for f, x in zip(items, v.values()))
-    if base.name == "list":
-        item = _python_value(base.items[0])
-        return lambda v: None if v is None else tuple(item(x) for x in v)
-    return lambda v: v
-
-
 def _rows(batch: OutputBatch, columns: dict[str, DType]) -> list[dict[str, Any]]:
     """The batch's rows as dicts of Python values (plus ``time`` and ``diff``)."""
-    convert = {name: _python_value(kind) for name, kind in columns.items()}
+    convert = {name: dt.to_python(kind) for name, kind in columns.items()}
     return [
         {k: (convert[k](v) if k in convert else v) for k, v in row.items()}
         for row in batch.table.to_pylist()

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import json as _json
+import pickle
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
 from pyspark.sql import types as T
@@ -239,3 +240,41 @@ def dtype_of_value(value: Any) -> DType:
     if isinstance(value, list):
         return DType("list", (dtype_of_value(value[0]) if value else ANY,))
     return dtype_of(type(value))
+
+
+def to_python(kind: DType) -> Callable[[Any], Any]:
+    """Converts a stored value into the Python value users see, as Pathway gives them:
+    JSON text -> ``Json``, tuples (structs, as Spark Rows or Arrow dicts) and lists ->
+    tuples, ``Any`` (pickled) -> the object."""
+    base = kind.with_optional(False)
+    if base == JSON:
+        return Json.parse
+    if base == ANY:
+        return lambda v: None if v is None else pickle.loads(v)
+    if base.name == "tuple":
+        items = [to_python(t) for t in base.items]
+        return lambda v: None if v is None else tuple(
+            f(x) for f, x in zip(items, v.values() if isinstance(v, dict) else v)
+        )
+    if base.name == "list":
+        item = to_python(base.items[0])
+        return lambda v: None if v is None else tuple(item(x) for x in v)
+    return lambda v: v
+
+
+def from_python(kind: DType) -> Callable[[Any], Any]:
+    """Converts a Python value (a user function's result) into what is stored for ``kind``."""
+    base = kind.with_optional(False)
+    if base == JSON:
+        return lambda v: None if v is None else Json.dumps(v)
+    if base == ANY:
+        return lambda v: None if v is None else pickle.dumps(v)
+    if base.name == "tuple":
+        items = [from_python(t) for t in base.items]
+        return lambda v: None if v is None else tuple(f(x) for f, x in zip(items, v))
+    if base.name == "list":
+        item = from_python(base.items[0])
+        return lambda v: None if v is None else [item(x) for x in v]
+    if base == FLOAT:
+        return lambda v: None if v is None else float(v)
+    return lambda v: v

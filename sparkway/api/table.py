@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import warnings
 from typing import Any, Callable, Iterable
 
 from sparkway.api import dtypes as dt

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import pickle
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -244,44 +243,10 @@ def _json_get_udf(checked: bool):
 
 # -- Python functions ---------------------------------------------------------------------
 
-def to_python(kind: DType) -> Callable[[Any], Any]:
-    """Converts a value as Spark hands it to Python into what users' functions expect."""
-    base = kind.with_optional(False)
-    if base == dt.JSON:
-        return dt.Json.parse
-    if base == dt.ANY:
-        return lambda v: None if v is None else pickle.loads(v)
-    if base.name == "tuple":
-        items = [to_python(t) for t in base.items]
-        return lambda v: None if v is None else tuple(f(x) for f, x in zip(items, v))
-    if base.name == "list":
-        item = to_python(base.items[0])
-        return lambda v: None if v is None else tuple(item(x) for x in v)
-    return lambda v: v
-
-
-def from_python(kind: DType) -> Callable[[Any], Any]:
-    """Converts a user function's result into what Spark stores for ``kind``."""
-    base = kind.with_optional(False)
-    if base == dt.JSON:
-        return lambda v: None if v is None else dt.Json.dumps(v)
-    if base == dt.ANY:
-        return lambda v: None if v is None else pickle.dumps(v)
-    if base.name == "tuple":
-        items = [from_python(t) for t in base.items]
-        return lambda v: None if v is None else tuple(f(x) for f, x in zip(items, v))
-    if base.name == "list":
-        item = from_python(base.items[0])
-        return lambda v: None if v is None else [item(x) for x in v]
-    if base == dt.FLOAT:
-        return lambda v: None if v is None else float(v)
-    return lambda v: v
-
-
 def python_udf(fn: Callable[..., Any], arg_types: list[DType], result: DType, propagate_none: bool = False):
     """A Spark UDF calling ``fn`` with Python values (Json, tuples...) as users expect."""
-    inputs = [to_python(t) for t in arg_types]
-    output = from_python(result)
+    inputs = [dt.to_python(t) for t in arg_types]
+    output = dt.from_python(result)
 
     def call(*values: Any) -> Any:
         if propagate_none and any(v is None for v in values):

@@ -178,35 +178,38 @@ def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     return pairs.select(new_id.alias("_id"), *[col(c) for c in node.columns], col("_diff"))
 
 
-def _session_window(node: n.SessionWindow, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    inputs = [node.input.columns]
-    scope = Scope.of(*inputs)
-    instance = node.instance
-    keys = _key_columns([instance], inputs) if instance is not None else []
-    payload = {c: col(c) for c in node.input.columns}
-    payload["_t"] = compile_expr(node.time, scope)
-    payload["_inst"] = keys[0] if keys else F.lit(None).cast(node.columns["_pw_instance"].spark_type())
-    params = (node.max_gap, list(node.input.columns))
+def _per_instance(
+    node: n.Node, frame: DataFrame, ctx: StepContext, instance: Expr | None,
+    extra: dict[str, Column], kernel, params, carry_columns: bool = True,
+) -> DataFrame:
+    """A one-input stateful node whose groups are the values of ``instance`` (one group
+    when None), carrying the input's columns (or not) plus ``extra`` payload columns."""
+    source = node.inputs[0]
+    keys = _key_columns([instance], [source.columns]) if instance is not None else []
+    payload = {c: col(c) for c in source.columns} if carry_columns else {}
+    payload.update(extra)
     output = spark_schema(node.columns, with_id=True)
-    return ctx.keyed(node, [KeyedInput(_typed(node.input, frames[0]), keys, payload)], sessionize, params, output)
+    return ctx.keyed(node, [KeyedInput(_typed(source, frame), keys, payload)], kernel, params, output)
+
+
+def _session_window(node: n.SessionWindow, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    scope = Scope.of(node.input.columns)
+    instance_type = node.columns["_pw_instance"].spark_type()
+    instance = compile_expr(node.instance, scope).cast(instance_type) if node.instance is not None else F.lit(None).cast(instance_type)
+    extra = {"_t": compile_expr(node.time, scope), "_inst": instance}
+    params = (node.max_gap, list(node.input.columns))
+    return _per_instance(node, frames[0], ctx, node.instance, extra, sessionize, params)
 
 
 def _deduplicate(node: n.Deduplicate, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    inputs = [node.input.columns]
-    keys = _key_columns([node.instance], inputs) if node.instance is not None else []
-    payload = {c: col(c) for c in node.input.columns}
-    payload["_v"] = compile_expr(node.value, Scope.of(*inputs))
+    extra = {"_v": compile_expr(node.value, Scope.of(node.input.columns))}
     params = (node.acceptor, list(node.input.columns))
-    output = spark_schema(node.columns, with_id=True)
-    return ctx.keyed(node, [KeyedInput(_typed(node.input, frames[0]), keys, payload)], deduplicate_groups, params, output)
+    return _per_instance(node, frames[0], ctx, node.instance, extra, deduplicate_groups, params)
 
 
 def _sort(node: n.Sort, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    inputs = [node.input.columns]
-    keys = _key_columns([node.instance], inputs) if node.instance is not None else []
-    payload = {"_k": compile_expr(node.key, Scope.of(*inputs))}
-    output = spark_schema(node.columns, with_id=True)
-    return ctx.keyed(node, [KeyedInput(frames[0], keys, payload)], sort_groups, None, output)
+    extra = {"_k": compile_expr(node.key, Scope.of(node.input.columns))}
+    return _per_instance(node, frames[0], ctx, node.instance, extra, sort_groups, None, carry_columns=False)
 
 
 def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) -> DataFrame:

@@ -17,7 +17,6 @@ import signal
 import tempfile
 import threading
 import time as _time
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
