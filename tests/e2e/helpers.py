@@ -95,7 +95,8 @@ class Program:
         return self.proc.poll()
 
     def stderr_text(self) -> str:
-        self._stderr.flush()
+        if not self._stderr.closed:
+            self._stderr.flush()
         return self.stderr_path.read_text(errors="replace")
 
     def wait_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
@@ -119,10 +120,15 @@ class Program:
         finally:
             self.kill()
 
-    def crash(self) -> None:
-        """SIGKILL to the whole process group: the program, its JVM and Python workers."""
+    def crash(self, whole_group: bool = True) -> None:
+        """SIGKILL to the whole process group (the program, its JVM and Python workers),
+        or to the program's process alone (``kill -9 <pid>``: its JVM and workers notice
+        later, and may still be finishing a task when the next run starts)."""
         try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            if whole_group:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            else:
+                self.proc.kill()
         except ProcessLookupError:
             pass
         self.proc.wait(30)
@@ -202,9 +208,10 @@ def snapshot_diff(old: collections.Counter, new: collections.Counter) -> collect
 
 
 def read_csv_inputs(folder: Path) -> list[dict[str, str]]:
-    """The rows of every CSV file under ``folder`` (plain csv module, header per file)."""
+    """The rows of every CSV file under ``folder``, or of one file (plain csv module,
+    header per file)."""
     rows: list[dict[str, str]] = []
-    for path in sorted(folder.rglob("*")):
+    for path in [folder] if folder.is_file() else sorted(folder.rglob("*")):
         if path.is_file():
             with open(path, newline="", encoding="utf-8") as f:
                 rows.extend(csv.DictReader(f))

@@ -1,19 +1,28 @@
-"""Crash test: a persistent streaming word count is killed with SIGKILL at random moments
-while a feeder keeps adding CSV files; after each kill it is restarted.  At the end it is
+"""Crash test: a persistent streaming program is killed with SIGKILL at random moments
+while a feeder keeps adding CSV files; after each kill it is restarted.  A kill takes
+down the whole process group (driver, Spark JVM, Python workers) or, at random, the
+driver process alone, whose JVM and workers may still be busy when the next run starts.  At the end it is
 stopped with SIGTERM, and the outputs of all runs, put together, must be exactly the batch
-word count of every input file: nothing lost, nothing counted twice.
+results over every input file: nothing lost, nothing counted twice.
 
-What is checked, on the union of every run's output (each run truncates the file when it
-starts, so each file is read after its run ends; a torn last line, cut by the kill, is left
-out):
+The program has two sources and two sinks: a word count over ``inputs/`` written as JSON
+lines, and user sessions (seed 002's query) over ``logs/`` written as CSV.  Some files are
+written in two parts with a pause between, sometimes cut inside a line: the program may
+read the first part alone (an unfinished last line is read once the file looks stable,
+and read again when the file grows).
+
+What is checked, per sink, on the union of every run's output (each run truncates the
+file when it starts, so each file is read after its run ends; a torn last line, cut by
+the kill, is left out):
 
 * identical (row, time, diff) lines from different runs are one change (a step
   interrupted before its commit is replayed with the same time, as "at least once"
   delivery allows);
+* within one run's file, times do not go back, and no line repeats;
 * at most one change per row per time;
-* replaying the changes time by time, no row's multiplicity ever goes below 0 or above 1,
-  and no word ever has two counts at once;
-* the final multiplicities are the batch word count of all input files.
+* replaying the changes time by time, no row's multiplicity ever goes below 0 or above 1
+  (and no word ever has two counts at once);
+* the final multiplicities are the batch result over all input files.
 """
 
 from __future__ import annotations
@@ -22,62 +31,97 @@ import collections
 import random
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .helpers import (
-    Program, describe, read_jsonlines_output, word_counts, write_file, write_script,
+    Program, check_ok, describe, read_csv_inputs, read_csv_output, read_jsonlines_output,
+    run_program, sessions, snapshot_diff, word_counts, write_file, write_script,
 )
 
 pytestmark = pytest.mark.subprocess
+
+MAX_GAP = 300
 
 PROGRAM = '''
 import sparkway as pw
 
 
-class InputSchema(pw.Schema):
+class Words(pw.Schema):
     word: str
 
 
-words = pw.io.csv.read("inputs/", schema=InputSchema, mode="streaming", persistent_id="words")
+class Visits(pw.Schema):
+    user_id: str
+    access_time: int
+
+
+words = pw.io.csv.read("inputs/", schema=Words, mode="streaming", persistent_id="words")
 counts = words.groupby(words.word).reduce(words.word, count=pw.reducers.count())
-pw.io.jsonlines.write(counts, "result.jsonlines")
+pw.io.jsonlines.write(counts, "counts.jsonlines")
+
+visits = pw.io.csv.read("logs/", schema=Visits, mode="streaming", persistent_id="logs")
+sessions = visits.windowby(
+    pw.this.access_time,
+    window=pw.temporal.session(max_gap={max_gap}),
+    shard=pw.this.user_id,
+).reduce(
+    user_id=visits.user_id,
+    session_start=pw.reducers.min(visits.access_time),
+    session_finish=pw.reducers.max(visits.access_time),
+    count=pw.reducers.count(),
+)
+pw.io.csv.write(sessions, "sessions.csv")
+
 backend = pw.persistence.Backend.filesystem("./state/")
 # frequent snapshots, so that recovery goes through snapshots and changelogs
 pw.run(persistence_config=pw.persistence.Config(backend, snapshot_interval_ms=1500))
 '''
 
 VOCABULARY = ["ant", "bee", "cat", "dog", "eel", "fox", "gnu", "hen", "ibis", "jay", "koi", "lynx"]
+USERS = ["alice", "bob", "carol", "dave"]
 
 
 class Feeder(threading.Thread):
-    """Adds a CSV file of a few random words every 0.2-1.2 s; some files are written in
-    two parts with a pause between (the program may read the first part alone)."""
+    """Every 0.2-1.2 s adds a CSV file of a few random words to ``inputs/`` or of a few
+    random visits to ``logs/``.  Some files are written in two parts with a pause between,
+    the cut falling anywhere (also inside a line)."""
 
-    def __init__(self, folder: Path, rng: random.Random) -> None:
+    def __init__(self, root: Path, rng: random.Random) -> None:
         super().__init__(daemon=True)
-        self.folder = folder
+        self.root = root
         self.rng = rng
         self.stop_event = threading.Event()
         self.count = 0
         self.error: BaseException | None = None
 
     def add_file(self) -> None:
-        words = [self.rng.choice(VOCABULARY) for _ in range(self.rng.randint(1, 6))]
-        path = self.folder / f"f{self.count:04d}.csv"
-        self.count += 1
-        lines = ["word\n"] + [w + "\n" for w in words]
-        if len(lines) > 2 and self.rng.random() < 0.3:
-            cut = self.rng.randint(1, len(lines) - 1)
-            with open(path, "w") as f:
-                f.write("".join(lines[:cut]))
-                f.flush()
-                time.sleep(self.rng.uniform(0.05, 0.8))
-                f.write("".join(lines[cut:]))
+        rng = self.rng
+        if rng.random() < 0.6:
+            folder = self.root / "inputs"
+            lines = ["word\n"] + [rng.choice(VOCABULARY) + "\n" for _ in range(rng.randint(1, 6))]
         else:
-            write_file(path, "".join(lines))
+            # times are multiples of 7 and 300 is not: no gap is exactly max_gap
+            folder = self.root / "logs"
+            lines = ["user_id,access_time\n"] + [
+                f"{rng.choice(USERS)},{1_700_000_000 + 7 * rng.randint(0, 1000)}\n"
+                for _ in range(rng.randint(1, 5))
+            ]
+        path = folder / f"f{self.count:04d}.csv"
+        self.count += 1
+        text = "".join(lines)
+        if rng.random() < 0.3:
+            cut = rng.randint(len(lines[0]) + 1, len(text) - 1)
+            with open(path, "w") as f:
+                f.write(text[:cut])
+                f.flush()
+                time.sleep(rng.uniform(0.05, 1.5))
+                f.write(text[cut:])
+        else:
+            write_file(path, text)
 
     def run(self) -> None:
         try:
@@ -92,103 +136,166 @@ class Feeder(threading.Thread):
         assert self.error is None, f"the feeder failed: {self.error!r}"
 
 
-def _key(row: dict[str, Any]) -> tuple[str, int]:
-    return (row["word"], row["count"])
+# ------------------------------------------------------------------------------ sinks
+
+Change = tuple[tuple, int, int]  # (row, time, diff)
 
 
-def check_stream(runs: list[list[dict[str, Any]]], expected: collections.Counter) -> None:
-    """The checks listed in the module docstring, on the outputs of all runs."""
-    distinct: set[tuple] = set()
-    for k, rows in enumerate(runs):
-        seen_in_run: set[tuple] = set()
+def count_changes(path: Path, *, allow_torn: bool) -> list[Change]:
+    return [((r["word"], r["count"]), r["time"], r["diff"])
+            for r in read_jsonlines_output(path, allow_torn=allow_torn)]
+
+
+def session_changes(path: Path, *, allow_torn: bool) -> list[Change]:
+    if not path.exists():
+        return []
+    text = path.read_text()
+    if not allow_torn:
+        assert text == "" or text.endswith("\n"), f"{path}: the last line is not terminated"
+    header, rows = read_csv_output(path)
+    if rows:
+        assert header == ["user_id", "session_start", "session_finish", "count", "time", "diff"], header
+    return [((r["user_id"], int(r["session_start"]), int(r["session_finish"]), int(r["count"])),
+             int(r["time"]), int(r["diff"])) for r in rows]
+
+
+def expected_counts(root: Path) -> collections.Counter:
+    return word_counts(root / "inputs")
+
+
+def expected_sessions(root: Path) -> collections.Counter:
+    events = [(r["user_id"], int(r["access_time"])) for r in read_csv_inputs(root / "logs")]
+    return collections.Counter({(u, start, finish, n): m
+                                for (u, _, start, finish, n), m in sessions(events, MAX_GAP).items()})
+
+
+SINKS: dict[str, tuple[str, Callable[..., list[Change]], Callable[[Path], collections.Counter],
+                       Callable[[tuple], Any] | None]] = {
+    # name: (file, reader, batch oracle, "one live row per" key)
+    "counts": ("counts.jsonlines", count_changes, expected_counts, lambda row: row[0]),
+    "sessions": ("sessions.csv", session_changes, expected_sessions, None),
+}
+
+
+def check_stream(name: str, runs: list[list[Change]], expected: collections.Counter,
+                 one_per: Callable[[tuple], Any] | None = None) -> None:
+    """The checks listed in the module docstring, on one sink's outputs of all runs."""
+    distinct: set[Change] = set()
+    for k, changes in enumerate(runs):
+        seen_in_run: set[Change] = set()
         previous_time = None
-        for row in rows:
-            line = (row["word"], row["count"], row["time"], row["diff"])
-            assert row["diff"] in (1, -1), f"run {k}: bad diff in {row}"
-            assert line not in seen_in_run, f"run {k}: the same change twice in one run: {row}"
-            seen_in_run.add(line)
-            assert previous_time is None or row["time"] >= previous_time, f"run {k}: time goes back at {row}"
-            previous_time = row["time"]
+        for change in changes:
+            row, t, diff = change
+            assert diff in (1, -1), f"{name}, run {k}: bad diff in {change}"
+            assert change not in seen_in_run, f"{name}, run {k}: the same change twice in one run: {change}"
+            seen_in_run.add(change)
+            assert previous_time is None or t >= previous_time, f"{name}, run {k}: time goes back at {change}"
+            previous_time = t
         distinct |= seen_in_run
 
-    by_time: dict[int, list[tuple]] = collections.defaultdict(list)
-    for word, count, t, diff in distinct:
-        by_time[t].append(((word, count), diff))
+    by_time: dict[int, list[tuple[tuple, int]]] = collections.defaultdict(list)
+    for row, t, diff in distinct:
+        by_time[t].append((row, diff))
     multiplicity: collections.Counter = collections.Counter()
     for t in sorted(by_time):
-        rows_at_t = [r for r, _ in by_time[t]]
-        duplicates = [r for r, n in collections.Counter(rows_at_t).items() if n > 1]
-        assert not duplicates, f"time {t}: both an insertion and a deletion of {duplicates}"
+        rows_at_t = [row for row, _ in by_time[t]]
+        duplicates = [row for row, n in collections.Counter(rows_at_t).items() if n > 1]
+        assert not duplicates, f"{name}, time {t}: both an insertion and a deletion of {duplicates}"
         for row, diff in by_time[t]:
             multiplicity[row] += diff
-        bad = {r: m for r, m in multiplicity.items() if m < 0 or m > 1}
-        assert not bad, f"after time {t}: rows with multiplicity outside 0..1: {bad}"
-        live = collections.Counter(word for (word, _), m in multiplicity.items() if m == 1)
-        two = [w for w, n in live.items() if n > 1]
-        assert not two, f"after time {t}: words with two counts at once: {two}"
+        bad = {row: m for row, m in multiplicity.items() if m < 0 or m > 1}
+        assert not bad, f"{name}, after time {t}: rows with multiplicity outside 0..1: {bad}"
+        if one_per is not None:
+            live = collections.Counter(one_per(row) for row, m in multiplicity.items() if m == 1)
+            two = [key for key, n in live.items() if n > 1]
+            assert not two, f"{name}, after time {t}: several live rows for {two}"
 
-    final = collections.Counter({r: m for r, m in multiplicity.items() if m})
+    final = collections.Counter({row: m for row, m in multiplicity.items() if m})
     missing = expected - final
     extra = final - expected
     assert not missing and not extra, (
-        f"the accumulated output differs from the batch word count:\n missing: {sorted(missing)}\n"
+        f"{name}: the accumulated output differs from the batch result:\n missing: {sorted(missing)}\n"
         f" extra: {sorted(extra)}"
     )
 
 
+def check_all(root: Path, runs: dict[str, list[list[Change]]]) -> None:
+    for name, (_, _, oracle, one_per) in SINKS.items():
+        check_stream(name, runs[name], oracle(root), one_per)
+
+
+# --------------------------------------------------------------------------- scenario
+
+
 def crash_scenario(tmp_path: Path, env: dict[str, str], programs, *, kills: int, seed: int,
                    budget_s: float) -> dict[str, Any]:
-    """Runs the program ``kills`` times to a SIGKILL, then once to a SIGTERM; returns
-    what happened (for the test's own assertions and messages)."""
+    """Runs the program ``kills`` times to a SIGKILL, then once to a SIGTERM, while the
+    feeder adds files; returns every run's changes per sink, and what happened."""
     rng = random.Random(seed)
     started = time.monotonic()
-    inputs = tmp_path / "inputs"
-    inputs.mkdir()
-    script = write_script(tmp_path, "wordcount.py", PROGRAM)
-    output = tmp_path / "result.jsonlines"
-    feeder = Feeder(inputs, random.Random(seed + 1))
-    for _ in range(3):
+    (tmp_path / "inputs").mkdir()
+    (tmp_path / "logs").mkdir()
+    script = write_script(tmp_path, "program.py", PROGRAM)
+    script.write_text(script.read_text().replace("{max_gap}", str(MAX_GAP)))
+    feeder = Feeder(tmp_path, random.Random(seed + 1))
+    for _ in range(4):
         feeder.add_file()
     feeder.start()
 
-    runs: list[list[dict[str, Any]]] = []
+    runs: dict[str, list[list[Change]]] = {name: [] for name in SINKS}
     history: list[str] = []
+    leftovers: list[Program] = []  # runs whose driver alone was killed: JVMs may linger
+
+    def any_output() -> bool:
+        return any((tmp_path / f).exists() and len((tmp_path / f).read_bytes().split(b"\n")) > 2
+                   for f in ("counts.jsonlines", "sessions.csv"))
+
+    def collect(*, allow_torn: bool) -> dict[str, list[Change]]:
+        return {name: reader(tmp_path / file, allow_torn=allow_torn)
+                for name, (file, reader, _, _) in SINKS.items()}
+
     try:
         for k in range(kills):
             program: Program = programs(script, tmp_path, env, f"run{k}")
             if k % 2 == 0:
-                # at a random moment from the start: during Spark's start-up, recovery or a step
-                delay = rng.uniform(1.0, 12.0)
+                # at a random moment from the start: Spark's start-up, recovery or a step
+                delay = rng.uniform(3.0, 16.0)
                 deadline = time.monotonic() + delay
                 while time.monotonic() < deadline and program.poll() is None:
                     time.sleep(0.05)
                 history.append(f"run {k}: killed {delay:.1f} s after its start")
             else:
                 # at a random moment after the run's first output: while steps go on
-                program.wait_until(lambda: output.exists() and output.stat().st_size > 0, 120,
-                                   f"run {k}'s first output")
+                program.wait_until(any_output, 120, f"run {k}'s first output")
                 delay = rng.uniform(0.0, 3.0)
                 time.sleep(delay)
                 history.append(f"run {k}: killed {delay:.1f} s after its first output")
             assert program.poll() is None, f"run {k} ended by itself: {describe(program)}"
-            program.crash()
-            runs.append(read_jsonlines_output(output, allow_torn=True))
+            whole_group = rng.random() < 0.5
+            program.crash(whole_group=whole_group)
+            if not whole_group:
+                history[-1] += " (the driver process alone)"
+                leftovers.append(program)
+            for name, changes in collect(allow_torn=True).items():
+                runs[name].append(changes)
             if "Replaying step" in program.stderr_text():
                 history[-1] += " (it replayed an interrupted step)"
-            # the next run truncates it when it starts: until then, no stale output
-            output.unlink(missing_ok=True)
+            # the next run truncates them when it starts: until then, no stale output
+            for file, *_ in SINKS.values():
+                (tmp_path / file).unlink(missing_ok=True)
             time.sleep(rng.uniform(0.0, 1.0))  # the feeder goes on meanwhile
+            while len(leftovers) > 1:  # bound the resources lingering JVMs can take
+                leftovers.pop(0).kill()
 
-        # the last run: new files for a few more seconds, then none; stop when done
+        # the last run: new files for a few more seconds, then none; stopped when done
         final = programs(script, tmp_path, env, "final")
         time.sleep(3)
         feeder.stop()
-        expected = word_counts(inputs)
 
         def converged() -> bool:
-            current = runs + [read_jsonlines_output(output, allow_torn=True)]
+            current = collect(allow_torn=True)
             try:
-                check_stream(current, expected)
+                check_all(tmp_path, {name: runs[name] + [current[name]] for name in SINKS})
             except AssertionError:
                 return False
             return True
@@ -197,23 +304,67 @@ def crash_scenario(tmp_path: Path, env: dict[str, str], programs, *, kills: int,
                          "the final run to catch up with every input file")
         code = final.terminate()
         assert code == 0, f"SIGTERM did not end the final run gracefully: {describe(final)}"
-        runs.append(read_jsonlines_output(output))
+        for name, changes in collect(allow_torn=False).items():
+            runs[name].append(changes)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n(seed {seed}; {'; '.join(history)})") from None
     finally:
         if feeder.is_alive():
             feeder.stop()
-    return {"runs": runs, "expected": expected, "history": history, "files": feeder.count,
-            "seconds": time.monotonic() - started}
+    return {"runs": runs, "history": history, "files": feeder.count, "seconds": time.monotonic() - started}
 
 
-def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path: Path, python_env, programs) -> None:
+def run_crash_test(tmp_path: Path, env: dict[str, str], programs, *, kills: int, budget_s: float) -> None:
     seed = random.randrange(10**6)
-    result = crash_scenario(tmp_path, python_env, programs, kills=6, seed=seed, budget_s=170)
-    context = f"seed {seed}; " + "; ".join(result["history"])
-    print(context, [len(r) for r in result["runs"]], result["files"], round(result["seconds"]))
+    result = crash_scenario(tmp_path, env, programs, kills=kills, seed=seed, budget_s=budget_s)
+    context = (f"seed {seed}; {'; '.join(result['history'])}; {result['files']} files; "
+               f"{result['seconds']:.0f} s; changes per run: "
+               + str({name: [len(c) for c in runs] for name, runs in result["runs"].items()}))
+    print(context)
     try:
-        check_stream(result["runs"], result["expected"])
+        check_all(tmp_path, result["runs"])
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n({context})") from None
     # the test did exercise something: several runs produced output, many files were read
-    assert sum(1 for rows in result["runs"] if rows) >= 3, context
+    assert sum(1 for changes in result["runs"]["counts"] if changes) >= max(2, kills // 2), context
     assert result["files"] >= 10, context
+
+
+def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path: Path, python_env, programs) -> None:
+    run_crash_test(tmp_path, python_env, programs, kills=6, budget_s=170)
+
+
+ONE_SOURCE = '''
+import sparkway as pw
+
+
+class Words(pw.Schema):
+    word: str
+
+
+words = pw.io.csv.read("inputs/", schema=Words, mode={mode}, persistent_id="words")
+counts = words.groupby(words.word).reduce(words.word, count=pw.reducers.count())
+pw.io.jsonlines.write(counts, {output})
+pw.run(persistence_config=pw.persistence.Config(pw.persistence.Backend.filesystem("./state/")))
+'''
+
+
+def test_sigterm_during_startup_ends_gracefully(tmp_path: Path, python_env, programs) -> None:
+    """SIGTERM before the first step (Spark still starting) is a graceful end too: exit
+    code 0, and the next run still reads every file."""
+    write_file(tmp_path / "inputs" / "a.csv", "word\nx\ny\nx\n")
+    script = write_script(tmp_path, "streaming.py", ONE_SOURCE, mode="streaming", output="first.jsonlines")
+    program = programs(script, tmp_path, python_env, "early")
+    time.sleep(1.5)
+    assert program.poll() is None, describe(program)
+    code = program.terminate()
+    assert code == 0, f"SIGTERM during start-up was not a graceful end: {describe(program)}"
+
+    rerun = write_script(tmp_path, "static.py", ONE_SOURCE, mode="static", output="second.jsonlines")
+    proc = run_program(rerun, tmp_path, python_env)
+    check_ok(proc)
+    first = count_changes(tmp_path / "first.jsonlines", allow_torn=False)
+    second = count_changes(tmp_path / "second.jsonlines", allow_torn=False)
+    got = collections.Counter(row + (diff,) for row, _, diff in first + second)
+    expected = snapshot_diff(collections.Counter(), word_counts(tmp_path / "inputs"))
+    assert got == expected, f"over both runs: {sorted(got.elements())}, expected {sorted(expected.elements())}"

@@ -132,11 +132,6 @@ if __name__ == "__main__":
 '''
 
 
-def session_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    header, rows = read_csv_output(path)
-    return header, rows
-
-
 def as_changes(rows: list[dict[str, str]]) -> collections.Counter:
     return collections.Counter(
         (r["user_id"], int(r["session_length"]), int(r["session_start"]), int(r["session_finish"]),
@@ -156,7 +151,7 @@ def check_run(work: Path, run: int, seed_rows: list[tuple], oracle: collections.
     check_ok(proc)
     # the oracle and the seed agree (a check of this test's own batch computation)
     assert oracle == collections.Counter(seed_rows), f"run {run}: the batch oracle disagrees with the seed"
-    header, rows = session_rows(work / "sessions.csv")
+    header, rows = read_csv_output(work / "sessions.csv")
     assert header == HEADER, f"run {run}: sessions.csv header"
     got = as_changes(rows)
     assert got == collections.Counter(seed_rows), (
@@ -166,39 +161,39 @@ def check_run(work: Path, run: int, seed_rows: list[tuple], oracle: collections.
     return single_time(rows)
 
 
-def test_sessions_persistent_four_runs(tmp_path: Path, python_env: dict[str, str]) -> None:
+PARTS = {1: {"part_one.csv": PART_ONE, "part_two.csv": PART_TWO}, 2: {"part_three.csv": PART_THREE},
+         3: {"part_four.csv": PART_FOUR}, 4: {}}
+SEED_RUNS = {1: SEED_RUN_1, 2: SEED_RUN_2, 3: SEED_RUN_3, 4: SEED_RUN_4}
+
+
+def sessions_scenario(tmp_path: Path, env: dict[str, str] | list[dict[str, str]], runs: int = 4) -> None:
+    """Runs 1..``runs`` of the tutorial on one ./PStorage, checking each output; ``env``
+    may be a list: one environment per run."""
+    envs = env if isinstance(env, list) else [env] * runs
     script = write_script(tmp_path, "script.py", PERSISTENT)
     logs = tmp_path / "logs"
     times: list[int] = []
     state: collections.Counter = collections.Counter()
+    for run in range(1, runs + 1):
+        for name, text in PARTS[run].items():
+            write_file(logs / name, text)
+        state, oracle = expected_changes(logs, state)
+        t = check_run(tmp_path, run, SEED_RUNS[run], oracle, run_program(script, tmp_path, envs[run - 1]))
+        if SEED_RUNS[run]:
+            times.append(t)
+        else:
+            assert t is None
+        if run == 1:
+            assert (tmp_path / "PStorage").is_dir(), "run 1 created no ./PStorage"
+    assert times == sorted(times) and len(set(times)) == len(times), f"the times of the runs do not increase: {times}"
 
+
+def test_sessions_persistent_four_runs(tmp_path: Path, python_env: dict[str, str]) -> None:
     # run 1: part_one + part_two, empty ./PStorage -> every session
-    write_file(logs / "part_one.csv", PART_ONE)
-    write_file(logs / "part_two.csv", PART_TWO)
-    state, oracle = expected_changes(logs, state)
-    t = check_run(tmp_path, 1, SEED_RUN_1, oracle, run_program(script, tmp_path, python_env))
-    times.append(t)
-    assert (tmp_path / "PStorage").is_dir(), "run 1 created no ./PStorage"
-
     # run 2: part_three -> only bob's new session
-    write_file(logs / "part_three.csv", PART_THREE)
-    state, oracle = expected_changes(logs, state)
-    times.append(check_run(tmp_path, 2, SEED_RUN_2, oracle, run_program(script, tmp_path, python_env)))
-
     # run 3: part_four -> alice's old session retracted, the extended one inserted
-    write_file(logs / "part_four.csv", PART_FOUR)
-    state, oracle = expected_changes(logs, state)
-    times.append(check_run(tmp_path, 3, SEED_RUN_3, oracle, run_program(script, tmp_path, python_env)))
-
     # run 4: nothing new -> the header only
-    state, oracle = expected_changes(logs, state)
-    t4 = check_run(tmp_path, 4, SEED_RUN_4, oracle, run_program(script, tmp_path, python_env))
-    assert t4 is None
-
-    assert all(isinstance(t, int) for t in times)
-    assert times == sorted(times) and len(set(times)) == len(times), (
-        f"the times of runs 1-3 do not increase: {times}"
-    )
+    sessions_scenario(tmp_path, python_env, runs=4)
 
 
 def test_sessions_non_persistent_with_old_csv_alias(tmp_path: Path, python_env: dict[str, str]) -> None:

@@ -86,14 +86,22 @@ def test_wordcount_reruns_output_only_changes(tmp_path: Path, python_env: dict[s
     assert t is None
     assert (tmp_path / "result.jsonlines").read_text() == ""
 
-    # run 4: a.csv rewritten -> its old rows retracted, its new rows counted
+    # run 4: a.csv rewritten -> its old rows retracted, its new rows counted;
+    # c.csv grew -> only its new lines counted
     write_file(inputs / "a.csv", words_file("hello", "goodbye", "pathway"))
-    counts, t = run_and_check(script, tmp_path, python_env, counts, "run 4 (a.csv rewritten)")
+    with open(inputs / "c.csv", "a") as f:
+        f.write("spark\nzebra\n")
+    counts, t = run_and_check(script, tmp_path, python_env, counts, "run 4 (a.csv rewritten, c.csv appended)")
     times.append(t)
 
     # run 5: b.csv deleted -> its words' counts go down (to nothing for some)
     (inputs / "b.csv").unlink()
     counts, t = run_and_check(script, tmp_path, python_env, counts, "run 5 (b.csv deleted)")
+    times.append(t)
+
+    # run 6: b.csv back with other words -> a new file again
+    write_file(inputs / "b.csv", words_file("pathway", "world", "zebra"))
+    counts, t = run_and_check(script, tmp_path, python_env, counts, "run 6 (b.csv created again)")
     times.append(t)
 
     assert None not in times
@@ -121,8 +129,11 @@ pw.io.jsonlines.write(count(named), "named.jsonlines")
 pw.io.jsonlines.write(count(first), "first.jsonlines")
 pw.io.jsonlines.write(count(second), "second.jsonlines")
 
-backend = pw.persistence.Backend.filesystem("./state/")
-pw.run(persistence_config=pw.persistence.Config.simple_config(backend))
+# metadata and snapshots in two storages (seed 000: metadata_storage, snapshot_storage)
+pw.run(persistence_config=pw.persistence.Config(
+    metadata_storage=pw.persistence.Backend.filesystem("./metadata/"),
+    snapshot_storage=pw.persistence.Backend.filesystem("./snapshots/"),
+))
 '''
 
 
@@ -139,6 +150,9 @@ def test_explicit_and_generated_persistent_ids(tmp_path: Path, python_env: dict[
     for key in folders:
         got = changes(read_jsonlines_output(tmp_path / f"{key}.jsonlines"), ["word", "count"])
         assert got == snapshot_diff(collections.Counter(), before[key]), f"run 1, {key}: {sorted(got.elements())}"
+    for storage in ("metadata", "snapshots"):
+        assert any(p.is_file() for p in (tmp_path / storage).rglob("*")), f"nothing was written to ./{storage}/"
+    assert not (tmp_path / "state").exists()
 
     # run 2: the named source's folder moved (same persistent id), new files everywhere
     shutil.move(folders["named"], tmp_path / "words_v2")
