@@ -71,6 +71,7 @@ class Runner:
         _name_sources(self.sources)
         previous = _install_signal_handlers(self.stop_requested)
         try:
+            self._lock()  # before Spark starts: a second process fails at once
             spark = get_spark(self.options.spark_master)
             location = self._open(spark)
             sinks = [out.sink for out in self.plan.outputs]
@@ -146,6 +147,12 @@ class Runner:
         return self.options.partitions or max(2, spark.sparkContext.defaultParallelism)
 
     # -- persistence ----------------------------------------------------------------------------
+    def _lock(self) -> None:
+        config = self.options.persistence
+        if config is not None:
+            self.metadata = MetadataLog(config.metadata_storage.storage())
+            self.metadata.lock()
+
     def _open(self, spark: SparkSession) -> StateLocation:
         config = self.options.persistence
         if config is None:
@@ -153,8 +160,7 @@ class Runner:
             for source in self.sources:
                 source.open(None)
             return StateLocation(BlobStorage(os.path.join(self._scratch, "state")), os.path.join(self._scratch, "local"), 10**12)
-        self.metadata = MetadataLog(config.metadata_storage.storage())
-        self.metadata.lock()
+        assert self.metadata is not None
         snapshots = config.snapshot_storage.storage()
         description = self._describe()
         if self.metadata.check_plan(description, rebuild=config.on_plan_change == "rebuild"):
