@@ -9,7 +9,6 @@ A crash between logging and committing replays the logged step on restart.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import shutil
@@ -63,6 +62,7 @@ class Runner:
         self.step = 0
         self.last_time = 0
         self.metadata: MetadataLog | None = None
+        self.partitions = 0  # state partitions, fixed by the first run of a persistent program
         self.stop_requested = threading.Event()
         self._scratch: str | None = None
 
@@ -115,7 +115,7 @@ class Runner:
         self.step, self.last_time = step, time
 
     def _compute(self, spark: SparkSession, location: StateLocation, step: int, time: int, tables: dict[str, pa.Table]) -> list[OutputBatch]:
-        ctx = StepContext(spark, step, time, location, self._partitions(spark), self.operator_names)
+        ctx = StepContext(spark, step, time, location, self.partitions, self.operator_names)
         frames: dict[int, DataFrame] = {}
         nonempty: set[int] = set()
         consumers = self.plan.consumers()
@@ -123,13 +123,12 @@ class Runner:
         for node in self.plan.nodes:
             if isinstance(node, n.Input):
                 table = tables[node.source.name]
-                if table.num_rows:
-                    ctx.inputs[id(node)] = spark.createDataFrame(table, schema=spark_schema(node.columns))
-                    nonempty.add(id(node))
-            elif any(id(i) in nonempty for i in node.inputs):
-                nonempty.add(id(node))
-            else:
+                if not table.num_rows:
+                    continue
+                ctx.inputs[id(node)] = spark.createDataFrame(table, schema=spark_schema(node.columns))
+            elif not any(id(i) in nonempty for i in node.inputs):
                 continue  # no input changed: no output changes, and state stays as it is
+            nonempty.add(id(node))
             inputs = [frames[id(i)] if id(i) in frames else ctx.empty(i) for i in node.inputs]
             frame = compile_node(node, inputs, ctx)
             if node.is_stateful and consumers.get(id(node), 0) > 1:
@@ -143,7 +142,7 @@ class Runner:
                 frame.unpersist()
         return [_output_batch(out, table, time) for out, table in zip(self.plan.outputs, collected)]
 
-    def _partitions(self, spark: SparkSession) -> int:
+    def _default_partitions(self, spark: SparkSession) -> int:
         return self.options.partitions or max(2, spark.sparkContext.defaultParallelism)
 
     # -- persistence ----------------------------------------------------------------------------
@@ -156,19 +155,22 @@ class Runner:
     def _open(self, spark: SparkSession) -> StateLocation:
         config = self.options.persistence
         if config is None:
+            self.partitions = self._default_partitions(spark)
             self._scratch = tempfile.mkdtemp(prefix="sparkway-")
             for source in self.sources:
                 source.open(None)
             return StateLocation(BlobStorage(os.path.join(self._scratch, "state")), os.path.join(self._scratch, "local"), 10**12)
         assert self.metadata is not None
         snapshots = config.snapshot_storage.storage()
-        description = self._describe()
-        if self.metadata.check_plan(description, rebuild=config.on_plan_change == "rebuild"):
+        record, changed = self.metadata.check_plan(
+            self._describe(), config.on_plan_change == "rebuild", self._default_partitions(spark)
+        )
+        if changed:
             log.warning("The program changed: discarding the persisted state and starting over")
             self.metadata.clear()
             snapshots.delete("operators")
             snapshots.delete("sources")
-        incarnation = json.loads(self.metadata.storage.read_bytes("plan.json")).get("incarnation", "")
+        self.partitions = record["partitions"]
         for source in self.sources:
             source.open(snapshots.child(f"sources/{_safe(source.name)}"))
         commit = self.metadata.last_commit()
@@ -181,7 +183,7 @@ class Runner:
                     source.restore(commit["positions"][source.name])
             log.info("Restored the state of step %d (time %d) from the persistence storage", self.step, self.last_time)
         state_cache = os.environ.get("SPARKWAY_STATE_CACHE") or os.path.join(cache_root(), "state")
-        local = os.path.join(state_cache, hashlib.sha1(f"{snapshots.root}|{incarnation}".encode()).hexdigest()[:20])
+        local = os.path.join(state_cache, hashlib.sha1(f"{snapshots.root}|{record['incarnation']}".encode()).hexdigest()[:20])
         return StateLocation(snapshots.child("operators"), local, config.snapshot_interval_ms)
 
     def _replay_pending(self, spark: SparkSession, location: StateLocation) -> None:

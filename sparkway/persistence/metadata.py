@@ -67,23 +67,27 @@ class MetadataLog:
             self._lock_file = None
 
     # -- the program ----------------------------------------------------------------------
-    def check_plan(self, description: list[dict], rebuild: bool) -> bool:
-        """Records the plan; returns True when stored state must be discarded first."""
+    def check_plan(self, description: list[dict], rebuild: bool, partitions: int) -> tuple[dict[str, Any], bool]:
+        """Records the plan; returns the stored record and whether the state written by
+        another program must be discarded first.
+
+        The record also fixes the number of state partitions: keys are routed to state
+        partitions by it, so it must not change when the program moves to other hardware.
+        """
         if self.storage.exists("plan.json"):
             stored = json.loads(self.storage.read_bytes("plan.json"))
-            if stored["nodes"] != description:
-                if not rebuild:
-                    raise PlanChangedError(_explain(stored["nodes"], description))
-                self._write_plan(description)
-                return True
-            return False
-        self._write_plan(description)
-        return False
+            if stored["nodes"] == description:
+                return stored, False
+            if not rebuild:
+                raise PlanChangedError(_explain(stored["nodes"], description))
+            return self._write_plan(description, partitions), True
+        return self._write_plan(description, partitions), False
 
-    def _write_plan(self, description: list[dict]) -> None:
+    def _write_plan(self, description: list[dict], partitions: int) -> dict[str, Any]:
         # a new incarnation: executors' working copies of older state must not be reused
-        record = {"nodes": description, "incarnation": uuid.uuid4().hex}
+        record = {"nodes": description, "incarnation": uuid.uuid4().hex, "partitions": partitions}
         self.storage.write_bytes("plan.json", json.dumps(record).encode())
+        return record
 
     # -- steps -------------------------------------------------------------------------------
     def last_commit(self) -> dict[str, Any] | None:

@@ -1,0 +1,40 @@
+"""The step loop's own promises, in process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import sparkway as pw
+from sparkway.api import graph
+from sparkway.engine.runner import Runner, RunOptions
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+
+class Words(pw.Schema):
+    word: str
+
+
+def _word_count_run(work: Path, partitions: int) -> list[dict]:
+    graph.clear()
+    words = pw.io.csv.read(work / "in", schema=Words, mode="static", name="words")
+    counts = words.groupby(words.word).reduce(words.word, n=pw.reducers.count())
+    pw.io.jsonlines.write(counts, work / "out.jsonl")
+    config = pw.persistence.Config(pw.persistence.Backend.filesystem(work / "state"))
+    Runner(graph.outputs(), RunOptions(persistence=config, partitions=partitions)).run()
+    return [json.loads(line) for line in (work / "out.jsonl").read_text().splitlines()]
+
+
+def test_the_first_run_fixes_the_number_of_state_partitions(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("word\n" + "\n".join(f"w{i}" for i in range(20)) + "\n")
+    first = _word_count_run(tmp_path, partitions=3)
+    assert sorted((r["word"], r["n"], r["diff"]) for r in first) == [(f"w{i}", 1, 1) for i in sorted(range(20), key=str)]
+    (tmp_path / "in" / "b.csv").write_text("word\n" + "\n".join(f"w{i}" for i in range(20)) + "\n")
+    # more parallelism now: keys must still find their state where the first run put it
+    second = _word_count_run(tmp_path, partitions=5)
+    expected = [(f"w{i}", 1, -1) for i in range(20)] + [(f"w{i}", 2, 1) for i in range(20)]
+    assert sorted((r["word"], r["n"], r["diff"]) for r in second) == sorted(expected)
