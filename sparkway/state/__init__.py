@@ -1,0 +1,1 @@
+"""Versioned keyed state of stateful operators, per partition."""
