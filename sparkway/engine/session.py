@@ -79,6 +79,8 @@ def get_spark(master: str | None = None) -> SparkSession:
         .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
         .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
         .config("spark.python.worker.reuse", "true")
+        # a first step over a large history collects its whole output on the driver
+        .config("spark.driver.memory", os.environ.get("SPARKWAY_DRIVER_MEMORY", "4g"))
     )
     if master.startswith("local-cluster"):
         builder = builder.config("spark.executor.memory", "768m")
