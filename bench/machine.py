@@ -111,10 +111,13 @@ def others_busy(seconds: float = 2.0) -> float:
 def wait_quiet(limit_s: float, threshold: float = 0.3, log=print) -> float:
     """Waits until other processes use under ``threshold`` cores, at most ``limit_s``;
     returns the last measured use."""
-    deadline = time.monotonic() + limit_s
+    started = time.monotonic()
     busy = others_busy()
-    while busy >= threshold and time.monotonic() < deadline:
-        log(f"   (machine busy: other processes use {busy:.1f} cores; waiting)")
-        time.sleep(5)
+    first = busy
+    while busy >= threshold and time.monotonic() < started + limit_s:
+        time.sleep(3)
         busy = others_busy()
+    if first >= threshold:
+        log(f"   (other processes used {first:.1f} cores; waited {time.monotonic() - started:.0f} s, "
+            f"now {busy:.1f} cores)")
     return busy

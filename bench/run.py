@@ -9,7 +9,10 @@ measurements side by side, a table on stdout and JSON in ``bench/results/``.
    lines of existing users into its input folder, one at a time, and times each engine
    step from inside the process (``Runner._run_step``: read the file, run the Spark
    job, update the state, write the output, commit).  Spark start-up and polling are
-   not in it.  The first small step is a warm-up; the median of the next ones counts.
+   not in it.  Both processes are built first (one at a time), then, both idle and
+   waiting, they get steps in turn (small, large, small, ...), so that the rest of the
+   machine's load weighs on both alike.  The first step of each is a warm-up; the
+   median of the next ones counts.
 2. Rerun vs recompute: with 1M (20k users) and 10M (200k users) rows of history over
    30 days, a persistent sparkway program is run once to build its state, then rerun
    with 0.1% new rows added (a fresh process: Python, Spark start-up, restore, the
@@ -48,14 +51,14 @@ ROWS_PER_USER = 50
 FULL = {
     "step_sizes": [50_000, 5_000_000],
     "step_rows": 1_000,
-    "steps": 5,
+    "steps": 7,
     "rerun_sizes": [1_000_000, 10_000_000],
 }
 QUICK = {
-    "step_sizes": [20_000, 200_000],
+    "step_sizes": [50_000, 250_000],  # at least 1,000 users each: a step touches 1,000 users in both
     "step_rows": 1_000,
     "steps": 3,
-    "rerun_sizes": [50_000, 200_000],
+    "rerun_sizes": [20_000, 100_000],
 }
 
 
@@ -63,8 +66,13 @@ def say(text: str = "") -> None:
     print(text, flush=True)
 
 
+DRIVER_MEMORY: str | None = None  # --driver-memory: passed to sparkway's Spark through spark-submit
+
+
 def child_env(cache: str) -> dict[str, str]:
     env = dict(os.environ)
+    if DRIVER_MEMORY:
+        env["PYSPARK_SUBMIT_ARGS"] = f"--driver-memory {DRIVER_MEMORY} pyspark-shell"
     env["PYTHONPATH"] = os.pathsep.join(p for p in [ROOT, env.get("PYTHONPATH", "")] if p)
     env["PYSPARK_PYTHON"] = PYTHON
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
@@ -164,79 +172,124 @@ def fresh(folder: str) -> str:
 # ------------------------------------------------------------ 1. step cost vs state size
 
 
-def step_cost(rows: int, cfg: dict, args) -> dict:
-    users = max(1, rows // ROWS_PER_USER)
-    case = fresh(os.path.join(DATA, f"step-{rows}"))
-    logs, storage, cache = (os.path.join(case, x) for x in ("logs", "PStorage", "cache"))
-    t0 = time.perf_counter()
-    summary = gen.history(logs, rows, users, seed=rows)
-    present = gen.present_users(logs)
-    result = {"state_rows": rows, "users": summary["users_with_rows"], "generate_s": round(time.perf_counter() - t0, 2),
-              "new_rows_per_step": cfg["step_rows"]}
-    say(f"-- step cost, {rows:,} rows of state ({summary['users_with_rows']:,} users): building the state")
-    probe = os.path.join(case, "probe.jsonl")
-    machine.wait_quiet(args.quiet_wait, log=say)
-    started = time.perf_counter()
-    log = open(os.path.join(case, "program.log"), "w", encoding="utf-8")
-    proc = subprocess.Popen(sessions_argv(logs, storage, os.path.join(case, "sessions.csv"), probe, "streaming"),
-                            cwd=case, env=child_env(cache), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    monitor = machine.Monitor()
-    monitor.start(proc.pid)
+class StreamingCase:
+    """One streaming sparkway process over a history of ``rows`` log rows."""
 
-    def wait_step(number: int, timeout: float) -> dict | None:
+    def __init__(self, rows: int, cfg: dict) -> None:
+        self.rows = rows
+        self.users = max(1, rows // ROWS_PER_USER)
+        self.cfg = cfg
+        self.case = fresh(os.path.join(DATA, f"step-{rows}"))
+        self.logs, self.storage, self.cache = (os.path.join(self.case, x) for x in ("logs", "PStorage", "cache"))
+        self.probe = os.path.join(self.case, "probe.jsonl")
+        t0 = time.perf_counter()
+        summary = gen.history(self.logs, rows, self.users, seed=rows)
+        self.present = gen.present_users(self.logs)
+        self.result: dict = {"state_rows": rows, "users": summary["users_with_rows"],
+                             "generate_s": round(time.perf_counter() - t0, 2),
+                             "new_rows_per_step": cfg["step_rows"], "steps": []}
+        self.proc: subprocess.Popen | None = None
+        self.log = None
+        self.next_step = 1
+
+    def wait_step(self, number: int, timeout: float) -> dict | None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for r in read_probe(probe):
+            for r in read_probe(self.probe):
                 if r["kind"] == "step" and r["step"] == number:
                     return r
-            if proc.poll() is not None:
+            if self.proc.poll() is not None:
                 return None
             time.sleep(0.05)
         return None
 
-    try:
-        built = wait_step(1, args.build_timeout)
-        if built is None:
-            status = "failed" if proc.poll() is not None else f"timeout after {args.build_timeout:.0f} s"
-            result.update(status=f"state build {status}", build_s=round(time.perf_counter() - started, 1))
-            return result
+    def build(self, args) -> bool:
+        say(f"-- step cost, {self.rows:,} rows of state ({self.result['users']:,} users): building the state")
+        machine.wait_quiet(args.quiet_wait, log=say)
+        started = time.perf_counter()
+        self.log = open(os.path.join(self.case, "program.log"), "w", encoding="utf-8")
+        self.proc = subprocess.Popen(
+            sessions_argv(self.logs, self.storage, os.path.join(self.case, "sessions.csv"), self.probe, "streaming"),
+            cwd=self.case, env=child_env(self.cache), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        monitor = machine.Monitor()
+        monitor.start(self.proc.pid)
+        built = self.wait_step(1, args.build_timeout)
         load = monitor.stop()
-        result.update(build_process_s=round(time.perf_counter() - started, 1), build_step_s=round(built["seconds"], 1),
-                      build_load=load)
+        if built is None:
+            status = "failed" if self.proc.poll() is not None else f"timeout after {args.build_timeout:.0f} s"
+            self.result.update(status=f"state build {status}", build_s=round(time.perf_counter() - started, 1))
+            say(f"   {self.result['status']} after {self.result['build_s']:.0f} s (see {os.path.relpath(self.log.name, ROOT)})")
+            return False
+        self.result.update(build_process_s=round(time.perf_counter() - started, 1), build_step_s=round(built["seconds"], 1),
+                           build_load=load)
         say(f"   state built: step 1 took {built['seconds']:.1f} s ({time.perf_counter() - started:.1f} s since start)")
-        steps = []
-        total = 1 + cfg["steps"]  # one warm-up step, then the measured ones
-        for i in range(total):
-            machine.wait_quiet(args.quiet_wait, log=say)
-            monitor = machine.Monitor()
-            monitor.start(proc.pid)
-            dropped = time.perf_counter()
-            gen.new_rows(os.path.join(logs, f"new_{i:03d}.csv"), cfg["step_rows"], present, users, seed=10_000 + i)
-            record = wait_step(2 + i, args.step_timeout)
-            if record is None:
-                result["status"] = f"step {2 + i} did not finish"
-                return result
-            load = monitor.stop()
-            latency = time.perf_counter() - dropped
-            steps.append({"step": 2 + i, "warmup": i == 0, "seconds": round(record["seconds"], 3),
-                          "file_to_output_s": round(latency, 3),
-                          **{k: record.get(k) for k in ("read", "compute", "write")}, **load})
-            say(f"   step {2 + i}{' (warm-up)' if i == 0 else ''}: {record['seconds']:.2f} s"
-                f"  (compute {record.get('compute', 0):.2f} s; other processes used {load['others_cores']:.1f} cores)")
-        measured = [s["seconds"] for s in steps if not s["warmup"]]
-        result.update(status="ok", steps=steps, step_median_s=round(statistics.median(measured), 3),
-                      step_min_s=min(measured), step_max_s=max(measured))
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)  # the runner ends after the current step
+        self.next_step = 2
+        return True
+
+    def step(self, i: int, args) -> bool:
+        """Drops one file of new rows and waits for the step that reads it."""
+        monitor = machine.Monitor()
+        monitor.start(self.proc.pid)
+        dropped = time.perf_counter()
+        gen.new_rows(os.path.join(self.logs, f"new_{i:03d}.csv"), self.cfg["step_rows"], self.present, self.users,
+                     seed=10_000 + i)
+        number = self.next_step
+        record = self.wait_step(number, args.step_timeout)
+        load = monitor.stop()
+        if record is None:
+            self.result["status"] = f"step {number} did not finish"
+            say(f"   {self.result['status']} (see {os.path.relpath(self.log.name, ROOT)})")
+            return False
+        self.next_step += 1
+        latency = time.perf_counter() - dropped
+        snapshots = [p for p, versions in snapshot_versions(self.storage).items() if number in versions]
+        self.result["steps"].append({"step": number, "warmup": i == 0, "seconds": round(record["seconds"], 3),
+                                     "file_to_output_s": round(latency, 3),
+                                     **{k: record.get(k) for k in ("read", "compute", "write")},
+                                     "snapshots": snapshots, **load})
+        say(f"   {self.rows:>9,} rows of state, step {number}{' (warm-up)' if i == 0 else ''}: {record['seconds']:.2f} s"
+            f"  (compute {record.get('compute', 0):.2f} s; full snapshots of {len(snapshots)} state partitions;"
+            f" other processes used {load['others_cores']:.1f} cores)")
+        return True
+
+    def finish(self) -> dict:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # the runner ends after the current step
             try:
-                proc.wait(timeout=120)
+                self.proc.wait(timeout=120)
             except subprocess.TimeoutExpired:
-                kill_tree(proc)
-        log.close()
-    result["snapshot_steps"] = snapshot_versions(storage)
-    result["persisted_bytes"] = du(storage)
-    return result
+                kill_tree(self.proc)
+        if self.log is not None:
+            self.log.close()
+        measured = [s for s in self.result["steps"] if not s["warmup"]]
+        if measured and "status" not in self.result:
+            times = [s["seconds"] for s in measured]
+            plain_steps = [s["seconds"] for s in measured if not s["snapshots"]]
+            snap_steps = [s["seconds"] for s in measured if s["snapshots"]]
+            self.result.update(status="ok", step_median_s=round(statistics.median(times), 3),
+                               step_min_s=min(times), step_max_s=max(times),
+                               no_snapshot_median_s=round(statistics.median(plain_steps), 3) if plain_steps else None,
+                               snapshot_median_s=round(statistics.median(snap_steps), 3) if snap_steps else None)
+        self.result["snapshot_steps"] = snapshot_versions(self.storage)
+        self.result["persisted_bytes"] = du(self.storage)
+        return self.result
+
+
+def step_cost(cfg: dict, args) -> list[dict]:
+    """Builds each state in its own streaming process (one at a time), then, with every
+    process idle and waiting for input, gives them steps in turn: small, large, small,
+    large... so that what else runs on the machine weighs on both sizes alike."""
+    cases = [StreamingCase(rows, cfg) for rows in cfg["step_sizes"]]
+    try:
+        alive = [c for c in cases if c.build(args)]
+        for i in range(1 + cfg["steps"]):  # one warm-up step, then the measured ones
+            machine.wait_quiet(args.quiet_wait, log=say)
+            for c in list(alive):
+                if not c.step(i, args):
+                    alive.remove(c)
+    finally:
+        results = [c.finish() for c in cases]
+    return results
 
 
 # ------------------------------------------------------------ 2. rerun vs recompute
@@ -337,24 +390,46 @@ def fmt(x, digits: int = 1) -> str:
 def report(results: dict) -> str:
     lines = []
     lines.append(f"sparkway bench, {results['date']}, {results['machine']}{' (--quick)' if results['quick'] else ''}")
+    start, end = results.get("code_at_start", {}), results.get("code_at_end", {})
+    code = f"code: commit {start.get('commit')}{' + uncommitted changes in sparkway/' if start.get('sparkway_dirty') else ''}"
+    if end and end != start:
+        code += f" at the start, {end.get('commit')}{' (dirty)' if end.get('sparkway_dirty') else ''} at the end"
+    lines.append(code)
+    lines.append(f"Spark driver memory of the sparkway processes: {results.get('sparkway_driver_memory')}")
     lines.append("")
     lines.append(f"1. Step cost vs state size: streaming, {results['config']['step_rows']:,} new rows per step "
-                 f"(existing users), median of {results['config']['steps']} steps after a warm-up")
-    header = f"{'state rows':>12} {'users':>9} {'build (s)':>10} {'step median (s)':>16} {'min-max (s)':>14} {'others (cores)':>15}"
+                 f"(existing users), median of {results['config']['steps']} steps after a warm-up, the two sizes in turn")
+    header = (f"{'state rows':>12} {'users':>9} {'build (s)':>10} {'step median':>12} {'min-max':>12} "
+              f"{'w/o snapshot':>13} {'w/ snapshot':>12} {'others':>7}")
     lines.append(header)
+    lines.append(f"{'':>12} {'':>9} {'':>10} {'(s)':>12} {'(s)':>12} {'median (s)':>13} {'median (s)':>12} {'(cores)':>7}")
     steps = results["step_cost"]
     for r in steps:
         if r.get("status") != "ok":
             lines.append(f"{r['state_rows']:>12,} {r['users']:>9,} {fmt(r.get('build_step_s')):>10} {r.get('status')}")
             continue
-        others = max(s["others_cores"] for s in r["steps"] if not s["warmup"])
-        lines.append(f"{r['state_rows']:>12,} {r['users']:>9,} {fmt(r['build_step_s']):>10} {fmt(r['step_median_s'], 2):>16} "
-                     f"{fmt(r['step_min_s'], 2) + '-' + fmt(r['step_max_s'], 2):>14} {'<= ' + fmt(others, 1):>15}")
+        measured = [s for s in r["steps"] if not s["warmup"]]
+        others = statistics.mean(s["others_cores"] for s in measured)
+        n_snap = sum(1 for s in measured if s["snapshots"])
+        lines.append(f"{r['state_rows']:>12,} {r['users']:>9,} {fmt(r['build_step_s']):>10} {fmt(r['step_median_s'], 2):>12} "
+                     f"{fmt(r['step_min_s'], 2) + '-' + fmt(r['step_max_s'], 2):>12} "
+                     f"{fmt(r.get('no_snapshot_median_s'), 2) + f' ({len(measured) - n_snap})':>13} "
+                     f"{fmt(r.get('snapshot_median_s'), 2) + f' ({n_snap})':>12} {fmt(others, 1):>7}")
     ok = [r for r in steps if r.get("status") == "ok"]
     if len(ok) == 2:
         ratio = ok[1]["step_median_s"] / ok[0]["step_median_s"]
         results["step_ratio"] = round(ratio, 2)
-        lines.append(f"ratio (large / small state): {ratio:.2f}")
+        text = f"ratio of the step medians (large / small state): {ratio:.2f}"
+        if ok[0].get("no_snapshot_median_s") and ok[1].get("no_snapshot_median_s"):
+            plain_ratio = ok[1]["no_snapshot_median_s"] / ok[0]["no_snapshot_median_s"]
+            results["step_ratio_without_snapshots"] = round(plain_ratio, 2)
+            text += f"; of the steps that wrote no full snapshot: {plain_ratio:.2f}"
+        lines.append(text)
+    if steps:
+        lines.append("(in parentheses: how many steps; 'w/ snapshot': the step's commit also wrote a full snapshot of a state"
+                     " partition (sparkway writes one when snapshot_interval_ms=60000 has passed and the changelogs"
+                     " since the last one add up to a quarter of its size); others: CPU cores used by other"
+                     " processes on the machine during the steps, on average)")
     lines.append("")
     lines.append("2. Rerun vs recompute: 0.1% new rows; wall time of a fresh process each")
     lines.append(f"{'history':>11} {'users':>8} {'new':>7} {'first run':>10} {'no-input':>9} {'sparkway':>9} "
@@ -391,6 +466,16 @@ def report(results: dict) -> str:
     return "\n".join(lines)
 
 
+def code_version() -> dict:
+    """The commit measured, and whether sparkway/ had uncommitted changes."""
+    def git(*argv: str) -> str:
+        try:
+            return subprocess.run(["git", *argv], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+    return {"commit": git("rev-parse", "--short", "HEAD"), "sparkway_dirty": bool(git("status", "--porcelain", "--", "sparkway"))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="sparkway benchmarks (sessions pipeline)")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run of a few minutes")
@@ -398,11 +483,22 @@ def main() -> None:
     parser.add_argument("--build-timeout", type=float, default=1800, help="seconds allowed to build a state (first run)")
     parser.add_argument("--rerun-timeout", type=float, default=600)
     parser.add_argument("--step-timeout", type=float, default=300)
-    parser.add_argument("--quiet-wait", type=float, default=60,
+    parser.add_argument("--quiet-wait", type=float, default=None,
                         help="before each measurement, wait up to this long for other processes to leave the CPU idle")
     parser.add_argument("--no-cold", dest="cold", action="store_false", help="skip the rerun without the local state cache")
+    parser.add_argument("--step-sizes", help="comma-separated state sizes (rows) for the step benchmark")
+    parser.add_argument("--rerun-sizes", help="comma-separated history sizes (rows) for the rerun benchmark")
+    parser.add_argument("--driver-memory", help="Spark driver memory of the sparkway processes (e.g. 4g); "
+                        "default: sparkway's own setting (Spark's default, 1g)")
     args = parser.parse_args()
-    cfg = QUICK if args.quick else FULL
+    cfg = dict(QUICK if args.quick else FULL)
+    for key in ("step_sizes", "rerun_sizes"):
+        if getattr(args, key):
+            cfg[key] = [int(x) for x in getattr(args, key).split(",")]
+    global DRIVER_MEMORY
+    DRIVER_MEMORY = args.driver_memory
+    if args.quiet_wait is None:
+        args.quiet_wait = 3 if args.quick else 30
     os.makedirs(RESULTS, exist_ok=True)
     now = _dt.datetime.now(_dt.timezone.utc)
     results: dict = {
@@ -410,7 +506,9 @@ def main() -> None:
         "machine": f"{os.cpu_count()} cores, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GB, "
                    f"Python {platform.python_version()}, local[2]",
         "quick": args.quick,
+        "code_at_start": code_version(),
         "config": cfg,
+        "sparkway_driver_memory": args.driver_memory or "sparkway's default (Spark's 1g)",
         "step_cost": [],
         "rerun_vs_recompute": [],
     }
@@ -421,12 +519,12 @@ def main() -> None:
         pass
     started = time.perf_counter()
     if args.only in (None, "steps"):
-        for rows in cfg["step_sizes"]:
-            results["step_cost"].append(step_cost(rows, cfg, args))
+        results["step_cost"] = step_cost(cfg, args)
     if args.only in (None, "rerun"):
         for rows in cfg["rerun_sizes"]:
             results["rerun_vs_recompute"].append(rerun_vs_recompute(rows, args))
     results["total_s"] = round(time.perf_counter() - started, 1)
+    results["code_at_end"] = code_version()
     table = report(results)
     name = now.strftime("%Y%m%dT%H%M%SZ") + ("-quick" if args.quick else "")
     with open(os.path.join(RESULTS, f"{name}.json"), "w", encoding="utf-8") as f:
