@@ -9,40 +9,15 @@ checks share one ``select`` where that is natural: every computation is a Spark 
 from __future__ import annotations
 
 import datetime as dt
-import math
-from typing import Any, Optional
+from typing import Optional
 
 import pandas as pd
 import pytest
 
 import sparkway as pw
+from tables import assert_rows
 
 pytestmark = pytest.mark.usefixtures("spark")
-
-
-# -- helpers -------------------------------------------------------------------------------
-
-def _plain(value: Any) -> Any:
-    """A pandas cell as a plain Python value (NaN -> None, numpy scalars -> Python)."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, pd.Timestamp):
-        return value.to_pydatetime()
-    if isinstance(value, pd.Timedelta):
-        return value.to_pytimedelta()
-    if value is pd.NaT or value is pd.NA:
-        return None
-    return value.item() if hasattr(value, "item") and not isinstance(value, (tuple, list)) else value
-
-
-def rows(table: pw.Table) -> list[tuple]:
-    """The table's final rows as tuples (ids ignored), sorted."""
-    frame = pw.debug.table_to_pandas(table)
-    return sorted((tuple(_plain(v) for v in r) for r in frame.itertuples(index=False)), key=repr)
-
-
-def assert_rows(table: pw.Table, expected: list[tuple]) -> None:
-    assert rows(table) == sorted(expected, key=repr)
 
 
 # -- column references -----------------------------------------------------------------------

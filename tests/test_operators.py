@@ -9,67 +9,14 @@ one output batch per input time.
 from __future__ import annotations
 
 import datetime as dt
-import math
-from typing import Any
 
 import pandas as pd
 import pytest
 
 import sparkway as pw
+from tables import assert_changes, assert_rows, frame_rows, ids_of, rows, sorted_rows
 
 pytestmark = pytest.mark.usefixtures("spark")
-
-
-# -- helpers -------------------------------------------------------------------------------
-
-def _plain(value: Any) -> Any:
-    """A pandas cell as a plain Python value (NaN -> None, numpy scalars -> Python)."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, pd.Timestamp):
-        return value.to_pydatetime()
-    if value is pd.NaT or value is pd.NA:
-        return None
-    return value.item() if hasattr(value, "item") and not isinstance(value, (tuple, list)) else value
-
-
-def _sorted(items: list[tuple]) -> list[tuple]:
-    return sorted(items, key=repr)
-
-
-def frame_rows(frame: pd.DataFrame) -> dict[int, tuple]:
-    """Row id -> the row as a tuple of plain values."""
-    return {i: tuple(_plain(v) for v in r) for i, r in zip(frame.index, frame.itertuples(index=False))}
-
-
-def rows(table: pw.Table) -> list[tuple]:
-    """The table's final rows as tuples (ids ignored), sorted."""
-    return _sorted(list(frame_rows(pw.debug.table_to_pandas(table)).values()))
-
-
-def assert_rows(table: pw.Table, expected: list[tuple]) -> None:
-    assert rows(table) == _sorted(expected)
-
-
-def ids_of(table: pw.Table) -> dict[Any, int]:
-    """First column value -> row id, for a table whose first column names its rows."""
-    frame = pw.debug.table_to_pandas(table)
-    return {_plain(v): i for i, v in zip(frame.index, frame.iloc[:, 0])}
-
-
-def changes(table: pw.Table) -> list[list[tuple]]:
-    """Per output time: the changes as sorted (columns..., diff) tuples."""
-    out = []
-    for batch in pw.debug.compute(table):
-        names = table.column_names()
-        data = batch.table.to_pylist()
-        out.append(_sorted([tuple(r[c] for c in names) + (r["diff"],) for r in data]))
-    return out
-
-
-def assert_changes(table: pw.Table, expected: list[list[tuple]]) -> None:
-    """The table's changes, time by time, are the expected ones (in any order within a time)."""
-    assert changes(table) == [_sorted(batch) for batch in expected]
 
 
 # -- stateless operators ---------------------------------------------------------------------
@@ -137,13 +84,13 @@ def test_concat_and_concat_reindex():
         """
     )
     joined = pw.debug.table_to_pandas(one.concat(two))
-    assert _sorted(frame_rows(joined).values()) == [("a", 1), ("b", 2), ("c", 3)]
+    assert sorted_rows(frame_rows(joined).values()) == [("a", 1), ("b", 2), ("c", 3)]
     # concat keeps the ids of both tables
     inputs = {**frame_rows(pw.debug.table_to_pandas(one)), **frame_rows(pw.debug.table_to_pandas(two))}
     assert frame_rows(joined) == inputs
     # the same labels give the same ids: concat_reindex makes new, distinct ones
     reindexed = pw.debug.table_to_pandas(one.concat_reindex(same_labels))
-    assert _sorted(frame_rows(reindexed).values()) == [("a", 1), ("b", 2), ("d", 4), ("e", 5)]
+    assert sorted_rows(frame_rows(reindexed).values()) == [("a", 1), ("b", 2), ("d", 4), ("e", 5)]
     assert reindexed.index.is_unique
 
 
@@ -167,7 +114,7 @@ def test_flatten_lists_tuples_and_json_arrays():
     flat = lists.flatten(pw.this.xs, origin_id="origin")
     assert str(flat.typehints()["xs"]) == "int"
     frame = pw.debug.table_to_pandas(flat)
-    assert _sorted((k, x) for k, x, _ in frame_rows(frame).values()) == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)]
+    assert sorted_rows((k, x) for k, x, _ in frame_rows(frame).values()) == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)]
     assert frame.index.is_unique
     origins = ids_of(t)  # k -> id of the flattened row
     assert {(k, o) for k, _, o in frame_rows(frame).values()} == {("a", origins["a"]), ("b", origins["b"])}
@@ -553,7 +500,7 @@ def test_join_on_two_columns_and_id_from_a_side():
     result = left.join(right, left.k == right.k, left.m == right.m, id=left.id).select(left.a, right.b)
     frame = pw.debug.table_to_pandas(result)
     source = frame_rows(pw.debug.table_to_pandas(left))
-    assert _sorted(frame_rows(frame).values()) == [("y", "p"), ("z", "q")]
+    assert sorted_rows(frame_rows(frame).values()) == [("y", "p"), ("z", "q")]
     assert {i: r[0] for i, r in frame_rows(frame).items()} == {i: r[2] for i, r in source.items() if r[2] != "x"}
 
 

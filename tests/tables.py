@@ -1,0 +1,62 @@
+"""Reading tables in tests: final rows, ids and per-time changes as plain Python values."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+import sparkway as pw
+
+
+def plain(value: Any) -> Any:
+    """A pandas cell as a plain Python value (NaN -> None, numpy scalars -> Python)."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.to_pydatetime()
+    if isinstance(value, pd.Timedelta):
+        return value.to_pytimedelta()
+    if value is pd.NaT or value is pd.NA:
+        return None
+    return value.item() if hasattr(value, "item") and not isinstance(value, (tuple, list)) else value
+
+
+def sorted_rows(items: list[tuple]) -> list[tuple]:
+    return sorted(items, key=repr)
+
+
+def frame_rows(frame: pd.DataFrame) -> dict[int, tuple]:
+    """Row id -> the row as a tuple of plain values."""
+    return {i: tuple(plain(v) for v in r) for i, r in zip(frame.index, frame.itertuples(index=False))}
+
+
+def rows(table: pw.Table) -> list[tuple]:
+    """The table's final rows as tuples (ids ignored), sorted."""
+    return sorted_rows(list(frame_rows(pw.debug.table_to_pandas(table)).values()))
+
+
+def assert_rows(table: pw.Table, expected: list[tuple]) -> None:
+    assert rows(table) == sorted_rows(expected)
+
+
+def ids_of(table: pw.Table) -> dict[Any, int]:
+    """First column value -> row id, for a table whose first column names its rows."""
+    frame = pw.debug.table_to_pandas(table)
+    return {plain(v): i for i, v in zip(frame.index, frame.iloc[:, 0])}
+
+
+def changes(table: pw.Table) -> list[list[tuple]]:
+    """Per output time: the changes as sorted (columns..., diff) tuples."""
+    out = []
+    for batch in pw.debug.compute(table):
+        names = table.column_names()
+        data = batch.table.to_pylist()
+        out.append(sorted_rows([tuple(r[c] for c in names) + (r["diff"],) for r in data]))
+    return out
+
+
+def assert_changes(table: pw.Table, expected: list[list[tuple]]) -> None:
+    """The table's changes, time by time, are the expected ones (in any order within a time)."""
+    assert changes(table) == [sorted_rows(batch) for batch in expected]
