@@ -23,6 +23,7 @@ import datetime as dt
 import json
 import logging
 import os
+import pickle
 import time
 from collections.abc import Callable
 from typing import IO, Any
@@ -114,9 +115,23 @@ class _FileSink(Sink):
         dtype = self.dtypes.get(column)
         return dtype is not None and dtype.name == "Json"
 
+    def _is_any(self, column: str) -> bool:
+        """Columns of type Any hold pickled Python objects: written as those objects."""
+        dtype = self.dtypes.get(column)
+        return dtype is not None and dtype.name == "Any"
+
 
 def _csv_quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
+
+
+def _csv_object(value: Any) -> str:
+    """A Python object (of an Any column) in a CSV field, formatted by its own type."""
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return _csv_quote(value if isinstance(value, str) else json.dumps(_plain(value), default=str))
 
 
 def _csv_formatter(arrow_type: pa.DataType) -> Formatter:
@@ -154,11 +169,14 @@ class CsvSink(_FileSink):
 
     def format_batch(self, table: pa.Table) -> str:
         names = [*self.columns, "time", "diff"]
-        fields = [
-            list(map(_csv_formatter(table.schema.field(n).type), table.column(n).to_pylist()))
-            for n in names
-        ]
+        fields = [list(map(self._formatter(table, n), table.column(n).to_pylist())) for n in names]
         return "".join(",".join(row) + "\n" for row in zip(*fields))
+
+
+    def _formatter(self, table: pa.Table, name: str) -> Formatter:
+        if self._is_any(name):
+            return lambda v: "" if v is None else _csv_object(pickle.loads(v))
+        return _csv_formatter(table.schema.field(name).type)
 
 
 class JsonLinesSink(_FileSink):
@@ -179,6 +197,8 @@ class JsonLinesSink(_FileSink):
         values = table.column(name).to_pylist()
         if self._is_json(name):
             return [None if v is None else json.loads(v) for v in values]
+        if self._is_any(name):
+            return [None if v is None else _plain(pickle.loads(v)) for v in values]
         arrow_type = table.schema.field(name).type
         if pa.types.is_primitive(arrow_type) and not (
             pa.types.is_timestamp(arrow_type) or pa.types.is_duration(arrow_type)
