@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable
 from sparkway.api import dtypes as dt
 from sparkway.api.dtypes import DType
 from sparkway.api.expression import (
-    Cast, ColumnRef, Const, Expr, PointerFrom, ReducerExpr, transform, walk, wrap,
+    Cast, ColumnRef, Expr, PointerFrom, ReducerExpr, transform, walk, wrap,
 )
 from sparkway.api.schema import Column, Schema, schema_from_columns
 from sparkway.api.thisclass import AllColumns, Placeholder, left, right, this
@@ -580,7 +580,3 @@ def _to_side(e: Expr, side: int) -> Expr:
     if _input_of(e) != side:
         raise ValueError("each side of a join condition must use one table's columns")
     return transform(e, lambda x: ColumnRef(n.InputRef(0), x.name) if isinstance(x, ColumnRef) else None)
-
-
-def table_of_constant(value: Any) -> Expr:
-    return Const(value)

@@ -56,7 +56,6 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -596,15 +595,3 @@ def _segment_key(segment: Segment) -> str:
 
 def _with_diff(table: pa.Table, diff: int) -> pa.Table:
     return table.append_column("_diff", pa.array([diff] * table.num_rows, pa.int64()))
-
-
-def read_all(source: FileSource, storage: BlobStorage | None = None) -> Iterable[pa.Table]:
-    """Drive a source by hand until nothing is left (static) or nothing is new
-    (streaming): handy in tests and scripts."""
-    source.open(storage)
-    while True:
-        segments = source.discover()
-        if not segments:
-            return
-        yield source.read(segments)
-        source.advance(segments)
