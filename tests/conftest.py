@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from services.postgres import postgres, postgres_server  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

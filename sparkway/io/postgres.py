@@ -1,0 +1,129 @@
+"""``pw.io.postgres``: a table's changes, or its live snapshot, in a PostgreSQL table.
+
+See docs/postgres.md for the table layouts, the type mapping and the guarantees.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparkway.api import graph
+from sparkway.api.expression import ColumnRef
+from sparkway.api.table import Table
+from sparkway.connectors.postgres import (
+    INIT_MODES, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, PostgresSink, sql_type,
+)
+from sparkway.plan import nodes as n
+
+__all__ = ["write", "write_snapshot"]
+
+
+def write(
+    table: Table,
+    postgres_settings: dict,
+    table_name: str,
+    *,
+    max_batch_size: int | None = None,
+    init_mode: str = "default",
+    output_table_type: str = STREAM_OF_CHANGES,
+    primary_key: list[Any] | None = None,
+    name: str | None = None,
+) -> None:
+    """Writes ``table`` to the PostgreSQL table ``table_name``, exactly once.
+
+    ``output_table_type="stream_of_changes"`` appends every change as a row: the columns,
+    then ``time`` (BIGINT) and ``diff`` (SMALLINT, 1 or -1).  ``"snapshot"`` keeps one row
+    per ``primary_key`` (column references or names) holding the latest value, with the
+    ``time`` it was written at; a retracted row is deleted.
+
+    ``postgres_settings`` are libpq connection parameters (``host``, ``port``, ``dbname``,
+    ``user``, ``password``, ...).  ``init_mode``: ``"default"`` (the table must exist),
+    ``"create_if_not_exists"`` or ``"replace"`` (drop and create).  ``max_batch_size``
+    splits a step's rows into several statements, all in the step's one transaction.
+    ``name`` identifies the sink's progress (default: ``table_name``).
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("word | count\\n a | 2")
+    >>> settings = {"host": "localhost", "port": 5432, "dbname": "db", "user": "me", "password": "pw"}
+    >>> pw.io.postgres.write(t, settings, "counts", output_table_type="snapshot",
+    ...                      primary_key=[t.word], init_mode="create_if_not_exists")
+    >>> pw.run()   # doctest: +SKIP
+    """
+    if output_table_type not in (STREAM_OF_CHANGES, SNAPSHOT):
+        raise ValueError(f"output_table_type must be {STREAM_OF_CHANGES!r} or {SNAPSHOT!r}, not {output_table_type!r}")
+    if init_mode not in INIT_MODES:
+        raise ValueError(f"init_mode must be one of {list(INIT_MODES)}, not {init_mode!r}")
+    if max_batch_size is not None and max_batch_size < 1:
+        raise ValueError(f"max_batch_size must be a positive number of rows, not {max_batch_size}")
+    columns = table.typehints()
+    _check_columns(columns)
+    key = _primary_key(table, primary_key, output_table_type)
+    sink = PostgresSink(postgres_settings, table_name, columns, table_type=output_table_type, primary_key=key,
+                        init_mode=init_mode, max_batch_size=max_batch_size, name=name)
+    _check_distinct_progress(sink)
+    graph.add_output(n.Output(dict(table._node.columns), table._node, sink))
+
+
+def write_snapshot(
+    table: Table,
+    postgres_settings: dict,
+    table_name: str,
+    primary_key: list[Any],
+    *,
+    max_batch_size: int | None = None,
+    init_mode: str = "default",
+    name: str | None = None,
+) -> None:
+    """Keeps the live snapshot of ``table`` in ``table_name``: ``write`` with
+    ``output_table_type="snapshot"``.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("user_id | requests\\n ann | 3")
+    >>> settings = {"host": "localhost", "port": 5432, "dbname": "db", "user": "me", "password": "pw"}
+    >>> pw.io.postgres.write_snapshot(t, settings, "user_stats", ["user_id"])
+    >>> pw.run()   # doctest: +SKIP
+    """
+    write(table, postgres_settings, table_name, max_batch_size=max_batch_size, init_mode=init_mode,
+          output_table_type=SNAPSHOT, primary_key=primary_key, name=name)
+
+
+def _check_columns(columns: dict[str, Any]) -> None:
+    taken = [c for c in columns if c.lower() in META_COLUMNS]
+    if taken:
+        raise ValueError(f"column(s) {taken} collide with the 'time' and 'diff' columns the PostgreSQL table "
+                         "gets: rename them (table.rename(...)) before writing")
+    for column, dtype in columns.items():
+        try:
+            sql_type(dtype)
+        except TypeError as error:
+            raise TypeError(f"column {column!r}: {error}") from None
+
+
+def _primary_key(table: Table, primary_key: list[Any] | None, output_table_type: str) -> list[str]:
+    """The key's column names; references (``table.col``, ``pw.this.col``) or names."""
+    if output_table_type != SNAPSHOT:
+        if primary_key:
+            raise ValueError("primary_key is for output_table_type='snapshot' only")
+        return []
+    if not primary_key:
+        raise ValueError("a snapshot needs primary_key: the column(s) that identify a row, e.g. [table.id_col]")
+    names = [c.name if isinstance(c, ColumnRef) else c for c in primary_key]
+    columns = table.typehints()
+    for name in names:
+        if not isinstance(name, str) or name not in columns:
+            raise ValueError(f"primary_key entry {name!r} is not a column of the table; its columns are {list(columns)}")
+        if columns[name].optional:
+            raise ValueError(f"primary_key column {name!r} may be None; a key column must not be: "
+                             f"filter the Nones out first (.filter(pw.this.{name}.is_not_none()))")
+    if len(set(names)) != len(names):
+        raise ValueError(f"primary_key names a column twice: {names}")
+    return names
+
+
+def _check_distinct_progress(sink: PostgresSink) -> None:
+    """Two sinks with one progress record would skip each other's batches."""
+    for output in graph.outputs():
+        other = output.sink
+        if isinstance(other, PostgresSink) and other.progress_id == sink.progress_id and other.settings == sink.settings:
+            raise ValueError(f"two PostgreSQL outputs of this program are both named {sink.progress_id!r}: give "
+                             "each a distinct name= (it keys the output's progress record)")
