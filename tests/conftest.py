@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from services.postgres import postgres, postgres_server  # noqa: F401
+from services.s3 import s3_bucket, s3_endpoint  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 

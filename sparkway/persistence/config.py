@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkway.io.s3 import AwsS3Settings, split_s3_path
 from sparkway.persistence.storage import BlobStorage
 
 
 @dataclass(frozen=True)
 class Backend:
-    """A storage location: ``Backend.filesystem(path)`` (``Backend.s3`` comes with S3 support).
+    """A storage location: ``Backend.filesystem(path)`` or ``Backend.s3(root_path, settings)``.
 
     >>> import sparkway as pw
     >>> pw.persistence.Backend.filesystem("./PStorage").root.endswith("PStorage")
@@ -18,13 +19,41 @@ class Backend:
     """
 
     root: str
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict, repr=False)  # may hold credentials
 
     @classmethod
     def filesystem(cls, path: str | Any) -> "Backend":
+        """A folder of the local (or a mounted shared) filesystem."""
         import os
 
         return cls(os.path.abspath(os.fspath(path)))
+
+    @classmethod
+    def s3(cls, root_path: str, bucket_settings: AwsS3Settings | None = None) -> "Backend":
+        """A prefix in an S3 bucket: ``root_path`` is ``"s3://bucket/prefix"``, or a prefix
+        inside ``bucket_settings.bucket_name``.
+
+        >>> import sparkway as pw
+        >>> settings = pw.io.s3.AwsS3Settings(bucket_name="pipelines", region="eu-west-1")
+        >>> pw.persistence.Backend.s3("wordcount/state", settings).root
+        's3://pipelines/wordcount/state'
+        """
+        settings = bucket_settings or AwsS3Settings()
+        if root_path.startswith("s3://"):
+            bucket, prefix = split_s3_path(root_path)
+            if settings.bucket_name not in (None, bucket):
+                raise ValueError(
+                    f"root_path {root_path!r} is in bucket {bucket!r} but bucket_settings name "
+                    f"{settings.bucket_name!r}: give the bucket once"
+                )
+        elif settings.bucket_name is not None:
+            bucket, prefix = settings.bucket_name, root_path.strip("/")
+        else:
+            raise ValueError(
+                f"Backend.s3 needs a bucket: write root_path as s3://<bucket>/{root_path.strip('/')} "
+                "or set bucket_settings=pw.io.s3.AwsS3Settings(bucket_name=...)"
+            )
+        return cls(f"s3://{bucket}/{prefix}".rstrip("/"), settings.storage_options())
 
     def storage(self) -> BlobStorage:
         return BlobStorage(self.root, self.options)

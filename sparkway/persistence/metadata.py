@@ -6,21 +6,28 @@ commit logs.
 * ``commits/<n>.json`` is written *after* step n's outputs are durable: its time and every
   source's position after it.
 * ``plan.json`` describes the program that wrote the state; a different program is refused.
-* ``LOCK`` keeps a second process from using the same storage at the same time.
+* ``LOCK`` (a filesystem) or ``LEASE`` (an object store) keeps a second process from using
+  the same storage at the same time.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import socket
+import threading
+import time
 import uuid
 from typing import Any
 
 from sparkway.persistence.storage import BlobStorage
 
+log = logging.getLogger("sparkway")
+
 _KEEP = 5  # committed steps whose logs are kept, for inspection
+LEASE_TTL_S = 30.0  # an object-store lease not renewed for this long may be taken over
 
 
 class StorageInUseError(RuntimeError):
@@ -32,15 +39,22 @@ class PlanChangedError(RuntimeError):
 
 
 class MetadataLog:
-    def __init__(self, storage: BlobStorage) -> None:
+    def __init__(self, storage: BlobStorage, lease_ttl_s: float = LEASE_TTL_S) -> None:
         self.storage = storage
+        self.lease_ttl_s = lease_ttl_s
         self._lock_file: Any = None
+        self._lease: Lease | None = None
 
     # -- exclusive use ------------------------------------------------------------------
     def lock(self) -> None:
         """Takes the storage for this process, or says who has it."""
-        if not self.storage.is_local:
-            return  # object stores have no locks; issue 3 adds a lease for them
+        if self.storage.is_local:
+            self._flock()
+        else:
+            self._lease = Lease(self.storage, self.lease_ttl_s)
+            self._lease.acquire()
+
+    def _flock(self) -> None:
         path = self.storage.path("LOCK")
         os.makedirs(os.path.dirname(path), exist_ok=True)
         handle = open(path, "a+")
@@ -65,6 +79,18 @@ class MetadataLog:
             fcntl.flock(self._lock_file, fcntl.LOCK_UN)
             self._lock_file.close()
             self._lock_file = None
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
+
+    def _check_held(self) -> None:
+        """Stops a process that lost its lease before it writes the log again."""
+        if self._lease is not None and self._lease.lost is not None:
+            raise StorageInUseError(
+                f"this process lost the lease on the persistence storage {self.storage.root}: "
+                f"{self._lease.lost}; stopping without committing, restart the program when "
+                "no other process uses the storage"
+            )
 
     # -- the program ----------------------------------------------------------------------
     def check_plan(self, description: list[dict], rebuild: bool, partitions: int) -> tuple[dict[str, Any], bool]:
@@ -101,10 +127,12 @@ class MetadataLog:
 
     def log_step(self, step: int, time: int, segments: dict[str, list]) -> None:
         record = {"step": step, "time": time, "segments": segments}
+        self._check_held()
         self.storage.write_bytes(f"steps/{step:016d}.json", json.dumps(record).encode())
 
     def commit(self, step: int, time: int, positions: dict[str, Any]) -> None:
         record = {"step": step, "time": time, "positions": positions}
+        self._check_held()
         self.storage.write_bytes(f"commits/{step:016d}.json", json.dumps(record).encode())
         for folder in ("steps", "commits"):
             for name in self.storage.list(folder)[:-_KEEP]:
@@ -113,6 +141,142 @@ class MetadataLog:
     def clear(self) -> None:
         for folder in ("steps", "commits"):
             self.storage.delete(folder)
+
+
+class Lease:
+    """Exclusive use of an object-store folder: the blob ``LEASE`` names its owner.
+
+    It is created with a conditional PUT (``If-None-Match: *``), so of two processes that
+    start together one wins.  A heartbeat thread rewrites it every third of ``ttl_s``
+    with ``If-Match`` on the version it last wrote: if anyone else wrote it meanwhile, the
+    lease is lost (``lost`` says why) and the metadata log refuses further writes.  Another
+    process may take a lease over (again with ``If-Match``) when it was not renewed for
+    ``ttl_s`` by the store's clock, or at once when its owner ran on the same machine and
+    is gone (a crash).  A graceful end deletes it.
+    """
+
+    BLOB = "LEASE"
+
+    def __init__(self, storage: BlobStorage, ttl_s: float) -> None:
+        self.storage = storage
+        self.ttl_s = ttl_s
+        self.owner = {
+            "id": uuid.uuid4().hex, "pid": os.getpid(), "host": socket.gethostname(),
+            "boot": _boot_id(), "started": _process_start(os.getpid()), "ttl_s": ttl_s,
+        }
+        self._lost: str | None = None
+        self._tag: str | None = None
+        self._renewals = 0
+        self._renewed_at = time.monotonic()  # when the last successful write was sent
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def lost(self) -> str | None:
+        """Why this process may no longer hold the lease, or None while it does."""
+        if self._lost is None and time.monotonic() - self._renewed_at >= self.ttl_s:
+            return f"it was not renewed for {self.ttl_s:.0f} s (the process was paused, or the store unreachable)"
+        return self._lost
+
+    def _record(self) -> bytes:
+        # the renewal counter gives every write new content, hence a new version tag
+        return json.dumps({**self.owner, "renewal": self._renewals}).encode()
+
+    def acquire(self) -> None:
+        for _ in range(5):  # each round loses only to another process that made progress
+            self._renewed_at = time.monotonic()
+            tag = self._try_acquire()
+            if tag is not None:
+                self._tag = tag
+                self._thread = threading.Thread(target=self._renew_until_released, name="sparkway-lease", daemon=True)
+                self._thread.start()
+                return
+        raise StorageInUseError(f"the persistence storage {self.storage.root} is contended by several processes")
+
+    def _try_acquire(self) -> str | None:
+        try:
+            tag = self.storage.create(self.BLOB, self._record())
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"the bucket of the persistence storage {self.storage.root} does not exist: "
+                "create it, or fix root_path / bucket_settings"
+            ) from None
+        if tag is not None:
+            return tag
+        current = self.storage.read_versioned(self.BLOB)
+        if current is None:
+            return None  # released meanwhile: try again
+        holder = json.loads(current.data)
+        if holder.get("id") == self.owner["id"]:
+            return current.tag  # our own create, retried by the client after a lost reply
+        # +1 s: the store's times have a resolution of a second
+        expired = current.age_s > float(holder.get("ttl_s", self.ttl_s)) + 1
+        if not expired and not _process_gone(holder):
+            raise StorageInUseError(
+                f"the persistence storage {self.storage.root} is in use by process {holder.get('pid')} "
+                f"on {holder.get('host')} (its lease was renewed {current.age_s:.0f} s ago); two programs "
+                "cannot share one persistence storage at the same time"
+            )
+        why = "expired" if expired else "its process is gone"
+        tag = self.storage.replace(self.BLOB, self._record(), current.tag)
+        if tag is not None:
+            log.warning("Took over the persistence storage lease of process %s on %s: %s",
+                        holder.get("pid"), holder.get("host"), why)
+        return tag
+
+    def _renew_until_released(self) -> None:
+        while not self._stop.wait(self.ttl_s / 3):
+            self._renewals += 1
+            sent_at = time.monotonic()
+            try:
+                tag = self.storage.replace(self.BLOB, self._record(), self._tag)
+            except OSError as exc:  # the store is unreachable: keep trying while it may be ours
+                log.warning("Could not renew the persistence storage lease: %s", exc)
+                if self.lost is None:
+                    continue
+                tag = None
+            if tag is None:
+                self._lost = self.lost or "another process took it over"
+                log.error("Lost the persistence storage lease of %s: %s", self.storage.root, self._lost)
+                return
+            self._tag, self._renewed_at = tag, sent_at
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.lost is None and self._tag is not None:
+            try:
+                self.storage.delete_if(self.BLOB, self._tag)
+            except OSError as exc:  # it expires by itself
+                log.warning("Could not release the persistence storage lease: %s", exc)
+
+
+def _boot_id() -> str | None:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _process_start(pid: int) -> str | None:
+    """When a running process started (clock ticks since boot), None if it is not running
+    (a zombie counts as gone).  Linux only: None elsewhere, when nothing can be told."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] == "Z" else fields[19]
+
+
+def _process_gone(holder: dict[str, Any]) -> bool:
+    """Whether the lease holder certainly ended: it ran on this machine since its boot, and
+    no process with its pid and start time runs now."""
+    if holder.get("boot") is None or holder.get("boot") != _boot_id() or holder.get("host") != socket.gethostname():
+        return False
+    return _process_start(int(holder["pid"])) != holder.get("started")
 
 
 def _explain(stored: list[dict], current: list[dict]) -> str:

@@ -9,9 +9,12 @@ from __future__ import annotations
 import io
 import os
 import uuid
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import fsspec
+import fsspec.asyn
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
@@ -33,7 +36,10 @@ class BlobStorage:
     @property
     def fs(self) -> fsspec.AbstractFileSystem:
         if self._fs is None:
-            self._fs, _ = fsspec.core.url_to_fs(self.root, **self.options)
+            # Other processes (executors, the next run) change these folders: a cached
+            # listing would hide their steps, commits and changelogs.
+            options = {**self.options, "use_listings_cache": False}
+            self._fs, _ = fsspec.core.url_to_fs(self.root, **options)
         return self._fs
 
     @property
@@ -60,12 +66,11 @@ class BlobStorage:
                 os.fsync(f.fileno())
             os.replace(tmp, target)
         else:
-            with self.fs.open(target, "wb") as f:  # an object store's PUT is atomic
-                f.write(data)
+            # one PUT (a multipart upload above 100 MB): readers see all of it or none
+            self.fs.pipe_file(target, data)
 
     def read_bytes(self, relative: str) -> bytes:
-        with self.fs.open(self.path(relative), "rb") as f:
-            return f.read()
+        return self.fs.cat_file(self.path(relative))
 
     def exists(self, relative: str) -> bool:
         return self.fs.exists(self.path(relative))
@@ -90,6 +95,82 @@ class BlobStorage:
 
     def read_arrow(self, relative: str) -> pa.Table:
         return ipc.open_file(pa.BufferReader(self.read_bytes(relative))).read_all()
+
+
+    # -- conditional writes (object stores), for the lease of metadata.py -----------------
+    def read_versioned(self, relative: str) -> "Versioned | None":
+        """The blob with its version tag and age, or None when it does not exist."""
+        bucket, key = self._bucket_key(relative)
+        try:
+            return fsspec.asyn.sync(self.fs.loop, _get_versioned, self.fs, bucket, key)
+        except FileNotFoundError:
+            if not self.fs.exists(bucket):
+                raise
+            return None
+
+    def create(self, relative: str, data: bytes) -> str | None:
+        """Writes a blob that must not exist yet (``If-None-Match: *``): its version tag,
+        or None when the blob exists."""
+        bucket, key = self._bucket_key(relative)
+        try:
+            return self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")["ETag"]
+        except OSError as exc:
+            if _lost_race(exc):
+                return None
+            raise
+
+    def replace(self, relative: str, data: bytes, tag: str) -> str | None:
+        """Overwrites a blob unless it changed since version ``tag`` (``If-Match``): the
+        new version tag, or None when it changed or is gone."""
+        bucket, key = self._bucket_key(relative)
+        try:
+            return self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, IfMatch=tag)["ETag"]
+        except OSError as exc:
+            if _lost_race(exc):
+                return None
+            raise
+
+    def delete_if(self, relative: str, tag: str) -> bool:
+        """Deletes a blob if it is still at version ``tag``."""
+        bucket, key = self._bucket_key(relative)
+        try:
+            self.fs.call_s3("delete_object", Bucket=bucket, Key=key, IfMatch=tag)
+        except OSError as exc:
+            if _lost_race(exc):
+                return False
+            raise
+        return True
+
+    def _bucket_key(self, relative: str) -> tuple[str, str]:
+        if "s3" not in _protocols(self.fs):
+            raise NotImplementedError(f"conditional writes are implemented for S3 only, not for {self.root}")
+        bucket, key, _ = self.fs.split_path(self.path(relative))
+        return bucket, key
+
+
+@dataclass(frozen=True)
+class Versioned:
+    data: bytes
+    tag: str  # the ETag: changes with every write of different content
+    age_s: float  # since the last write, measured by the store's clock (1 s resolution)
+
+
+async def _get_versioned(fs: Any, bucket: str, key: str) -> Versioned:
+    response = await fs._call_s3("get_object", Bucket=bucket, Key=key)
+    try:
+        data = await response["Body"].read()
+    finally:
+        response["Body"].close()
+    # both times come from the server: the reader's own clock does not matter
+    now = parsedate_to_datetime(response["ResponseMetadata"]["HTTPHeaders"]["date"])
+    return Versioned(data, response["ETag"], (now - response["LastModified"]).total_seconds())
+
+
+def _lost_race(exc: OSError) -> bool:
+    """A conditional request that failed because the blob is not as expected."""
+    response = getattr(exc.__cause__, "response", None) or {}
+    code = response.get("Error", {}).get("Code")
+    return code in ("PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey", "412", "409")
 
 
 def _protocols(fs: fsspec.AbstractFileSystem) -> tuple[str, ...]:
