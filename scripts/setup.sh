@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install what sparkway needs, idempotently:
 #   - a Java runtime (17+) for Spark, from apt if `java` is missing;
-#   - .venv at the repo root with the project installed: pip install -e ".[test]".
+#   - .venv at the repo root with the project installed: pip install -e ".[test]";
+#   - with --test-services (scripts/test.sh passes it): the servers the tests start,
+#     i.e. PostgreSQL (apt package postgresql) when no initdb can be found.
 # Silent when everything is already in place. Run it from any directory;
 # the other scripts call it (they do not source it), so it exports nothing.
 set -euo pipefail
@@ -14,6 +16,14 @@ STAMP="$VENV/.sparkway-installed"
 
 say() { echo "setup: $*" >&2; }
 die() { echo "setup: error: $*" >&2; exit 1; }
+
+TEST_SERVICES=0
+for arg in "$@"; do
+    case "$arg" in
+        --test-services) TEST_SERVICES=1 ;;
+        *) die "unknown argument '$arg' (known: --test-services)" ;;
+    esac
+done
 
 # Run as root directly, otherwise through sudo.
 as_root() {
@@ -47,6 +57,14 @@ fi
 java_major="$("$JAVA" -version 2>&1 | sed -nE '1s/.*version "(1\.)?([0-9]+).*/\2/p')"
 if [ -z "$java_major" ] || [ "$java_major" -lt 17 ]; then
     die "Spark 4 needs Java 17 or newer; '$JAVA' is version '${java_major:-unknown}'. Install openjdk-17-jre-headless and make it the default java, or set JAVA_HOME."
+fi
+
+# --- Servers the tests start -------------------------------------------------------
+# tests/services/postgres.py runs initdb and pg_ctl from PATH or /usr/lib/postgresql/*/bin.
+if [ "$TEST_SERVICES" -eq 1 ] && ! command -v initdb >/dev/null 2>&1 \
+        && ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+    apt_install postgresql
+    compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || die "initdb still not found after installing postgresql"
 fi
 
 # --- Python -------------------------------------------------------------------

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Quick start 2: install everything (scripts/setup.sh), then run the whole
+# Quick start 2: install everything (scripts/setup.sh, with the test servers), then run the whole
 # pytest suite. Arguments are passed to pytest, e.g. ./scripts/test.sh -k sessions -x
 # Exits non-zero when a test fails and also when no test ran (pytest exit code 5).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$ROOT/scripts/setup.sh"
+bash "$ROOT/scripts/setup.sh" --test-services  # also the servers the tests start
 cd "$ROOT"
 
 export SPARK_LOCAL_IP=127.0.0.1
