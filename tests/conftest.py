@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from services.kafka import kafka_broker  # noqa: F401
 from services.postgres import postgres, postgres_server  # noqa: F401
 from services.s3 import s3_bucket, s3_endpoint  # noqa: F401
 

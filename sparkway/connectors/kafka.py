@@ -1,0 +1,540 @@
+"""Kafka: ``KafkaSource`` reads one topic, ``KafkaSink`` writes a table's changes to one.
+
+Reading
+-------
+A background thread (``_Poller``) consumes every partition of the topic, assigned
+directly (no consumer-group rebalancing), and buffers the messages, so that the step loop
+never waits on the broker.  ``discover()`` turns what is buffered into one segment per
+partition, at most once every ``autocommit_duration_ms``; ``read()`` parses the buffered
+messages of the segments, or fetches them again by offset when a step of an earlier run
+is replayed after a crash.
+
+Segment (the messages of one partition, one input transaction; JSON-able)::
+
+    {"partition": 0, "start": 12, "end": 40, "count": 28}
+
+``start`` is the offset of its first message and ``end`` one past the offset of its last
+one, so both ends are real messages; offsets in between may be missing (compaction,
+transaction markers).
+
+Position: the next offset to read, per partition::
+
+    {"topic": "events", "offsets": {"0": 40, "1": 7}}
+
+A partition without an offset starts where the consumer settings say (a committed offset
+of ``group.id``, else ``auto.offset.reset``).
+
+A message that does not fit the format or the schema is skipped with a WARNING naming
+topic, partition, offset and the reason, as the file readers do.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from sparkway.api.dtypes import BYTES, STR, DType
+from sparkway.api.schema import Column
+from sparkway.connectors.base import OutputBatch, Segment, Sink, Source
+from sparkway.connectors.formats import (
+    MAX_ROW_WARNINGS,
+    RowError,
+    input_name,
+    json_converter,
+    key_id,
+    record_ids,
+    stored_default,
+)
+from sparkway.connectors.writers import JsonLinesSink
+from sparkway.persistence.storage import BlobStorage
+
+log = logging.getLogger("sparkway")
+
+FORMATS = ("raw", "plaintext", "json")
+DEFAULT_BACKLOG = 100_000  # buffered messages at most; the poller waits beyond that
+FETCH_TIMEOUT_S = 60  # re-reading a replayed segment gives up after this long without it
+_POLL_S = 0.2
+
+
+class KafkaError(RuntimeError):
+    """The broker refused or failed an operation; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Message:
+    partition: int
+    offset: int
+    value: bytes | None
+
+
+def consumer_settings(settings: dict[str, Any], topic: str) -> dict[str, Any]:
+    """The user's rdkafka settings, with what sparkway needs: a group id (librdkafka
+    wants one even for assigned partitions) and no offset commits to the group (the
+    position lives in sparkway's persistence, committed with the step)."""
+    if "bootstrap.servers" not in settings:
+        raise ValueError('rdkafka_settings needs "bootstrap.servers", e.g. {"bootstrap.servers": "localhost:9092"}')
+    out = {k: str(v) if isinstance(v, bool) else v for k, v in settings.items()}
+    out.setdefault("group.id", f"sparkway-{topic}")
+    out.setdefault("enable.auto.commit", "false")
+    return out
+
+
+def _consumer(settings: dict[str, Any]) -> Any:
+    from confluent_kafka import Consumer  # imported late: only Kafka programs need it
+
+    return Consumer(settings)
+
+
+# ---------------------------------------------------------------------------- poller
+
+
+class _Poller(threading.Thread):
+    """Consumes the assigned partitions into a buffer (per partition, by offset)."""
+
+    def __init__(self, consumer: Any, backlog: int) -> None:
+        super().__init__(name="sparkway-kafka-poller", daemon=True)
+        self.consumer = consumer
+        self.backlog = backlog
+        self.lock = threading.Condition()
+        self.buffer: dict[int, list[Message]] = {}
+        self.size = 0
+        self.stopping = threading.Event()
+        self.failure: str | None = None
+
+    def run(self) -> None:
+        try:
+            while not self.stopping.is_set():
+                with self.lock:
+                    if self.size >= self.backlog:
+                        self.lock.wait(_POLL_S)  # the step loop takes messages, or we stop
+                        continue
+                self._add(self.consumer.consume(num_messages=1000, timeout=_POLL_S))
+        except Exception as exc:  # noqa: BLE001 - reported to the step loop by discover()
+            self.failure = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.consumer.close()
+
+    def _add(self, messages: list[Any]) -> None:
+        good = []
+        for message in messages:
+            error = message.error()
+            if error is None:
+                good.append(Message(message.partition(), message.offset(), message.value()))
+            elif error.fatal():
+                self.failure = str(error)
+            else:
+                log.warning("Kafka consumer: %s", error)
+        with self.lock:
+            for message in good:
+                self.buffer.setdefault(message.partition, []).append(message)
+            self.size += len(good)
+
+    def segments(self) -> list[Segment]:
+        with self.lock:
+            return [
+                {"partition": p, "start": ms[0].offset, "end": ms[-1].offset + 1, "count": len(ms)}
+                for p, ms in sorted(self.buffer.items()) if ms
+            ]
+
+    def held(self, segment: Segment) -> list[Message] | None:
+        """The segment's messages when the buffer holds them all, else None.  The poller
+        receives a partition's messages in offset order, so holding the first and the
+        last means holding everything between."""
+        with self.lock:
+            messages = self.buffer.get(segment["partition"], [])
+            offsets = [m.offset for m in messages]
+            first = bisect.bisect_left(offsets, segment["start"])
+            last = bisect.bisect_left(offsets, segment["end"])
+            if first == len(offsets) or offsets[first] != segment["start"] or offsets[last - 1] != segment["end"] - 1:
+                return None
+            return messages[first:last]
+
+    def drop_before(self, offsets: dict[int, int]) -> None:
+        """Forget messages that were committed."""
+        with self.lock:
+            for partition, messages in self.buffer.items():
+                keep = [m for m in messages if m.offset >= offsets.get(partition, 0)]
+                self.size -= len(messages) - len(keep)
+                self.buffer[partition] = keep
+            self.lock.notify_all()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        with self.lock:
+            self.lock.notify_all()
+        self.join(30)
+
+
+# ---------------------------------------------------------------------------- source
+
+
+class KafkaSource(Source):
+    """Rows from the messages of one Kafka topic (all its partitions).
+
+    ``format`` is "raw" (a ``data: bytes`` column), "plaintext" (``data: str``) or
+    "json" (the columns of ``columns`` from each message's JSON object; a column's
+    ``json_field_paths`` entry, a JSON Pointer such as "/user/id", takes it from deeper).
+
+    >>> src = KafkaSource({"bootstrap.servers": "localhost:9092"}, "events",
+    ...                   format="raw", columns={}, name="events")   # doctest: +SKIP
+    >>> segments = src.discover()   # [{"partition": 0, "start": 0, "end": 3, "count": 3}]  # doctest: +SKIP
+    """
+
+    connector_label = "KafkaReader"
+
+    def __init__(
+        self,
+        settings: dict[str, Any],
+        topic: str,
+        *,
+        format: str,
+        columns: dict[str, Column],
+        autocommit_duration_ms: int | None = 1500,
+        json_field_paths: dict[str, str] | None = None,
+        name: str | None = None,
+        max_backlog_size: int | None = None,
+    ) -> None:
+        if format not in FORMATS:
+            raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+        self.topic = topic
+        self.format = format
+        self.name = name
+        self.settings = consumer_settings(settings, topic)
+        self.schema = _schema_for(format, columns)
+        self.columns: dict[str, DType] = {n: c.dtype for n, c in self.schema.items()}
+        self.key_columns = [n for n, c in self.schema.items() if c.primary_key]
+        self.commit_interval_s = (autocommit_duration_ms or 0) / 1000
+        self.backlog = max_backlog_size or DEFAULT_BACKLOG
+        self._fields = _json_fields(self.schema, json_field_paths or {}) if format == "json" else {}
+        self.arrow_schema = pa.schema(
+            [("_id", pa.int64())] + [(n, d.arrow_type()) for n, d in self.columns.items()] + [("_diff", pa.int64())]
+        )
+        self._poller: _Poller | None = None
+        self.open(None)
+
+    @property
+    def label(self) -> str:
+        return f"{self.connector_label}-{self.name}"
+
+    # ------------------------------------------------------------------ life cycle
+
+    def open(self, storage: BlobStorage | None) -> None:
+        """Starts from nothing read; the poller starts at the first discover(), after a
+        restored position and a replayed step have set where it begins."""
+        self.close()
+        self._offsets: dict[int, int] = {}
+        self._last_commit = 0.0
+
+    def position(self) -> dict[str, Any]:
+        return {"topic": self.topic, "offsets": {str(p): o for p, o in sorted(self._offsets.items())}}
+
+    def restore(self, position: dict[str, Any]) -> None:
+        if position.get("topic") != self.topic:
+            log.warning("%s: the stored position is for topic %r, not %r; reading from the start",
+                        self.label, position.get("topic"), self.topic)
+            return
+        self._offsets = {int(p): int(o) for p, o in position.get("offsets", {}).items()}
+        log.info("%s: restored offsets %s", self.label, self.position()["offsets"])
+
+    def close(self) -> None:
+        if self._poller is not None:
+            self._poller.stop()
+            self._poller = None
+
+    # ---------------------------------------------------------------- discover, read
+
+    def discover(self) -> list[Segment]:
+        poller = self._poller or self._start_poller()
+        if poller.failure is not None:
+            raise KafkaError(f"{self.label}: reading topic {self.topic!r} failed: {poller.failure}")
+        if time.monotonic() - self._last_commit < self.commit_interval_s:
+            return []  # input waits for the next commit, at most autocommit_duration_ms
+        return poller.segments()
+
+    def _start_poller(self) -> _Poller:
+        from confluent_kafka import TopicPartition
+
+        consumer = _consumer(self.settings)
+        partitions = self._partitions(consumer)
+        consumer.assign([
+            TopicPartition(self.topic, p, self._offsets[p]) if p in self._offsets else TopicPartition(self.topic, p)
+            for p in partitions
+        ])
+        self._poller = _Poller(consumer, self.backlog)
+        self._poller.start()
+        log.info("%s: reading partitions %s of topic %r", self.label, partitions, self.topic)
+        return self._poller
+
+    def _partitions(self, consumer: Any) -> list[int]:
+        metadata = consumer.list_topics(self.topic, timeout=30).topics.get(self.topic)
+        if metadata is None or metadata.error is not None or not metadata.partitions:
+            consumer.close()
+            reason = metadata.error if metadata is not None else "not in the broker's metadata"
+            raise KafkaError(f"{self.label}: cannot read topic {self.topic!r} ({reason}); create it first")
+        return sorted(metadata.partitions)
+
+    def read(self, segments: list[Segment]) -> pa.Table:
+        tables = [self._segment_table(s, self._messages(s)) for s in segments]
+        return pa.concat_tables(tables) if tables else self.arrow_schema.empty_table()
+
+    def _messages(self, segment: Segment) -> list[Message]:
+        held = self._poller.held(segment) if self._poller is not None else None
+        messages = held if held is not None else self._fetch(segment)
+        if len(messages) != segment["count"]:
+            log.warning(
+                "%s: partition %d offsets %d-%d held %d messages when first read, %d now "
+                "(retention or compaction removed some); the step reads what is left",
+                self.label, segment["partition"], segment["start"], segment["end"] - 1, segment["count"], len(messages),
+            )
+        return messages
+
+    def _fetch(self, segment: Segment) -> list[Message]:
+        """Reads a segment's messages again from the broker (a replayed step)."""
+        from confluent_kafka import TopicPartition
+
+        partition, start, end = segment["partition"], segment["start"], segment["end"]
+        consumer = _consumer(self.settings)
+        consumer.assign([TopicPartition(self.topic, partition, start)])
+        messages: list[Message] = []
+        deadline = time.monotonic() + FETCH_TIMEOUT_S
+        try:
+            while not messages or messages[-1].offset < end - 1:
+                if time.monotonic() > deadline:
+                    raise KafkaError(
+                        f"{self.label}: cannot read offsets {start}-{end - 1} of partition {partition} of topic "
+                        f"{self.topic!r} again to replay an interrupted step; is the broker up?"
+                    )
+                message = consumer.poll(_POLL_S)
+                if message is None or message.error() is not None:
+                    continue
+                if message.offset() >= end:
+                    break  # the last message is gone (compaction): the segment ends here
+                messages.append(Message(partition, message.offset(), message.value()))
+        finally:
+            consumer.close()
+        return messages
+
+    def _segment_table(self, segment: Segment, messages: list[Message]) -> pa.Table:
+        values: dict[str, list[Any]] = {n: [] for n in self.schema}
+        offsets: list[int] = []
+        skipped = 0
+        for message in messages:
+            try:
+                row = self._parse(message.value)
+            except RowError as exc:
+                skipped += 1
+                if skipped <= MAX_ROW_WARNINGS:
+                    log.warning("%s: topic %r, partition %d, offset %d: %s; message skipped",
+                                self.label, self.topic, message.partition, message.offset, exc)
+                continue
+            offsets.append(message.offset)
+            for name, value in zip(self.schema, row):
+                values[name].append(value)
+        if skipped > MAX_ROW_WARNINGS:
+            log.warning("%s: %d more messages skipped", self.label, skipped - MAX_ROW_WARNINGS)
+        if self.key_columns:
+            ids = [key_id(k) for k in zip(*(values[n] for n in self.key_columns))]
+        else:
+            ids = record_ids(self.name or "", f"{self.topic}:{segment['partition']}", offsets)
+        arrays = [pa.array(ids, pa.int64())]
+        arrays += [pa.array(values[n], c.dtype.arrow_type()) for n, c in self.schema.items()]
+        arrays.append(pa.array([1] * len(offsets), pa.int64()))
+        return pa.Table.from_arrays(arrays, schema=self.arrow_schema)
+
+    def _parse(self, value: bytes | None) -> list[Any]:
+        """The stored values of a message's row; raises RowError for a bad message."""
+        if value is None:
+            raise RowError("the message has no value (a tombstone)")
+        if self.format == "raw":
+            return [value]
+        try:
+            text = value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RowError(f"invalid UTF-8 at byte {exc.start}") from exc
+        if self.format == "plaintext":
+            return [text]
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RowError(f"invalid JSON: {exc.msg} at character {exc.pos}") from exc
+        if not isinstance(obj, dict):
+            raise RowError(f"expected a JSON object, found {type(obj).__name__}")
+        return [field.value(obj) for field in self._fields.values()]
+
+    # --------------------------------------------------------------------- advance
+
+    def advance(self, segments: list[Segment]) -> None:
+        for segment in segments:
+            partition = segment["partition"]
+            self._offsets[partition] = max(self._offsets.get(partition, 0), segment["end"])
+        if self._poller is not None:
+            self._poller.drop_before(self._offsets)
+        self._last_commit = time.monotonic()
+
+
+@dataclass(frozen=True)
+class _JsonField:
+    """How one schema column is taken from a message's JSON object."""
+
+    column: Column
+    path: list[str]  # keys (or list indices) from the top of the object
+    convert: Callable[[Any], Any]
+
+    def value(self, obj: Any) -> Any:
+        for key in self.path:
+            if isinstance(obj, dict) and key in obj:
+                obj = obj[key]
+            elif isinstance(obj, list) and key.isdigit() and int(key) < len(obj):
+                obj = obj[int(key)]
+            else:
+                return self._missing()
+        try:
+            return self.convert(obj)
+        except RowError as exc:
+            raise RowError(f'column "{self.column.name}": {exc}') from exc
+
+    def _missing(self) -> Any:
+        if self.column.has_default:
+            return stored_default(self.column)
+        if self.column.dtype.optional:
+            return None
+        raise RowError(f'column "{self.column.name}": missing')
+
+
+def _json_fields(schema: dict[str, Column], paths: dict[str, str]) -> dict[str, _JsonField]:
+    unknown = sorted(set(paths) - set(schema))
+    if unknown:
+        raise ValueError(f"json_field_paths names columns that are not in the schema: {unknown}")
+    return {n: _JsonField(c, _pointer(paths[n]) if n in paths else [input_name(c)], json_converter(c.dtype))
+            for n, c in schema.items()}
+
+
+def _pointer(path: str) -> list[str]:
+    """The keys of a JSON Pointer (RFC 6901): "/a/b~1c" -> ["a", "b/c"]."""
+    if not path.startswith("/"):
+        raise ValueError(f"json_field_paths: {path!r} is not a JSON Pointer; write it like '/user/id'")
+    return [part.replace("~1", "/").replace("~0", "~") for part in path[1:].split("/")]
+
+
+def _schema_for(format: str, columns: dict[str, Column]) -> dict[str, Column]:
+    if format == "json":
+        if not columns:
+            raise ValueError('format "json" needs schema=: a pw.Schema subclass naming the columns')
+        return dict(columns)
+    return {"data": Column("data", BYTES if format == "raw" else STR)}
+
+
+# ------------------------------------------------------------------------------ sink
+
+
+class KafkaSink(Sink):
+    """Sends every change of a table to a topic, one message each.
+
+    "json": a JSON object with the columns, ``diff`` and ``time`` (values as in
+    ``JsonLinesSink``); "raw"/"plaintext": the ``value`` column as the payload, with
+    ``time`` and ``diff`` in the headers ``pathway_time`` and ``pathway_diff``.
+    ``key`` names a column whose value becomes the message key.  ``write`` returns once
+    the broker acknowledged every message, and raises if any was refused.
+
+    >>> sink = KafkaSink({"bootstrap.servers": "localhost:9092"}, "counts", ["word", "count"])  # doctest: +SKIP
+    >>> # a batch sends messages like {"word": "a", "count": 2, "diff": 1, "time": 1701270092168}
+    """
+
+    def __init__(
+        self,
+        settings: dict[str, Any],
+        topic: str,
+        columns: list[str],
+        *,
+        dtypes: dict[str, DType] | None = None,
+        format: str = "json",
+        key: str | None = None,
+        value: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        if format not in FORMATS:
+            raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+        if "bootstrap.servers" not in settings:
+            raise ValueError('rdkafka_settings needs "bootstrap.servers", e.g. {"bootstrap.servers": "localhost:9092"}')
+        for column in (key, value):
+            if column is not None and column not in columns:
+                raise ValueError(f"no column {column!r} in the table; its columns are {columns}")
+        if format != "json" and value is None:
+            if len(columns) != 1:
+                raise ValueError(f'format "{format}" sends one column: give value= (one of {columns})')
+            value = columns[0]
+        self.settings = dict(settings)
+        self.topic = topic
+        self.format = format
+        self.key = key
+        self.value = value
+        if name is not None:
+            self.name = name
+        # formats rows as JsonLinesSink does; it is never opened, so writes no file
+        self._json = JsonLinesSink("", columns, dtypes=dtypes)
+        self._producer: Any = None
+
+    def open(self) -> None:
+        from confluent_kafka import Producer
+
+        self._producer = Producer(self.settings)
+
+    def write(self, batch: OutputBatch) -> None:
+        table = batch.table
+        if table.num_rows == 0:
+            return
+        if self._producer is None:
+            self.open()
+        keys = _payloads(table.column(self.key).to_pylist()) if self.key else [None] * table.num_rows
+        failures: list[str] = []
+        for key, value, headers in zip(keys, self._values(table), self._headers(table)):
+            self._produce(value, key, headers, failures)
+        self._producer.flush()  # returns when every message is acknowledged or has failed
+        if failures:
+            raise KafkaError(
+                f"KafkaWriter-{self.name}: {len(failures)} of {table.num_rows} messages to topic {self.topic!r} "
+                f"were not delivered (time {batch.time}), e.g. {failures[0]}; the step is not committed, "
+                "a restart writes it again"
+            )
+        log.info("KafkaWriter-%s: Done writing %d entries, time %d.", self.name, table.num_rows, batch.time)
+
+    def _values(self, table: pa.Table) -> list[bytes | None]:
+        if self.format == "json":
+            return [line.encode() for line in self._json.format_batch(table).split("\n")[:-1]]
+        return _payloads(table.column(self.value).to_pylist())
+
+    def _headers(self, table: pa.Table) -> list[list[tuple[str, bytes]] | None]:
+        if self.format == "json":
+            return [None] * table.num_rows
+        times, diffs = table.column("time").to_pylist(), table.column("diff").to_pylist()
+        return [[("pathway_time", b"%d" % t), ("pathway_diff", b"%d" % d)] for t, d in zip(times, diffs)]
+
+    def _produce(self, value: bytes | None, key: bytes | None, headers: Any, failures: list[str]) -> None:
+        def delivered(error: Any, _message: Any) -> None:
+            if error is not None:
+                failures.append(str(error))
+
+        while True:
+            try:
+                self._producer.produce(self.topic, value=value, key=key, headers=headers, on_delivery=delivered)
+                return
+            except BufferError:  # the producer's queue is full: let it send some first
+                self._producer.poll(_POLL_S)
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.flush()
+            self._producer = None
+
+
+def _payloads(values: list[Any]) -> list[bytes | None]:
+    """Message keys or payloads: bytes as they are, anything else as its UTF-8 text."""
+    return [v if v is None or isinstance(v, bytes) else str(v).encode() for v in values]

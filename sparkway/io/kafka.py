@@ -1,0 +1,124 @@
+"""``pw.io.kafka``: messages of a Kafka topic in, a table's changes out.  See docs/kafka.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparkway.api.debug import table_from_source
+from sparkway.api.expression import ColumnRef
+from sparkway.api.graph import add_output
+from sparkway.api.schema import Column, Schema
+from sparkway.api.table import Table
+from sparkway.connectors.kafka import KafkaSink, KafkaSource
+from sparkway.plan import nodes as n
+
+__all__ = ["read", "write"]
+
+
+def read(
+    rdkafka_settings: dict[str, Any],
+    topic: str | list[str] | None = None,
+    *,
+    schema: type[Schema] | None = None,
+    format: str = "raw",
+    mode: str = "streaming",
+    autocommit_duration_ms: int | None = 1500,
+    json_field_paths: dict[str, str] | None = None,
+    parallel_readers: int | None = None,
+    persistent_id: str | None = None,
+    name: str | None = None,
+    max_backlog_size: int | None = None,
+    **ignored: Any,
+) -> Table:
+    """A table of the messages of ``topic``, one row per message, read as they come.
+
+    ``format="raw"`` gives a ``data: bytes`` column, ``"plaintext"`` a ``data: str``
+    column, ``"json"`` the columns of ``schema`` from each message's JSON object
+    (``json_field_paths`` maps a column to a JSON Pointer such as ``"/user/id"``).  Row
+    ids come from the schema's primary key (keys are expected to be unique, as in
+    Pathway: messages are inserts), else from the message's partition and offset.  Messages are committed into a step at most every
+    ``autocommit_duration_ms``.  With persistence, the partition offsets are the source's
+    position: a restart reads each message once.  ``parallel_readers`` is accepted and
+    ignored (one consumer reads every partition).
+
+    >>> import sparkway as pw
+    >>> class Event(pw.Schema):
+    ...     user: str
+    ...     amount: int
+    >>> events = pw.io.kafka.read(
+    ...     {"bootstrap.servers": "localhost:9092", "auto.offset.reset": "earliest"},
+    ...     topic="events", schema=Event, format="json", name="events")  # doctest: +SKIP
+    """
+    if mode != "streaming":
+        raise ValueError(f"mode={mode!r}: Kafka topics are read in mode='streaming' only")
+    columns: dict[str, Column] = schema.columns() if schema is not None else {}
+    source = KafkaSource(
+        rdkafka_settings,
+        _one_topic(topic),
+        format=format,
+        columns=columns,
+        autocommit_duration_ms=autocommit_duration_ms,
+        json_field_paths=json_field_paths,
+        name=_persistent_name(name, persistent_id),
+        max_backlog_size=max_backlog_size,
+    )
+    return table_from_source(source, source.columns)
+
+
+def _persistent_name(name: str | None, persistent_id: str | None) -> str | None:
+    # to be replaced by sparkway.io._common.persistent_name once that is committed
+    if persistent_id is not None and name is not None and persistent_id != name:
+        raise ValueError("give name= or its older spelling persistent_id=, not both")
+    return name if name is not None else persistent_id
+
+
+def _one_topic(topic: str | list[str] | None) -> str:
+    if isinstance(topic, (list, tuple)):
+        if len(topic) != 1:
+            raise ValueError("read one topic per pw.io.kafka.read, then concatenate the tables")
+        topic = topic[0]
+    if not topic:
+        raise ValueError("give the topic to read: pw.io.kafka.read(settings, topic='events', ...)")
+    return topic
+
+
+def write(
+    table: Table,
+    rdkafka_settings: dict[str, Any],
+    topic_name: str | None = None,
+    *,
+    format: str = "json",
+    key: ColumnRef | str | None = None,
+    value: ColumnRef | str | None = None,
+    name: str | None = None,
+    **ignored: Any,
+) -> None:
+    """Sends every change of ``table`` to ``topic_name``, one message per change.
+
+    ``format="json"``: a JSON object with the row's columns, ``diff`` and ``time``.
+    ``"raw"``/``"plaintext"``: the ``value`` column (by default the table's only column)
+    as the payload, with ``time`` and ``diff`` in the headers ``pathway_time`` and
+    ``pathway_diff``.  ``key`` (a column) gives the message key.  A step is committed only
+    once the broker acknowledged all its messages: at least once after a crash.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("word | count\\na | 2")
+    >>> pw.io.kafka.write(t, {"bootstrap.servers": "localhost:9092"}, "counts")  # doctest: +SKIP
+    """
+    if not topic_name:
+        raise ValueError("give the topic to write: pw.io.kafka.write(table, settings, 'counts')")
+    sink = KafkaSink(
+        rdkafka_settings,
+        topic_name,
+        table.column_names(),
+        dtypes=table.typehints(),
+        format=format,
+        key=_column_name(key),
+        value=_column_name(value),
+        name=name,
+    )
+    add_output(n.Output(dict(table._node.columns), table._node, sink))
+
+
+def _column_name(column: ColumnRef | str | None) -> str | None:
+    return column.name if isinstance(column, ColumnRef) else column
