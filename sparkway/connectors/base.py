@@ -9,6 +9,7 @@ again from its log, exactly.  Each segment is one input transaction.
 from __future__ import annotations
 
 import logging
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,8 @@ class Source(ABC):
     #: the persistent id; set by the constructor (explicit) or by the plan (generated)
     name: str | None = None
     columns: dict[str, DType]
+    #: set by the step loop; a source that gets input between polls may set it to be read sooner
+    wakeup: threading.Event | None = None
 
     def open(self, storage: BlobStorage | None) -> None:
         """Called before anything else.  ``storage`` is where this source may keep

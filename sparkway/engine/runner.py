@@ -9,6 +9,7 @@ A crash between logging and committing replays the logged step on restart.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -64,12 +65,16 @@ class Runner:
         self.metadata: MetadataLog | None = None
         self.partitions = 0  # state partitions, fixed by the first run of a persistent program
         self.stop_requested = threading.Event()
+        self.wakeup = threading.Event()  # set when a source has input, or on a stop request
+        self.entries: dict[str, int] = {}  # per source, entries read in this and earlier runs
         self._scratch: str | None = None
 
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> None:
         _name_sources(self.sources)
-        previous = _install_signal_handlers(self.stop_requested)
+        for source in self.sources:
+            source.wakeup = self.wakeup
+        previous = _install_signal_handlers(self.stop_requested, self.wakeup)
         try:
             self._lock()  # before Spark starts: a second process fails at once
             spark = get_spark(self.options.spark_master)
@@ -79,13 +84,14 @@ class Runner:
                 sink.open()
             self._replay_pending(spark, location)
             while not self.stop_requested.is_set():
+                self.wakeup.clear()
                 segments = {s.name: s.discover() for s in self.sources}
                 if any(segments.values()):
                     self._run_step(spark, location, segments, self._next_time())
                 elif all(s.is_finished for s in self.sources):
                     break
                 else:
-                    self.stop_requested.wait(self.options.poll_interval_s)
+                    self.wakeup.wait(self.options.poll_interval_s)
             for sink in sinks:
                 sink.close()
         finally:
@@ -104,6 +110,7 @@ class Runner:
             count = len(segments.get(source.name, []))
             if count:
                 entries = tables[source.name].num_rows
+                self.entries[source.name] = self.entries.get(source.name, 0) + entries
                 log.info("%s: %d entries (%d minibatch(es)) have been sent to the engine", _label(source), entries, count)
         batches = self._compute(spark, location, step, time, tables)
         for out, batch in zip(self.plan.outputs, batches):
@@ -111,7 +118,7 @@ class Runner:
         for source in self.sources:
             source.advance(segments.get(source.name, []))
         if self.metadata is not None:
-            self.metadata.commit(step, time, {s.name: s.position() for s in self.sources})
+            self.metadata.commit(step, time, {s.name: s.position() for s in self.sources}, self.entries)
         self.step, self.last_time = step, time
 
     def _compute(self, spark: SparkSession, location: StateLocation, step: int, time: int, tables: dict[str, pa.Table]) -> list[OutputBatch]:
@@ -178,10 +185,14 @@ class Runner:
             log.info("No time has been advanced in the previous run, therefore no data read from the snapshot")
         else:
             self.step, self.last_time = commit["step"], commit["time"]
+            self.entries = {s.name: commit.get("entries", {}).get(s.name, 0) for s in self.sources}
+            log.info("Restored the state of step %d (time %d) from the persistence storage", self.step, self.last_time)
             for source in self.sources:
                 if source.name in commit["positions"]:
-                    source.restore(commit["positions"][source.name])
-            log.info("Restored the state of step %d (time %d) from the persistence storage", self.step, self.last_time)
+                    position = commit["positions"][source.name]
+                    source.restore(position)
+                    log.info("%s: restored after %d entries; continuing from %s",
+                             _label(source), self.entries[source.name], _brief(position))
         state_cache = os.environ.get("SPARKWAY_STATE_CACHE") or os.path.join(cache_root(), "state")
         local = os.path.join(state_cache, hashlib.sha1(f"{snapshots.root}|{record['incarnation']}".encode()).hexdigest()[:20])
         return StateLocation(snapshots.child("operators"), local, config.snapshot_interval_ms)
@@ -233,6 +244,11 @@ def _label(source: Source) -> str:
     return f"{getattr(source, 'connector_label', type(source).__name__)}-{source.name}"
 
 
+def _brief(position: dict[str, Any], limit: int = 300) -> str:
+    text = json.dumps(position, sort_keys=True)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
@@ -276,14 +292,21 @@ def _output_batch(out: n.Output, table: pa.Table | None, time: int) -> OutputBat
     return OutputBatch(body, time, merged.column("_id"))
 
 
-def _install_signal_handlers(stop: threading.Event) -> dict[int, Any]:
+def _install_signal_handlers(stop: threading.Event, wakeup: threading.Event) -> dict[int, Any]:
     """SIGINT/SIGTERM end the run after the current step (main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         return {}
+
+    def request_stop(signum: int, frame: Any) -> None:
+        if not stop.is_set():
+            log.info("Received %s: finishing the current step, then stopping", signal.Signals(signum).name)
+        stop.set()
+        wakeup.set()
+
     previous = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous[sig] = signal.getsignal(sig)
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, request_stop)
     return previous
 
 

@@ -11,6 +11,7 @@ from sparkway.api.table import Table
 from sparkway.connectors.files import FileSource
 from sparkway.connectors.formats import CsvParserSettings
 from sparkway.connectors.writers import CsvSink, JsonLinesSink, NullSink
+from sparkway.io._common import persistent_name
 from sparkway.plan import nodes as n
 
 _LABELS = {
@@ -36,8 +37,6 @@ def read_files(
     **ignored: Any,
 ) -> Table:
     """A table fed by the files under ``path``; see ``pw.io.fs.read``."""
-    if persistent_id is not None and name is not None and persistent_id != name:
-        raise ValueError("give name= or its older spelling persistent_id=, not both")
     if format in ("csv", "json") and schema is None:
         raise ValueError(f"reading {format} files needs schema=: a pw.Schema subclass naming the columns")
     columns: dict[str, Column] = schema.columns() if schema is not None else {}
@@ -46,7 +45,7 @@ def read_files(
         format=format,
         columns=columns,
         mode=mode,
-        name=name or persistent_id,
+        name=persistent_name(name, persistent_id),
         with_metadata=with_metadata,
         csv_settings=csv_settings,
         object_pattern=object_pattern,

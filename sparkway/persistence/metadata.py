@@ -130,8 +130,9 @@ class MetadataLog:
         self._check_held()
         self.storage.write_bytes(f"steps/{step:016d}.json", json.dumps(record).encode())
 
-    def commit(self, step: int, time: int, positions: dict[str, Any]) -> None:
-        record = {"step": step, "time": time, "positions": positions}
+    def commit(self, step: int, time: int, positions: dict[str, Any], entries: dict[str, int]) -> None:
+        """Step ``step`` is done: the sources' positions, and how many entries each read so far."""
+        record = {"step": step, "time": time, "positions": positions, "entries": entries}
         self._check_held()
         self.storage.write_bytes(f"commits/{step:016d}.json", json.dumps(record).encode())
         for folder in ("steps", "commits"):
