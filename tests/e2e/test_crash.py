@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import collections
 import random
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,13 +37,14 @@ from typing import Any
 import pytest
 
 from .helpers import (
-    Program, check_ok, describe, read_csv_inputs, read_csv_output, read_jsonlines_output,
-    run_program, sessions, snapshot_diff, word_counts, write_file, write_script,
+    FileFeeder, Program, check_ok, crash_at_random_moment, describe, read_csv_inputs, read_csv_output,
+    read_jsonlines_output, run_program, sessions, snapshot_diff, word_counts, write_file, write_script,
 )
 
 pytestmark = pytest.mark.subprocess
 
 MAX_GAP = 300
+FILESYSTEM = 'pw.persistence.Backend.filesystem("./state/")'
 
 PROGRAM = '''
 import sparkway as pw
@@ -76,7 +76,7 @@ sessions = visits.windowby(
 )
 pw.io.csv.write(sessions, "sessions.csv")
 
-backend = pw.persistence.Backend.filesystem("./state/")
+backend = {backend}
 # frequent snapshots, so that recovery goes through snapshots and changelogs
 pw.run(persistence_config=pw.persistence.Config(backend, snapshot_interval_ms=1500))
 '''
@@ -85,55 +85,18 @@ VOCABULARY = ["ant", "bee", "cat", "dog", "eel", "fox", "gnu", "hen", "ibis", "j
 USERS = ["alice", "bob", "carol", "dave"]
 
 
-class Feeder(threading.Thread):
-    """Every 0.2-1.2 s adds a CSV file of a few random words to ``inputs/`` or of a few
-    random visits to ``logs/``.  Some files are written in two parts with a pause between,
-    the cut falling anywhere (also inside a line)."""
+class Feeder(FileFeeder):
+    """Adds a CSV file of a few random words to ``inputs/`` or of a few random visits to
+    ``logs/`` (see FileFeeder for when and how)."""
 
-    def __init__(self, root: Path, rng: random.Random) -> None:
-        super().__init__(daemon=True)
-        self.root = root
-        self.rng = rng
-        self.stop_event = threading.Event()
-        self.count = 0
-        self.error: BaseException | None = None
-
-    def add_file(self) -> None:
+    def next_file(self) -> tuple[str, list[str]]:
         rng = self.rng
         if rng.random() < 0.6:
-            folder = self.root / "inputs"
-            lines = ["word\n"] + [rng.choice(VOCABULARY) + "\n" for _ in range(rng.randint(1, 6))]
-        else:
-            # times are multiples of 7 and 300 is not: no gap is exactly max_gap
-            folder = self.root / "logs"
-            lines = ["user_id,access_time\n"] + [
-                f"{rng.choice(USERS)},{1_700_000_000 + 7 * rng.randint(0, 1000)}\n"
-                for _ in range(rng.randint(1, 5))
-            ]
-        path = folder / f"f{self.count:04d}.csv"
-        self.count += 1
-        text = "".join(lines)
-        if rng.random() < 0.3:
-            cut = rng.randint(len(lines[0]) + 1, len(text) - 1)
-            with open(path, "w") as f:
-                f.write(text[:cut])
-                f.flush()
-                time.sleep(rng.uniform(0.05, 1.5))
-                f.write(text[cut:])
-        else:
-            write_file(path, text)
-
-    def run(self) -> None:
-        try:
-            while not self.stop_event.wait(self.rng.uniform(0.2, 1.2)):
-                self.add_file()
-        except BaseException as exc:  # reported by the test
-            self.error = exc
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.join(10)
-        assert self.error is None, f"the feeder failed: {self.error!r}"
+            return "inputs", ["word\n"] + [rng.choice(VOCABULARY) + "\n" for _ in range(rng.randint(1, 6))]
+        # times are multiples of 7 and 300 is not: no gap is exactly max_gap
+        return "logs", ["user_id,access_time\n"] + [
+            f"{rng.choice(USERS)},{1_700_000_000 + 7 * rng.randint(0, 1000)}\n" for _ in range(rng.randint(1, 5))
+        ]
 
 
 # ------------------------------------------------------------------------------ sinks
@@ -228,7 +191,7 @@ def check_all(root: Path, runs: dict[str, list[list[Change]]]) -> None:
 
 
 def crash_scenario(tmp_path: Path, env: dict[str, str], programs, *, kills: int, seed: int,
-                   budget_s: float) -> dict[str, Any]:
+                   budget_s: float, backend: str = FILESYSTEM) -> dict[str, Any]:
     """Runs the program ``kills`` times to a SIGKILL, then once to a SIGTERM, while the
     feeder adds files; returns every run's changes per sink, and what happened."""
     rng = random.Random(seed)
@@ -236,7 +199,7 @@ def crash_scenario(tmp_path: Path, env: dict[str, str], programs, *, kills: int,
     (tmp_path / "inputs").mkdir()
     (tmp_path / "logs").mkdir()
     script = write_script(tmp_path, "program.py", PROGRAM)
-    script.write_text(script.read_text().replace("{max_gap}", str(MAX_GAP)))
+    script.write_text(script.read_text().replace("{max_gap}", str(MAX_GAP)).replace("{backend}", backend))
     feeder = Feeder(tmp_path, random.Random(seed + 1))
     for _ in range(4):
         feeder.add_file()
@@ -257,24 +220,9 @@ def crash_scenario(tmp_path: Path, env: dict[str, str], programs, *, kills: int,
     try:
         for k in range(kills):
             program: Program = programs(script, tmp_path, env, f"run{k}")
-            if k % 2 == 0:
-                # at a random moment from the start: Spark's start-up, recovery or a step
-                delay = rng.uniform(3.0, 16.0)
-                deadline = time.monotonic() + delay
-                while time.monotonic() < deadline and program.poll() is None:
-                    time.sleep(0.05)
-                history.append(f"run {k}: killed {delay:.1f} s after its start")
-            else:
-                # at a random moment after the run's first output: while steps go on
-                program.wait_until(any_output, 120, f"run {k}'s first output")
-                delay = rng.uniform(0.0, 3.0)
-                time.sleep(delay)
-                history.append(f"run {k}: killed {delay:.1f} s after its first output")
-            assert program.poll() is None, f"run {k} ended by itself: {describe(program)}"
-            whole_group = rng.random() < 0.5
-            program.crash(whole_group=whole_group)
+            what, whole_group = crash_at_random_moment(program, rng, k, any_output)
+            history.append(what)
             if not whole_group:
-                history[-1] += " (the driver process alone)"
                 leftovers.append(program)
             for name, changes in collect(allow_torn=True).items():
                 runs[name].append(changes)
@@ -314,9 +262,11 @@ def crash_scenario(tmp_path: Path, env: dict[str, str], programs, *, kills: int,
     return {"runs": runs, "history": history, "files": feeder.count, "seconds": time.monotonic() - started}
 
 
-def run_crash_test(tmp_path: Path, env: dict[str, str], programs, *, kills: int, budget_s: float) -> None:
+def run_crash_test(tmp_path: Path, env: dict[str, str], programs, *, kills: int, budget_s: float,
+                   backend: str = FILESYSTEM) -> None:
+    """``backend``: the program's persistence backend, as Python source."""
     seed = random.randrange(10**6)
-    result = crash_scenario(tmp_path, env, programs, kills=kills, seed=seed, budget_s=budget_s)
+    result = crash_scenario(tmp_path, env, programs, kills=kills, seed=seed, budget_s=budget_s, backend=backend)
     context = (f"seed {seed}; {'; '.join(result['history'])}; {result['files']} files; "
                f"{result['seconds']:.0f} s; changes per run: "
                + str({name: [len(c) for c in runs] for name, runs in result["runs"].items()}))
