@@ -12,10 +12,12 @@ import csv
 import io
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -149,6 +151,74 @@ class Program:
         for f in (self._stdout, self._stderr):
             if not f.closed:
                 f.close()
+
+
+def crash_at_random_moment(program: Program, rng: random.Random, k: int,
+                           has_output: Callable[[], bool]) -> tuple[str, bool]:
+    """Kills run ``k``: an even run 3-16 s after its start (during Spark's start-up,
+    recovery or a step), an odd run 0-3 s after ``has_output()`` (while steps go on).
+    The whole process group is killed or, at random, the driver process alone.
+    Returns what happened, and whether the whole group was killed."""
+    if k % 2 == 0:
+        delay = rng.uniform(3.0, 16.0)
+        deadline = time.monotonic() + delay
+        while time.monotonic() < deadline and program.poll() is None:
+            time.sleep(0.05)
+        what = f"run {k}: killed {delay:.1f} s after its start"
+    else:
+        program.wait_until(has_output, 120, f"run {k}'s first output")
+        delay = rng.uniform(0.0, 3.0)
+        time.sleep(delay)
+        what = f"run {k}: killed {delay:.1f} s after its first output"
+    assert program.poll() is None, f"run {k} ended by itself: {describe(program)}"
+    whole_group = rng.random() < 0.5
+    program.crash(whole_group=whole_group)
+    return (what if whole_group else what + " (the driver process alone)"), whole_group
+
+
+class FileFeeder(threading.Thread):
+    """Every 0.2-1.2 s adds a file ``<folder>/fNNNN.csv`` made by ``next_file``.  Some files
+    are written in two parts with a pause between, the cut falling anywhere after the
+    header (also inside a line)."""
+
+    def __init__(self, root: Path, rng: random.Random) -> None:
+        super().__init__(daemon=True)
+        self.root = root
+        self.rng = rng
+        self.stop_event = threading.Event()
+        self.count = 0
+        self.error: BaseException | None = None
+
+    def next_file(self) -> tuple[str, list[str]]:
+        """The folder (under ``root``) and the lines (header first) of the next file."""
+        raise NotImplementedError
+
+    def add_file(self) -> None:
+        folder, lines = self.next_file()
+        path = self.root / folder / f"f{self.count:04d}.csv"
+        self.count += 1
+        text = "".join(lines)
+        if self.rng.random() < 0.3:
+            cut = self.rng.randint(len(lines[0]) + 1, len(text) - 1)
+            with open(path, "w") as f:
+                f.write(text[:cut])
+                f.flush()
+                time.sleep(self.rng.uniform(0.05, 1.5))
+                f.write(text[cut:])
+        else:
+            write_file(path, text)
+
+    def run(self) -> None:
+        try:
+            while not self.stop_event.wait(self.rng.uniform(0.2, 1.2)):
+                self.add_file()
+        except BaseException as exc:  # reported by the test
+            self.error = exc
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join(10)
+        assert self.error is None, f"the feeder failed: {self.error!r}"
 
 
 # --------------------------------------------------------------------------- outputs
