@@ -154,7 +154,9 @@ class PostgresSink(Sink):
 
     # -- set-up ------------------------------------------------------------------------------
     def open(self) -> None:
-        self._conn = psycopg.connect(conninfo(self.settings), application_name=f"sparkway:{self.name}")
+        # autocommit: the only transactions are the explicit ones, never one left open between steps
+        self._conn = psycopg.connect(conninfo(self.settings), application_name=f"sparkway:{self.name}",
+                                     autocommit=True)
         with self._conn.transaction():
             self._conn.execute(sql.SQL(
                 "CREATE TABLE IF NOT EXISTS {} (sink TEXT PRIMARY KEY, time BIGINT NOT NULL)"
