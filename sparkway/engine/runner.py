@@ -75,6 +75,7 @@ class Runner:
         for source in self.sources:
             source.wakeup = self.wakeup
         previous = _install_signal_handlers(self.stop_requested, self.wakeup)
+        log.info("Preparing the sparkway computation")
         try:
             self._lock()  # before Spark starts: a second process fails at once
             spark = get_spark(self.options.spark_master)

@@ -305,7 +305,8 @@ def test_sigterm_during_startup_ends_gracefully(tmp_path: Path, python_env, prog
     write_file(tmp_path / "inputs" / "a.csv", "word\nx\ny\nx\n")
     script = write_script(tmp_path, "streaming.py", ONE_SOURCE, mode="streaming", output="first.jsonlines")
     program = programs(script, tmp_path, python_env, "early")
-    time.sleep(1.5)
+    program.wait_until(lambda: "Preparing the sparkway computation" in program.stderr_text(), 120, "pw.run")
+    time.sleep(0.5)  # Spark takes seconds to start
     assert program.poll() is None, describe(program)
     code = program.terminate()
     assert code == 0, f"SIGTERM during start-up was not a graceful end: {describe(program)}"
