@@ -12,6 +12,7 @@ import threading
 import pytest
 
 import sparkway as pw
+from sparkway.api import graph
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -291,3 +292,29 @@ def test_sigint_ends_a_streaming_run_after_the_current_step() -> None:
     assert recorder.ends == 1
     values = sorted(row["value"] for _, row, _, _ in recorder.changes)
     assert values == list(range(len(values))) and len(values) >= 5
+
+
+def test_a_failing_callback_stops_the_run_and_the_restart_delivers_the_step_again(tmp_path) -> None:
+    class Word(pw.Schema):
+        word: str
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("word\nx\ny\n")
+    delivered: list[tuple[str, bool]] = []
+
+    def run(on_change) -> None:
+        graph.clear()
+        words = pw.io.csv.read(tmp_path / "in", schema=Word, mode="static", name="words")
+        pw.io.subscribe(words, on_change=on_change)
+        pw.run(persistence_config=pw.persistence.Config(pw.persistence.Backend.filesystem(tmp_path / "state")))
+
+    def refuse_y(key, row, time, is_addition):
+        if row["word"] == "y":
+            raise ValueError("the consumer refused y")
+        delivered.append((row["word"], is_addition))
+
+    with pytest.raises(ValueError, match="refused y"):
+        run(refuse_y)
+    run(lambda key, row, time, is_addition: delivered.append((row["word"], is_addition)))
+    # x reached the callback in both runs (at least once); y, refused, is not lost
+    assert sorted(delivered) == [("x", True), ("x", True), ("y", True)]
