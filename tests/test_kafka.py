@@ -310,3 +310,19 @@ def test_a_read_topic_written_back_round_trips(kafka_broker) -> None:
     # the topic holds the same changes as the in-memory sink, in the same steps
     written = _consume_json(kafka_broker, sink_topic, len(seen.rows))
     assert changes(written, ["user", "total", "time"]) == changes(seen.rows, ["user", "total", "time"])
+
+
+def test_a_failed_delivery_stops_the_run_with_the_topic_and_the_reason() -> None:
+    table = pw.debug.table_from_markdown("word\nhello")
+    # nothing listens on the port: the message times out after a second
+    pw.io.kafka.write(table, {"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 1000}, "lost")
+    with pytest.raises(RuntimeError, match=r"1 of 1 messages to topic 'lost' were not delivered.*timed out"):
+        pw.run()
+
+
+def test_a_message_refused_at_once_is_reported_the_same_way(kafka_broker) -> None:
+    table = pw.debug.table_from_markdown("word\n" + "x" * 5000)
+    topic = kafka_broker.new_topic("large")
+    pw.io.kafka.write(table, {**kafka_broker.settings, "message.max.bytes": 1000}, topic)
+    with pytest.raises(RuntimeError, match=f"messages to topic '{topic}' were not delivered.*too large"):
+        pw.run()

@@ -99,10 +99,11 @@ def _consumer(settings: dict[str, Any]) -> Any:
 class _Poller(threading.Thread):
     """Consumes the assigned partitions into a buffer (per partition, by offset)."""
 
-    def __init__(self, consumer: Any, backlog: int) -> None:
+    def __init__(self, consumer: Any, backlog: int, on_messages: Callable[[], None]) -> None:
         super().__init__(name="sparkway-kafka-poller", daemon=True)
         self.consumer = consumer
         self.backlog = backlog
+        self.on_messages = on_messages
         self.lock = threading.Condition()
         self.buffer: dict[int, list[Message]] = {}
         self.size = 0
@@ -136,6 +137,8 @@ class _Poller(threading.Thread):
             for message in good:
                 self.buffer.setdefault(message.partition, []).append(message)
             self.size += len(good)
+        if good:
+            self.on_messages()
 
     def segments(self) -> list[Segment]:
         with self.lock:
@@ -268,10 +271,15 @@ class KafkaSource(Source):
             TopicPartition(self.topic, p, self._offsets[p]) if p in self._offsets else TopicPartition(self.topic, p)
             for p in partitions
         ])
-        self._poller = _Poller(consumer, self.backlog)
+        self._poller = _Poller(consumer, self.backlog, self._wake_step_loop)
         self._poller.start()
         log.info("%s: reading partitions %s of topic %r", self.label, partitions, self.topic)
         return self._poller
+
+    def _wake_step_loop(self) -> None:
+        """New messages that may be committed now: the idle step loop need not sleep on."""
+        if self.wakeup is not None and time.monotonic() - self._last_commit >= self.commit_interval_s:
+            self.wakeup.set()
 
     def _partitions(self, consumer: Any) -> list[int]:
         metadata = consumer.list_topics(self.topic, timeout=30).topics.get(self.topic)
@@ -528,6 +536,9 @@ class KafkaSink(Sink):
                 return
             except BufferError:  # the producer's queue is full: let it send some first
                 self._producer.poll(_POLL_S)
+            except Exception as exc:  # noqa: BLE001 - refused at once (e.g. too large): reported with the rest
+                failures.append(str(exc))
+                return
 
     def close(self) -> None:
         if self._producer is not None:

@@ -10,6 +10,7 @@ from sparkway.api.graph import add_output
 from sparkway.api.schema import Column, Schema
 from sparkway.api.table import Table
 from sparkway.connectors.kafka import KafkaSink, KafkaSource
+from sparkway.io._common import persistent_name
 from sparkway.plan import nodes as n
 
 __all__ = ["read", "write"]
@@ -59,17 +60,10 @@ def read(
         columns=columns,
         autocommit_duration_ms=autocommit_duration_ms,
         json_field_paths=json_field_paths,
-        name=_persistent_name(name, persistent_id),
+        name=persistent_name(name, persistent_id),
         max_backlog_size=max_backlog_size,
     )
     return table_from_source(source, source.columns)
-
-
-def _persistent_name(name: str | None, persistent_id: str | None) -> str | None:
-    # to be replaced by sparkway.io._common.persistent_name once that is committed
-    if persistent_id is not None and name is not None and persistent_id != name:
-        raise ValueError("give name= or its older spelling persistent_id=, not both")
-    return name if name is not None else persistent_id
 
 
 def _one_topic(topic: str | list[str] | None) -> str:
