@@ -96,7 +96,6 @@ class BlobStorage:
     def read_arrow(self, relative: str) -> pa.Table:
         return ipc.open_file(pa.BufferReader(self.read_bytes(relative))).read_all()
 
-
     # -- conditional writes (object stores), for the lease of metadata.py -----------------
     def read_versioned(self, relative: str) -> "Versioned | None":
         """The blob with its version tag and age, or None when it does not exist."""
