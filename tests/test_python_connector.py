@@ -318,3 +318,37 @@ def test_a_failing_callback_stops_the_run_and_the_restart_delivers_the_step_agai
     run(lambda key, row, time, is_addition: delivered.append((row["word"], is_addition)))
     # x reached the callback in both runs (at least once); y, refused, is not lost
     assert sorted(delivered) == [("x", True), ("x", True), ("y", True)]
+
+
+def test_a_batch_committed_after_a_replayed_step_gets_a_new_number(tmp_path) -> None:
+    """A restart replays the interrupted step (batches 3-5), then the subject commits
+    again: its batch must be read next, not numbered as one already read."""
+    from sparkway.connectors.python import PythonSource
+    from sparkway.persistence.storage import BlobStorage
+
+    done = threading.Event()
+
+    class Idle(pw.io.python.ConnectorSubject):
+        def run(self) -> None:
+            done.wait(WAIT_S)  # the test adds the rows itself
+
+    storage = BlobStorage(str(tmp_path / "feed"))
+    first = PythonSource(Idle(), Value.columns(), autocommit_duration_ms=None, name="feed")
+    first.open(storage)
+    for n in range(6):
+        first.add({"value": n}, parse_json=False)
+        first.commit()
+    # the process dies after step [0, 1, 2] committed and step [3, 4, 5] was logged
+
+    second = PythonSource(Idle(), Value.columns(), autocommit_duration_ms=None, name="feed")
+    second.open(storage)
+    second.restore({"next_batch": 3})
+    replayed = [{"batch": b} for b in (3, 4, 5)]
+    assert second.read(replayed).column("value").to_pylist() == [3, 4, 5]
+    second.advance(replayed)
+    assert second.discover() == []
+    second.add({"value": 6}, parse_json=False)
+    second.commit()
+    segments = second.discover()
+    done.set()
+    assert second.read(segments).column("value").to_pylist() == [6]

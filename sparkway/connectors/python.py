@@ -275,7 +275,9 @@ class PythonSource(Source):
         pending = [b for b in stored if b >= self._next_batch]
         for number in pending:
             self._batches[number] = None
-        self._sequence = max([self._sequence, *(b + 1 for b in pending)])
+        # a number must never be given twice: the replay of an interrupted step may have
+        # advanced past every stored batch, and a stored batch file may be left over
+        self._sequence = max([self._sequence, self._next_batch, *(b + 1 for b in stored)])
         if pending:
             log.info("%s-%s: %d batch(es) committed by the subject in the previous run will be processed first",
                      self.connector_label, self.name, len(pending))
