@@ -38,6 +38,13 @@ class Source(ABC):
     columns: dict[str, DType]
     #: set by the step loop; a source that gets input between polls may set it to be read sooner
     wakeup: threading.Event | None = None
+    #: the kind of connector in log lines, as in the seeds' logs
+    connector_label: str = "Reader"
+
+    @property
+    def label(self) -> str:
+        """The prefix of this source's log lines, e.g. ``CsvFilesystemReader-logs``."""
+        return f"{self.connector_label}-{self.name}"
 
     def open(self, storage: BlobStorage | None) -> None:
         """Called before anything else.  ``storage`` is where this source may keep
@@ -73,6 +80,11 @@ class Source(ABC):
 
     def close(self) -> None:
         """Release resources at the end of the run."""
+
+
+def changes_schema(columns: dict[str, DType]) -> pa.Schema:
+    """The Arrow schema of what ``Source.read`` returns: ``_id, <columns>, _diff``."""
+    return pa.schema([("_id", pa.int64())] + [(c, d.arrow_type()) for c, d in columns.items()] + [("_diff", pa.int64())])
 
 
 @dataclass

@@ -63,7 +63,7 @@ import pyarrow as pa
 
 from sparkway.api.dtypes import BYTES, JSON, STR, DType
 from sparkway.api.schema import Column
-from sparkway.connectors.base import Segment, Source
+from sparkway.connectors.base import Segment, Source, changes_schema
 from sparkway.connectors.formats import (
     CsvParserSettings,
     ParsedRows,
@@ -278,18 +278,11 @@ class FileSource(Source):
             self.columns[METADATA_COLUMN] = JSON
         self.key_columns = [n for n, c in self.schema.items() if c.primary_key]
         self.files = LocalFiles(path, object_pattern)
-        self._chunk_schema = pa.schema(
-            [("_id", pa.int64())] + [(n, d.arrow_type()) for n, d in self.columns.items()]
-        )
-        self.arrow_schema = self._chunk_schema.append(pa.field("_diff", pa.int64()))
+        self.arrow_schema = changes_schema(self.columns)
+        self._chunk_schema = self.arrow_schema.remove(self.arrow_schema.get_field_index("_diff"))
         self.open(None)
 
     # ------------------------------------------------------------------ life cycle
-
-    @property
-    def label(self) -> str:
-        """The prefix of this source's log lines, e.g. ``FileReader-logs``."""
-        return f"{self.connector_label}-{self.name}"
 
     def open(self, storage: BlobStorage | None) -> None:
         """Starts from nothing read (a run restores its position afterwards, if any)."""

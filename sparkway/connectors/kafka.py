@@ -43,7 +43,7 @@ import pyarrow as pa
 
 from sparkway.api.dtypes import BYTES, STR, DType
 from sparkway.api.schema import Column
-from sparkway.connectors.base import OutputBatch, Segment, Sink, Source
+from sparkway.connectors.base import OutputBatch, Segment, Sink, Source, changes_schema
 from sparkway.connectors.formats import (
     MAX_ROW_WARNINGS,
     RowError,
@@ -217,15 +217,9 @@ class KafkaSource(Source):
         self.commit_interval_s = (autocommit_duration_ms or 0) / 1000
         self.backlog = max_backlog_size or DEFAULT_BACKLOG
         self._fields = _json_fields(self.schema, json_field_paths or {}) if format == "json" else {}
-        self.arrow_schema = pa.schema(
-            [("_id", pa.int64())] + [(n, d.arrow_type()) for n, d in self.columns.items()] + [("_diff", pa.int64())]
-        )
+        self.arrow_schema = changes_schema(self.columns)
         self._poller: _Poller | None = None
         self.open(None)
-
-    @property
-    def label(self) -> str:
-        return f"{self.connector_label}-{self.name}"
 
     # ------------------------------------------------------------------ life cycle
 

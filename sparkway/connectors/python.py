@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from sparkway.api.dtypes import DType, from_python
 from sparkway.api.schema import Column
-from sparkway.connectors.base import Segment, Source
+from sparkway.connectors.base import Segment, Source, changes_schema
 from sparkway.connectors.formats import RowError, json_converter, key_id, record_ids, stored_default
 from sparkway.persistence.storage import BlobStorage
 
@@ -101,9 +101,7 @@ class PythonSource(Source):
         self.name = name
         self.autocommit_s = None if autocommit_duration_ms is None else autocommit_duration_ms / 1000
         self.key_columns = [c for c, col in schema.items() if col.primary_key]
-        self.arrow_schema = pa.schema(
-            [("_id", pa.int64())] + [(c, d.arrow_type()) for c, d in self.columns.items()] + [("_diff", pa.int64())]
-        )
+        self.arrow_schema = changes_schema(self.columns)
         self._python_converters = {c: from_python(d) for c, d in self.columns.items()}
         self._json_converters = {c: json_converter(d) for c, d in self.columns.items()}
         self._lock = threading.Lock()
@@ -136,7 +134,7 @@ class PythonSource(Source):
             finished = self._input_closed and not self._rows and not self._batches
         if finished and not self._announced_end:
             self._announced_end = True
-            log.warning("%s-%s: Closing the data source", self.connector_label, self.name)
+            log.warning("%s: Closing the data source", self.label)
         return finished
 
     def close(self) -> None:
@@ -219,7 +217,7 @@ class PythonSource(Source):
     def discover(self) -> list[Segment]:
         self._start()
         if self._error is not None:
-            raise RuntimeError(f"{self.connector_label}-{self.name}: the subject's run() failed: {self._error!r}") from self._error
+            raise RuntimeError(f"{self.label}: the subject's run() failed: {self._error!r}") from self._error
         with self._lock:
             due = self._opened_at is not None and self.autocommit_s is not None
             if due and time.monotonic() - self._opened_at >= self.autocommit_s:
@@ -236,7 +234,7 @@ class PythonSource(Source):
         if table is not None:
             return table
         if self._storage is None:
-            raise RuntimeError(f"{self.connector_label}-{self.name}: batch {number} is gone")
+            raise RuntimeError(f"{self.label}: batch {number} is gone")
         return self._storage.read_arrow(_batch_file(number))
 
     def advance(self, segments: list[Segment]) -> None:
@@ -279,8 +277,8 @@ class PythonSource(Source):
         # advanced past every stored batch, and a stored batch file may be left over
         self._sequence = max([self._sequence, self._next_batch, *(b + 1 for b in stored)])
         if pending:
-            log.info("%s-%s: %d batch(es) committed by the subject in the previous run will be processed first",
-                     self.connector_label, self.name, len(pending))
+            log.info("%s: %d batch(es) committed by the subject in the previous run will be processed first",
+                     self.label, len(pending))
 
     def _run_subject(self) -> None:
         try:

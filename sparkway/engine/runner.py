@@ -112,7 +112,7 @@ class Runner:
             if count:
                 entries = tables[source.name].num_rows
                 self.entries[source.name] = self.entries.get(source.name, 0) + entries
-                log.info("%s: %d entries (%d minibatch(es)) have been sent to the engine", _label(source), entries, count)
+                log.info("%s: %d entries (%d minibatch(es)) have been sent to the engine", source.label, entries, count)
         batches = self._compute(spark, location, step, time, tables)
         for out, batch in zip(self.plan.outputs, batches):
             out.sink.write(batch)
@@ -193,7 +193,7 @@ class Runner:
                     position = commit["positions"][source.name]
                     source.restore(position)
                     log.info("%s: restored after %d entries; continuing from %s",
-                             _label(source), self.entries[source.name], _brief(position))
+                             source.label, self.entries[source.name], _brief(position))
         state_cache = os.environ.get("SPARKWAY_STATE_CACHE") or os.path.join(cache_root(), "state")
         local = os.path.join(state_cache, hashlib.sha1(f"{snapshots.root}|{record['incarnation']}".encode()).hexdigest()[:20])
         return StateLocation(snapshots.child("operators"), local, config.snapshot_interval_ms)
@@ -239,10 +239,6 @@ def _name_sources(sources: list[Source]) -> None:
     duplicates = {x for x in names if names.count(x) > 1}
     if duplicates:
         raise ValueError(f"two sources have the same persistent id: {sorted(duplicates)}")
-
-
-def _label(source: Source) -> str:
-    return f"{getattr(source, 'connector_label', type(source).__name__)}-{source.name}"
 
 
 def _brief(position: dict[str, Any], limit: int = 300) -> str:
