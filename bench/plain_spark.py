@@ -41,7 +41,7 @@ def main() -> None:
     parser.add_argument("--probe")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--shuffle-partitions", default="2")
-    # sparkway's JVM options (sparkway/engine/session.py): on this machine they make this job
+    # sparkway's JVM options (sparkway/engine/spark.py): on this machine they make this job
     # faster too (1M rows: 24 s instead of 39 s with the JVM's defaults, measured side by side)
     parser.add_argument("--jvm-options", default="-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto",
                         help="the driver's extra JVM options")

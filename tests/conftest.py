@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from services.kafka import kafka_broker  # noqa: F401
 from services.postgres import postgres, postgres_server  # noqa: F401
 from services.s3 import s3_bucket, s3_endpoint  # noqa: F401
@@ -24,7 +23,7 @@ def _state_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession the in-process tests share (sparkway reuses the active one)."""
-    from sparkway.engine.session import get_spark
+    from sparkway.engine.spark import get_spark
 
     session = get_spark()
     yield session

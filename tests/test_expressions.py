@@ -13,9 +13,9 @@ from typing import Optional
 
 import pandas as pd
 import pytest
+from tables import assert_rows
 
 import sparkway as pw
-from tables import assert_rows
 
 pytestmark = pytest.mark.usefixtures("spark")
 

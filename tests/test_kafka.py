@@ -18,12 +18,11 @@ from typing import Any
 import pytest
 
 import sparkway as pw
-from sparkway.api.graph import add_output
-from sparkway.api.schema import Column
-from sparkway.api.dtypes import INT
+from sparkway.api.graph import write_to_sink
 from sparkway.connectors.base import OutputBatch, Sink
 from sparkway.connectors.kafka import KafkaSource
-from sparkway.plan import nodes as n
+from sparkway.core.columns import Column
+from sparkway.core.dtypes import INT
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -44,7 +43,7 @@ class Collect(Sink):
 
 def collect(table: pw.Table) -> Collect:
     sink = Collect()
-    add_output(n.Output(dict(table._node.columns), table._node, sink))
+    write_to_sink(table, sink)
     return sink
 
 
@@ -140,10 +139,12 @@ def test_json_field_paths_and_primary_keys_give_the_ids_of_their_values(kafka_br
     a = pw.io.kafka.read(kafka_broker.settings, cities, schema=City, format="json",
                          json_field_paths={"city": "/place/city"})
     b = pw.io.kafka.read(kafka_broker.settings, populations, schema=Population, format="json")
-    # rows of equal keys have equal ids, whatever their topic and offset
+    # rows of equal keys have equal ids, whatever their topic and offset: pointer_from(key)
     joined = collect(a.join(b, a.id == b.id).select(a.city, b.millions))
-    run_until(lambda: len(joined.rows) >= 2)
+    keyed = collect(a.select(a.city, same=a.pointer_from(a.key) == a.id))
+    run_until(lambda: len(joined.rows) >= 2 and len(keyed.rows) >= 2)
     assert changes(joined.rows, ["city", "millions"]) == collections.Counter({("Oslo", 1, 1): 1, ("Rome", 3, 1): 1})
+    assert changes(keyed.rows, ["city", "same"]) == collections.Counter({("Oslo", True, 1): 1, ("Rome", True, 1): 1})
 
 
 def test_messages_of_one_discover_are_one_step_and_later_ones_the_next(kafka_broker) -> None:

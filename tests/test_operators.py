@@ -12,9 +12,9 @@ import datetime as dt
 
 import pandas as pd
 import pytest
+from tables import assert_changes, assert_rows, frame_rows, ids_of, rows, sorted_rows
 
 import sparkway as pw
-from tables import assert_changes, assert_rows, frame_rows, ids_of, rows, sorted_rows
 
 pytestmark = pytest.mark.usefixtures("spark")
 

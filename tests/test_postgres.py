@@ -14,10 +14,10 @@ import pyarrow as pa
 import pytest
 
 import sparkway as pw
-from sparkway.api import dtypes
 from sparkway.api.graph import clear
 from sparkway.connectors.base import OutputBatch
 from sparkway.connectors.postgres import PostgresSink, PostgresWriteError
+from sparkway.core import dtypes
 
 pytestmark = pytest.mark.usefixtures("spark")
 

@@ -2,34 +2,27 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import struct
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
-from sparkway.api import dtypes as dt
-from sparkway.api.dtypes import DType
-from sparkway.api.graph import next_source_sequence
+from sparkway.api import graph
 from sparkway.api.schema import Schema
 from sparkway.api.table import Table
 from sparkway.connectors.base import OutputBatch
 from sparkway.connectors.memory import MemorySink, MemorySource
+from sparkway.core import changes
+from sparkway.core import dtypes as dt
+from sparkway.core.changes import DIFF, ID
+from sparkway.core.dtypes import DType
+from sparkway.errors import PlanError
 from sparkway.plan import nodes as n
 
-
-def table_from_source(source: Any, columns: dict[str, DType], label: str = "table") -> Table:
-    """The table a source feeds (every connector's ``read`` ends here)."""
-    source.sequence = next_source_sequence()
-    return Table(n.Input(dict(columns), source), label)
-
-
-def label_id(label: Any) -> int:
-    """The row id of a labelled debug row (stable across runs)."""
-    digest = hashlib.blake2b(repr(label).encode(), digest_size=8).digest()
-    return struct.unpack(">q", digest)[0]
+# A hidden column holding each row's label (its markdown label, pandas index, or position):
+# as in Pathway, a row's id is ``pointer_from(label)``.
+_LABEL = "_pw_label"
 
 
 def _parse_cell(text: str) -> Any:
@@ -109,8 +102,10 @@ class _DebugSource(MemorySource):
     the changes of several tables at one ``__time__`` form one step, in time order.
     """
 
-    def __init__(self, columns: dict[str, DType], transactions: list[pa.Table], times: list[int]) -> None:
-        super().__init__(columns, transactions)
+    def __init__(
+        self, columns: dict[str, DType], transactions: list[pa.Table], times: list[int], key_columns: list[str]
+    ) -> None:
+        super().__init__(columns, transactions, key_columns=key_columns)
         self.times = times
 
     def open(self, storage: Any) -> None:
@@ -136,7 +131,7 @@ class _DebugSource(MemorySource):
 _OPEN_SOURCES: list[_DebugSource] = []  # the debug sources of the run in progress
 
 
-def _transactions(columns: dict[str, DType], rows: list[dict[str, Any]], ids: list[int]) -> list[tuple[int, pa.Table]]:
+def _transactions(columns: dict[str, DType], rows: list[dict[str, Any]]) -> list[tuple[int, pa.Table]]:
     """Rows grouped by ``__time__`` into transactions, in time order: (time, changes)."""
     by_time: dict[int, list[int]] = {}
     for position, row in enumerate(rows):
@@ -144,20 +139,30 @@ def _transactions(columns: dict[str, DType], rows: list[dict[str, Any]], ids: li
     out = []
     for time in sorted(by_time):
         picked = by_time[time]
-        data = {"_id": pa.array([ids[p] for p in picked], pa.int64())}
+        data = {ID: pa.array([0] * len(picked), pa.int64())}  # made from the key by the engine
         for name, kind in columns.items():
             data[name] = pa.array([_convert(rows[p].get(name), kind) for p in picked], kind.arrow_type())
-        data["_diff"] = pa.array([int(rows[p].get("__diff__") or 1) for p in picked], pa.int64())
+        data[DIFF] = pa.array([int(rows[p].get("__diff__") or 1) for p in picked], pa.int64())
         out.append((time, pa.table(data)))
-    return out or [(0, pa.table({"_id": pa.array([], pa.int64()),
-                                 **{k: pa.array([], v.arrow_type()) for k, v in columns.items()},
-                                 "_diff": pa.array([], pa.int64())}))]
+    return out or [(0, changes.arrow_schema(columns).empty_table())]
 
 
-def _rows_table(columns: dict[str, DType], rows: list[dict[str, Any]], ids: list[int]) -> Table:
-    timed = _transactions(columns, rows, ids)
-    source = _DebugSource(columns, [t for _, t in timed], [time for time, _ in timed])
-    return table_from_source(source, columns)
+def _rows_table(
+    columns: dict[str, DType], rows: list[dict[str, Any]], id_from: list[str] | None, labels: list[Any]
+) -> Table:
+    """The table of the rows, whose ids come from the ``id_from`` columns or else the labels."""
+    if id_from:
+        missing = [c for c in id_from if c not in columns]
+        if missing:
+            raise PlanError(f"id_from names no column {missing}; the columns are {list(columns)}")
+        keys, stored = list(id_from), columns
+    else:
+        keys, stored = [_LABEL], {**columns, _LABEL: _column_type(labels).with_optional(False)}
+        rows = [{**row, _LABEL: label} for row, label in zip(rows, labels)]
+    timed = _transactions(stored, rows)
+    source = _DebugSource(stored, [t for _, t in timed], [time for time, _ in timed], keys)
+    table = graph.table_from_source(source)
+    return table if stored is columns else table.select(*(table[c] for c in columns))
 
 
 def table_from_markdown(text: str, id_from: list[str] | None = None, schema: type[Schema] | None = None, **_: Any) -> Table:
@@ -198,15 +203,7 @@ def table_from_markdown(text: str, id_from: list[str] | None = None, schema: typ
                     record[name] = _parse_json_cell(cells.get(name))
     else:
         columns = {c: _column_type([r.get(c) for r in records]) for c in data_names}
-    if labelled:
-        ids = [label_id(label) for label in labels]
-    elif id_from:
-        ids = [label_id(tuple(r.get(c) for c in id_from)) for r in records]
-    elif "__diff__" in names:
-        ids = [label_id(tuple(r.get(c) for c in data_names)) for r in records]
-    else:
-        ids = [label_id(("row", i)) for i in range(len(records))]
-    return _rows_table(columns, records, ids)
+    return _rows_table(columns, records, id_from, labels if labelled else list(range(len(records))))
 
 
 def table_from_pandas(df: pd.DataFrame, id_from: list[str] | None = None, schema: type[Schema] | None = None, **_: Any) -> Table:
@@ -218,11 +215,8 @@ def table_from_pandas(df: pd.DataFrame, id_from: list[str] | None = None, schema
         columns = schema.typehints()
     else:
         columns = {str(c): _column_type([_python(r.get(c)) for r in records]) for c in names}
-    if id_from:
-        ids = [label_id(tuple(r.get(c) for c in id_from)) for r in records]
-    else:
-        ids = [label_id(i) for i in df.index]
-    return _rows_table(columns, [{k: _python(v) for k, v in r.items()} for r in records], ids)
+    rows = [{k: _python(v) for k, v in r.items()} for r in records]
+    return _rows_table(columns, rows, id_from, [_python(i) for i in df.index])
 
 
 def _is_nan(value: Any) -> bool:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from sparkway.api.dtypes import dtype_of
-from sparkway.api.expression import (
-    Apply, Cast, Coalesce, Expr, IfElse, MakeTuple, Require, Unwrap, wrap,
-)
+from sparkway.core.dtypes import dtype_of
+from sparkway.core.expression import Apply, Cast, Coalesce, Expr, IfElse, MakeTuple, Require, Unwrap, wrap
+from sparkway.errors import PlanTypeError
 
 
 def if_else(condition: Any, then: Any, otherwise: Any) -> IfElse:
@@ -67,7 +66,7 @@ def _bind_kwargs(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[...
     if not kwargs:
         return fn
     if any(isinstance(v, Expr) for v in kwargs.values()):
-        raise TypeError("pass columns to pw.apply positionally")
+        raise PlanTypeError("pass columns to pw.apply positionally")
     return functools.partial(fn, **kwargs)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from sparkway.api.expression import ReducerExpr, wrap
+from sparkway.core.expression import ReducerExpr, wrap
 
 
 def _reducer(kind: str, *args: Any, params: builtins.tuple = ()) -> ReducerExpr:

@@ -9,6 +9,7 @@ from typing import Any
 
 from sparkway.api.graph import outputs
 from sparkway.engine.runner import Runner, RunOptions
+from sparkway.errors import PlanError
 from sparkway.persistence.config import Config
 from sparkway.plan import nodes as n
 
@@ -70,5 +71,5 @@ def run(
     """
     selected = outputs()
     if not selected:
-        raise RuntimeError("nothing to run: define an output first, e.g. pw.io.csv.write(table, 'out.csv')")
+        raise PlanError("nothing to run: define an output first, e.g. pw.io.csv.write(table, 'out.csv')")
     run_outputs(selected, persistence_config=persistence_config, spark_master=spark_master, **kwargs)

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import pyarrow as pa
-from pyspark.sql import types as T
-
-from sparkway.api.dtypes import DType, dtype_of
-
-_NO_DEFAULT = object()
+from sparkway.core.columns import NO_DEFAULT, Column
+from sparkway.core.dtypes import DType, dtype_of
 
 
 @dataclass(frozen=True)
@@ -19,19 +15,19 @@ class ColumnDefinition:
     """What ``pw.column_definition`` returns: options of one schema column."""
 
     primary_key: bool = False
-    default_value: Any = _NO_DEFAULT
+    default_value: Any = NO_DEFAULT
     dtype: Any = None
     name: str | None = None
 
     @property
     def has_default(self) -> bool:
-        return self.default_value is not _NO_DEFAULT
+        return self.default_value is not NO_DEFAULT
 
 
 def column_definition(
     *,
     primary_key: bool = False,
-    default_value: Any = _NO_DEFAULT,
+    default_value: Any = NO_DEFAULT,
     dtype: Any = None,
     name: str | None = None,
 ) -> Any:
@@ -45,21 +41,6 @@ def column_definition(
     ['key']
     """
     return ColumnDefinition(primary_key, default_value, dtype, name)
-
-
-@dataclass(frozen=True)
-class Column:
-    """A resolved schema column: its name in the table, its type, and its options."""
-
-    name: str
-    dtype: DType
-    primary_key: bool = False
-    default_value: Any = field(default=_NO_DEFAULT, compare=False)
-    source_name: str | None = None  # the name in the input file, when it differs
-
-    @property
-    def has_default(self) -> bool:
-        return self.default_value is not _NO_DEFAULT
 
 
 class _SchemaMeta(type):
@@ -139,21 +120,3 @@ def schema_from_types(_name: str = "Schema", **types: Any) -> type[Schema]:
     ['word', 'count']
     """
     return schema_from_columns({n: Column(n, dtype_of(t)) for n, t in types.items()}, _name)
-
-
-def spark_schema(columns: dict[str, DType], *, with_id: bool = True, with_diff: bool = True) -> T.StructType:
-    """The Spark schema of a change batch: ``_id``, the columns, ``_diff``."""
-    fields = [T.StructField("_id", T.LongType(), False)] if with_id else []
-    fields += [T.StructField(n, d.spark_type(), True) for n, d in columns.items()]
-    if with_diff:
-        fields.append(T.StructField("_diff", T.LongType(), False))
-    return T.StructType(fields)
-
-
-def arrow_schema(columns: dict[str, DType]) -> pa.Schema:
-    """The Arrow schema of a change batch: ``_id``, the columns, ``_diff``."""
-    return pa.schema(
-        [("_id", pa.int64())]
-        + [(n, d.arrow_type()) for n, d in columns.items()]
-        + [("_diff", pa.int64())]
-    )

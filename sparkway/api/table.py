@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import copy
+import enum
 from typing import Any, Callable, Iterable
 
-from sparkway.api import dtypes as dt
-from sparkway.api.dtypes import DType
-from sparkway.api.expression import (
-    Cast, ColumnRef, Expr, PointerFrom, ReducerExpr, transform, walk, wrap,
-)
-from sparkway.api.schema import Column, Schema, schema_from_columns
+from sparkway.api.schema import Schema, schema_from_columns
 from sparkway.api.thisclass import AllColumns, Placeholder, left, right, this
+from sparkway.core import dtypes as dt
+from sparkway.core.columns import Column
+from sparkway.core.dtypes import DType
+from sparkway.core.expression import Cast, ColumnRef, Expr, PointerFrom, ReducerExpr, transform, walk, wrap
+from sparkway.core.type_rules import infer, reducer_type
+from sparkway.errors import PlanError, PlanTypeError
 from sparkway.plan import nodes as n
-from sparkway.plan.typing import infer
+
+
+class JoinMode(enum.Enum):
+    """The kind of a join: ``t.join(other, ..., how=pw.JoinMode.LEFT)``."""
+
+    INNER = "inner"
+    LEFT = "left"
+    RIGHT = "right"
+    OUTER = "outer"
 
 
 class Table:
@@ -96,7 +106,7 @@ class Table:
         bound = base._bind(predicate)
         kind = infer(bound, [base._node.columns]).with_optional(False)
         if kind not in (dt.BOOL, dt.ANY):
-            raise TypeError(f"filter needs a boolean expression, got one of type {kind}")
+            raise PlanTypeError(f"filter needs a boolean expression, got one of type {kind}")
         filtered = self._derive(n.Filter(dict(base._node.columns), base._node, bound))
         if base is self:
             return filtered
@@ -167,7 +177,7 @@ class Table:
         columns = dict(self._node.columns)
         for t in tables[1:]:
             if list(t._node.columns) != list(columns):
-                raise ValueError(
+                raise PlanError(
                     f"concat needs tables with the same columns: {list(columns)} != {list(t._node.columns)}"
                 )
             columns = {k: dt.unify(v, t._node.columns[k]) for k, v in columns.items()}
@@ -185,7 +195,7 @@ class Table:
         keys = [a for a in args] + ([instance] if instance is not None else [])
         for k in keys:
             if not isinstance(k, ColumnRef):
-                raise ValueError(
+                raise PlanError(
                     f"groupby takes columns, not {k!r}: compute the value with with_columns() first"
                 )
         return GroupedTable(self, [(k.name, self._bind(k)) for k in keys])
@@ -227,7 +237,7 @@ class Table:
         """For ids in ``other``, its columns replace this table's values."""
         missing = set(other._node.columns) - set(self._node.columns)
         if missing:
-            raise ValueError(f"update_cells: columns {sorted(missing)} are not in the updated table")
+            raise PlanError(f"update_cells: columns {sorted(missing)} are not in the updated table")
         return self._merge("update_cells", (self, other), dict(self._node.columns))
 
     def __lshift__(self, other: "Table") -> "Table":
@@ -347,7 +357,7 @@ class Table:
         per ``instance`` (``shard`` is its older name); follow with ``.reduce(...)``."""
         if shard is not None:
             if instance is not None:
-                raise ValueError("give instance= or its older name shard=, not both")
+                raise PlanError("give instance= or its older name shard=, not both")
             instance = shard
         return window.assign(self, time_expr, instance)
 
@@ -398,7 +408,7 @@ def bind(expr: Expr, sides: dict[int, int], this_index: int | None, columns: lis
         node = getattr(table, "_node", None)
         if node is not None and id(node) in sides:
             return ColumnRef(n.InputRef(sides[id(node)]), e.name)
-        raise ValueError(
+        raise PlanError(
             f"column {e.name!r} belongs to another table than the one this operation works on; "
             "join the tables first, or use pw.this"
         )
@@ -410,7 +420,7 @@ def _side_having(name: str, columns: list[dict]) -> int:
     sides = [i for i, cols in enumerate(columns) if name in cols or name == "id"]
     if len(sides) != 1:
         where = "both tables" if sides else "neither table"
-        raise ValueError(f"pw.this.{name} is ambiguous in a join: {where} have it; use pw.left or pw.right")
+        raise PlanError(f"pw.this.{name} is ambiguous in a join: {where} have it; use pw.left or pw.right")
     return sides[0]
 
 
@@ -418,7 +428,7 @@ def _table_of(expr: Expr) -> Table:
     for e in walk(expr):
         if isinstance(e, ColumnRef) and isinstance(e.table, Table):
             return e.table
-    raise ValueError("ix needs an expression over a table's columns, e.g. other.pointer_column")
+    raise PlanError("ix needs an expression over a table's columns, e.g. other.pointer_column")
 
 
 def _named_exprs(args: tuple, kwargs: dict, tables: list[Any]) -> list[tuple[str, Expr]]:
@@ -434,7 +444,7 @@ def _named_exprs(args: tuple, kwargs: dict, tables: list[Any]) -> list[tuple[str
         elif isinstance(a, ColumnRef):
             out[a.name] = a
         else:
-            raise TypeError(f"select takes columns positionally and expressions by name; got {a!r}")
+            raise PlanTypeError(f"select takes columns positionally and expressions by name; got {a!r}")
     for k, v in kwargs.items():
         out[k] = wrap(v)
     return list(out.items())
@@ -474,7 +484,7 @@ class GroupedTable:
             if isinstance(e, ColumnRef):
                 name = self._aliases.get(e.name, e.name)
                 if name not in key_names and e.name != "id":
-                    raise ValueError(
+                    raise PlanError(
                         f"column {e.name!r} is neither a groupby key nor inside a reducer; "
                         f"group by it or aggregate it (e.g. pw.reducers.any(...))"
                     )
@@ -494,9 +504,7 @@ class GroupedTable:
 
 
 def _aggregate_type(agg: n.Aggregate, inputs: list[dict]) -> DType:
-    from sparkway.engine.kernels.reduce import result_type  # the kernel defines the reducers
-
-    return result_type(agg.kind, [infer(a, inputs) for a in agg.args], agg.params)
+    return reducer_type(agg.kind, [infer(a, inputs) for a in agg.args], agg.params)
 
 
 class JoinResult:
@@ -511,7 +519,7 @@ class JoinResult:
             a = bind(cond.left, sides, None, cols)
             b = bind(cond.right, sides, None, cols)
             if getattr(cond, "op", None) != "==":
-                raise ValueError("join conditions must be equalities: left.col == right.col")
+                raise PlanError("join conditions must be equalities: left.col == right.col")
             if _input_of(a) == 1:
                 a, b = b, a
             left_keys.append(_to_side(a, 0))
@@ -549,7 +557,7 @@ class JoinResult:
         bound = self._bind_pair(predicate)
         kind = infer(bound, [self._node.columns]).with_optional(False)
         if kind not in (dt.BOOL, dt.ANY):
-            raise TypeError(f"filter needs a boolean expression, got one of type {kind}")
+            raise PlanTypeError(f"filter needs a boolean expression, got one of type {kind}")
         filtered = copy.copy(self)
         filtered._node = n.Filter(dict(self._node.columns), self._node, bound)
         return filtered
@@ -578,5 +586,5 @@ def _input_of(e: Expr) -> int:
 def _to_side(e: Expr, side: int) -> Expr:
     """Join keys are evaluated on one side's rows alone: point them at input 0."""
     if _input_of(e) != side:
-        raise ValueError("each side of a join condition must use one table's columns")
+        raise PlanError("each side of a join condition must use one table's columns")
     return transform(e, lambda x: ColumnRef(n.InputRef(0), x.name) if isinstance(x, ColumnRef) else None)

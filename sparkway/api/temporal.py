@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sparkway.api import dtypes as dt
-from sparkway.api.expression import BinOp, Call, ColumnRef, Const, Expr
+from sparkway.core import dtypes as dt
+from sparkway.core.expression import BinOp, Call, ColumnRef, Const, Expr
+from sparkway.core.type_rules import infer
+from sparkway.errors import PlanError
 from sparkway.plan import nodes as n
-from sparkway.plan.typing import infer
 
 
 def _window_columns(table: Any, time_type: dt.DType, instance: Any) -> dict[str, dt.DType]:
@@ -89,6 +90,6 @@ def sliding(hop: Any, duration: Any = None, ratio: int | None = None, origin: An
     """Windows of length ``duration`` (or ``ratio * hop``) starting every ``hop``."""
     if duration is None:
         if ratio is None:
-            raise ValueError("sliding windows need duration= or ratio=")
+            raise PlanError("sliding windows need duration= or ratio=")
         duration = hop * ratio
     return SlidingWindow(hop, duration, origin)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from sparkway.api.expression import ColumnRef
+from sparkway.core.expression import ColumnRef
 
 
 @dataclass(frozen=True)

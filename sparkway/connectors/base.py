@@ -8,15 +8,18 @@ again from its log, exactly.  Each segment is one input transaction.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from sparkway.api.dtypes import DType
+from sparkway.core.dtypes import DType
 from sparkway.persistence.storage import BlobStorage
 
 log = logging.getLogger("sparkway")
@@ -36,6 +39,12 @@ class Source(ABC):
     #: the persistent id; set by the constructor (explicit) or by the plan (generated)
     name: str | None = None
     columns: dict[str, DType]
+    #: columns whose values make the row ids (a primary key).  The engine computes those
+    #: ids with the function ``pointer_from`` uses, so the ``_id`` that ``read()`` gives
+    #: such rows is not used.  Empty: ``read()`` gives the ids.
+    key_columns: list[str] = []
+    #: creation order among the program's sources (unnamed sources are numbered by it)
+    sequence: int = 0
     #: set by the step loop; a source that gets input between polls may set it to be read sooner
     wakeup: threading.Event | None = None
     #: the kind of connector in log lines, as in the seeds' logs
@@ -58,8 +67,9 @@ class Source(ABC):
 
     @abstractmethod
     def read(self, segments: list[Segment]) -> pa.Table:
-        """The changes the segments carry: an Arrow table ``_id, <columns>, _diff``.
-        Reading the same segments again must give the same rows and ids."""
+        """The changes the segments carry: an Arrow table ``_id, <columns>, _diff``
+        (``core.changes.arrow_schema``).  Reading the same segments again must give the
+        same rows and ids."""
 
     @abstractmethod
     def advance(self, segments: list[Segment]) -> None:
@@ -82,9 +92,26 @@ class Source(ABC):
         """Release resources at the end of the run."""
 
 
-def changes_schema(columns: dict[str, DType]) -> pa.Schema:
-    """The Arrow schema of what ``Source.read`` returns: ``_id, <columns>, _diff``."""
-    return pa.schema([("_id", pa.int64())] + [(c, d.arrow_type()) for c, d in columns.items()] + [("_diff", pa.int64())])
+def record_ids(source: str, file: str, ordinals: Sequence[int]) -> list[int]:
+    """The row ids of rows without primary key: their source, file and ordinal in the
+    file (the line number where the record starts, for line formats).
+
+    >>> record_ids("logs", "a.csv", [2, 3])[1] == record_id("logs", "a.csv", 3)
+    True
+    """
+    base = hashlib.blake2b(digest_size=8)
+    base.update(b"row\0" + json.dumps([source, file]).encode() + b"\0")
+    ids = []
+    for ordinal in ordinals:
+        h = base.copy()
+        h.update(b"%d" % ordinal)
+        ids.append(int.from_bytes(h.digest(), "little", signed=True))
+    return ids
+
+
+def record_id(source: str, file: str, ordinal: int) -> int:
+    """``record_ids`` of one row."""
+    return record_ids(source, file, [ordinal])[0]
 
 
 @dataclass

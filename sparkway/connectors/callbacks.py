@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sparkway.api.dtypes import DType, to_python
 from sparkway.connectors.base import OutputBatch, Sink
+from sparkway.core.dtypes import DType, to_python
 
 
 class CallbackSink(Sink):

@@ -61,23 +61,17 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkway.api.dtypes import BYTES, JSON, STR, DType
-from sparkway.api.schema import Column
-from sparkway.connectors.base import Segment, Source, changes_schema
-from sparkway.connectors.formats import (
-    CsvParserSettings,
-    ParsedRows,
-    check_csv_header,
-    complete_end,
-    decode,
-    gc_paused,
-    key_id,
-    parse_csv,
-    parse_csv_header,
-    parse_json_lines,
-    parse_plaintext,
-    record_ids,
-)
+from sparkway.connectors.base import Segment, Source, record_ids
+from sparkway.connectors.formats import complete_end
+from sparkway.connectors.formats.csv import CsvParserSettings, check_csv_header, parse_csv, parse_csv_header
+from sparkway.connectors.formats.jsonlines import parse_json_lines
+from sparkway.connectors.formats.plaintext import parse_plaintext
+from sparkway.connectors.formats.values import ParsedRows, decode, gc_paused
+from sparkway.core import changes
+from sparkway.core.changes import DIFF
+from sparkway.core.columns import Column
+from sparkway.core.dtypes import BYTES, JSON, STR, DType
+from sparkway.errors import PlanError
 from sparkway.persistence.storage import BlobStorage
 
 log = logging.getLogger("sparkway")
@@ -239,7 +233,7 @@ class FileSource(Source):
     "plaintext_by_file" (a row per file, str) or "binary" (a row per file, bytes); the
     last three have a single column, ``data`` unless ``columns`` names another one.
 
-    >>> from sparkway.api.dtypes import INT, STR
+    >>> from sparkway.core.dtypes import INT, STR
     >>> src = FileSource("logs/", format="csv", mode="static", name="logs",
     ...                  columns={"user_id": Column("user_id", STR),
     ...                           "access_time": Column("access_time", INT)})
@@ -263,9 +257,9 @@ class FileSource(Source):
         connector_label: str = "FileReader",
     ) -> None:
         if format not in FORMATS:
-            raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+            raise PlanError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
         if mode not in ("static", "streaming"):
-            raise ValueError(f"unknown mode {mode!r}; expected 'static' or 'streaming'")
+            raise PlanError(f"unknown mode {mode!r}; expected 'static' or 'streaming'")
         self.format = format
         self.mode = mode
         self.name = name
@@ -278,8 +272,8 @@ class FileSource(Source):
             self.columns[METADATA_COLUMN] = JSON
         self.key_columns = [n for n, c in self.schema.items() if c.primary_key]
         self.files = LocalFiles(path, object_pattern)
-        self.arrow_schema = changes_schema(self.columns)
-        self._chunk_schema = self.arrow_schema.remove(self.arrow_schema.get_field_index("_diff"))
+        self.arrow_schema = changes.arrow_schema(self.columns)
+        self._chunk_schema = self.arrow_schema.remove(self.arrow_schema.get_field_index(DIFF))
         self.open(None)
 
     # ------------------------------------------------------------------ life cycle
@@ -501,8 +495,7 @@ class FileSource(Source):
 
     def _ids(self, segment: Segment, parsed: ParsedRows) -> list[int]:
         if self.key_columns:
-            keys = zip(*(parsed.columns[k] for k in self.key_columns))
-            return [key_id(values) for values in keys]
+            return [0] * len(parsed)  # made from the key by the engine (Source.key_columns)
         return record_ids(self.name or "", segment["file"], parsed.ordinals)
 
     # --------------------------------------------------------------------- advance
@@ -539,10 +532,10 @@ class _Ctx:
 def _schema_for(format: str, columns: dict[str, Column]) -> dict[str, Column]:
     if format in ("csv", "json"):
         if not columns:
-            raise ValueError(f"format {format!r} needs a schema with at least one column")
+            raise PlanError(f"format {format!r} needs a schema with at least one column")
         return dict(columns)
     if len(columns) > 1:
-        raise ValueError(f"format {format!r} gives a single column, got {list(columns)}")
+        raise PlanError(f"format {format!r} gives a single column, got {list(columns)}")
     if columns:
         return dict(columns)
     return {"data": Column("data", BYTES if format == "binary" else STR)}
@@ -587,4 +580,4 @@ def _segment_key(segment: Segment) -> str:
 
 
 def _with_diff(table: pa.Table, diff: int) -> pa.Table:
-    return table.append_column("_diff", pa.array([diff] * table.num_rows, pa.int64()))
+    return table.append_column(DIFF, pa.array([diff] * table.num_rows, pa.int64()))

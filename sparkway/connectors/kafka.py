@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -41,19 +42,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkway.api.dtypes import BYTES, STR, DType
-from sparkway.api.schema import Column
-from sparkway.connectors.base import OutputBatch, Segment, Sink, Source, changes_schema
-from sparkway.connectors.formats import (
-    MAX_ROW_WARNINGS,
-    RowError,
-    input_name,
-    json_converter,
-    key_id,
-    record_ids,
-    stored_default,
-)
+from sparkway.connectors.base import OutputBatch, Segment, Sink, Source, record_ids
+from sparkway.connectors.formats.values import MAX_ROW_WARNINGS, RowError, json_converter, stored_default
 from sparkway.connectors.writers import JsonLinesSink
+from sparkway.core import changes
+from sparkway.core.columns import Column
+from sparkway.core.dtypes import BYTES, STR, DType
+from sparkway.errors import ConnectorError, PlanError
 from sparkway.persistence.storage import BlobStorage
 
 log = logging.getLogger("sparkway")
@@ -64,7 +59,7 @@ FETCH_TIMEOUT_S = 60  # re-reading a replayed segment gives up after this long w
 _POLL_S = 0.2
 
 
-class KafkaError(RuntimeError):
+class KafkaError(ConnectorError):
     """The broker refused or failed an operation; the message says which and why."""
 
 
@@ -80,7 +75,7 @@ def consumer_settings(settings: dict[str, Any], topic: str) -> dict[str, Any]:
     wants one even for assigned partitions) and no offset commits to the group (the
     position lives in sparkway's persistence, committed with the step)."""
     if "bootstrap.servers" not in settings:
-        raise ValueError('rdkafka_settings needs "bootstrap.servers", e.g. {"bootstrap.servers": "localhost:9092"}')
+        raise PlanError('rdkafka_settings needs "bootstrap.servers", e.g. {"bootstrap.servers": "localhost:9092"}')
     out = {k: str(v) if isinstance(v, bool) else v for k, v in settings.items()}
     out.setdefault("group.id", f"sparkway-{topic}")
     out.setdefault("enable.auto.commit", "false")
@@ -206,7 +201,7 @@ class KafkaSource(Source):
         max_backlog_size: int | None = None,
     ) -> None:
         if format not in FORMATS:
-            raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+            raise PlanError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
         self.topic = topic
         self.format = format
         self.name = name
@@ -217,7 +212,7 @@ class KafkaSource(Source):
         self.commit_interval_s = (autocommit_duration_ms or 0) / 1000
         self.backlog = max_backlog_size or DEFAULT_BACKLOG
         self._fields = _json_fields(self.schema, json_field_paths or {}) if format == "json" else {}
-        self.arrow_schema = changes_schema(self.columns)
+        self.arrow_schema = changes.arrow_schema(self.columns)
         self._poller: _Poller | None = None
         self.open(None)
 
@@ -228,7 +223,8 @@ class KafkaSource(Source):
         restored position and a replayed step have set where it begins."""
         self.close()
         self._offsets: dict[int, int] = {}
-        self._last_commit = 0.0
+        # before the first commit input is ready at once (monotonic time may be small: a fresh boot)
+        self._last_commit = -math.inf
 
     def position(self) -> dict[str, Any]:
         return {"topic": self.topic, "offsets": {str(p): o for p, o in sorted(self._offsets.items())}}
@@ -343,7 +339,7 @@ class KafkaSource(Source):
         if skipped > MAX_ROW_WARNINGS:
             log.warning("%s: %d more messages skipped", self.label, skipped - MAX_ROW_WARNINGS)
         if self.key_columns:
-            ids = [key_id(k) for k in zip(*(values[n] for n in self.key_columns))]
+            ids = [0] * len(offsets)  # made from the key by the engine (Source.key_columns)
         else:
             ids = record_ids(self.name or "", f"{self.topic}:{segment['partition']}", offsets)
         arrays = [pa.array(ids, pa.int64())]
@@ -414,22 +410,22 @@ class _JsonField:
 def _json_fields(schema: dict[str, Column], paths: dict[str, str]) -> dict[str, _JsonField]:
     unknown = sorted(set(paths) - set(schema))
     if unknown:
-        raise ValueError(f"json_field_paths names columns that are not in the schema: {unknown}")
-    return {n: _JsonField(c, _pointer(paths[n]) if n in paths else [input_name(c)], json_converter(c.dtype))
+        raise PlanError(f"json_field_paths names columns that are not in the schema: {unknown}")
+    return {n: _JsonField(c, _pointer(paths[n]) if n in paths else [c.input_name], json_converter(c.dtype))
             for n, c in schema.items()}
 
 
 def _pointer(path: str) -> list[str]:
     """The keys of a JSON Pointer (RFC 6901): "/a/b~1c" -> ["a", "b/c"]."""
     if not path.startswith("/"):
-        raise ValueError(f"json_field_paths: {path!r} is not a JSON Pointer; write it like '/user/id'")
+        raise PlanError(f"json_field_paths: {path!r} is not a JSON Pointer; write it like '/user/id'")
     return [part.replace("~1", "/").replace("~0", "~") for part in path[1:].split("/")]
 
 
 def _schema_for(format: str, columns: dict[str, Column]) -> dict[str, Column]:
     if format == "json":
         if not columns:
-            raise ValueError('format "json" needs schema=: a pw.Schema subclass naming the columns')
+            raise PlanError('format "json" needs schema=: a pw.Schema subclass naming the columns')
         return dict(columns)
     return {"data": Column("data", BYTES if format == "raw" else STR)}
 
@@ -463,15 +459,15 @@ class KafkaSink(Sink):
         name: str | None = None,
     ) -> None:
         if format not in FORMATS:
-            raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+            raise PlanError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
         if "bootstrap.servers" not in settings:
-            raise ValueError('rdkafka_settings needs "bootstrap.servers", e.g. {"bootstrap.servers": "localhost:9092"}')
+            raise PlanError('rdkafka_settings needs "bootstrap.servers", e.g. {"bootstrap.servers": "localhost:9092"}')
         for column in (key, value):
             if column is not None and column not in columns:
-                raise ValueError(f"no column {column!r} in the table; its columns are {columns}")
+                raise PlanError(f"no column {column!r} in the table; its columns are {columns}")
         if format != "json" and value is None:
             if len(columns) != 1:
-                raise ValueError(f'format "{format}" sends one column: give value= (one of {columns})')
+                raise PlanError(f'format "{format}" sends one column: give value= (one of {columns})')
             value = columns[0]
         self.settings = dict(settings)
         self.topic = topic

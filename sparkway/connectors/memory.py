@@ -9,8 +9,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkway.api.dtypes import DType
 from sparkway.connectors.base import OutputBatch, Segment, Sink, Source
+from sparkway.core.dtypes import DType
 
 
 class MemorySource(Source):
@@ -19,10 +19,14 @@ class MemorySource(Source):
 
     connector_label = "MemoryReader"
 
-    def __init__(self, columns: dict[str, DType], transactions: list[pa.Table], name: str | None = None) -> None:
+    def __init__(
+        self, columns: dict[str, DType], transactions: list[pa.Table], name: str | None = None,
+        key_columns: list[str] | None = None,
+    ) -> None:
         self.columns = columns
         self.transactions = transactions
         self.name = name
+        self.key_columns = list(key_columns or [])
         self.next = 0
 
     def open(self, storage: Any) -> None:

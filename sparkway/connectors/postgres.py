@@ -30,9 +30,10 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from sparkway.api.dtypes import DType
 from sparkway.connectors.base import OutputBatch, Sink
-from sparkway.connectors.writers import _micros
+from sparkway.core.dtypes import DType
+from sparkway.core.durations import micros
+from sparkway.errors import ConnectorError, PlanTypeError
 
 log = logging.getLogger("sparkway")
 
@@ -57,14 +58,14 @@ _SQL_TYPES = {
 }
 
 
-class PostgresWriteError(RuntimeError):
+class PostgresWriteError(ConnectorError):
     """PostgreSQL refused a batch; nothing of it was written."""
 
 
 def sql_type(dtype: DType) -> str:
     """The PostgreSQL column type a sparkway column is created with.
 
-    >>> from sparkway.api import dtypes
+    >>> from sparkway.core import dtypes
     >>> sql_type(dtypes.dtype_of(list[int]))
     'BIGINT[]'
     """
@@ -76,7 +77,7 @@ def sql_type(dtype: DType) -> str:
         item = sql_type(items.pop())
         if not item.endswith("[]"):
             return item + "[]"
-    raise TypeError(
+    raise PlanTypeError(
         f"a column of type {dtype} cannot be written to PostgreSQL: use a simple type, or a list "
         "(or a tuple of one item type) of a simple type"
     )
@@ -86,7 +87,7 @@ def _converter(dtype: DType) -> Callable[[Any], Any]:
     """From the Python value Arrow gives to the value handed to psycopg."""
     base = dtype.with_optional(False)
     if base.name == "Duration":
-        convert: Callable[[Any], Any] = _micros
+        convert: Callable[[Any], Any] = micros
     elif base.name in ("list", "tuple"):
         item = _converter(base.items[0])
         convert = lambda v: [item(x) for x in (v.values() if isinstance(v, dict) else v)]  # noqa: E731
@@ -116,7 +117,7 @@ class _Statement:
 class PostgresSink(Sink):
     """Writes each batch, and this sink's progress, in one PostgreSQL transaction.
 
-    >>> from sparkway.api import dtypes
+    >>> from sparkway.core import dtypes
     >>> sink = PostgresSink({"host": "localhost", "dbname": "db"}, "counts",
     ...                     {"word": dtypes.STR, "count": dtypes.INT},
     ...                     table_type="snapshot", primary_key=["word"])   # doctest: +SKIP

@@ -17,10 +17,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkway.api.dtypes import DType, from_python
-from sparkway.api.schema import Column
-from sparkway.connectors.base import Segment, Source, changes_schema
-from sparkway.connectors.formats import RowError, json_converter, key_id, record_ids, stored_default
+from sparkway.connectors.base import Segment, Source, record_ids
+from sparkway.connectors.formats.values import RowError, json_converter, stored_default
+from sparkway.core import changes
+from sparkway.core.columns import Column
+from sparkway.core.dtypes import DType, from_python
+from sparkway.errors import ConnectorError, InputDataError, PersistenceError, PlanError
 from sparkway.persistence.storage import BlobStorage
 
 log = logging.getLogger("sparkway")
@@ -84,7 +86,7 @@ class ConnectorSubject:
 
     def _source(self) -> "PythonSource":
         if self._channel is None:
-            raise RuntimeError("this subject is not connected: pass it to pw.io.python.read(...) and call pw.run()")
+            raise PlanError("this subject is not connected: pass it to pw.io.python.read(...) and call pw.run()")
         return self._channel
 
 
@@ -101,7 +103,7 @@ class PythonSource(Source):
         self.name = name
         self.autocommit_s = None if autocommit_duration_ms is None else autocommit_duration_ms / 1000
         self.key_columns = [c for c, col in schema.items() if col.primary_key]
-        self.arrow_schema = changes_schema(self.columns)
+        self.arrow_schema = changes.arrow_schema(self.columns)
         self._python_converters = {c: from_python(d) for c, d in self.columns.items()}
         self._json_converters = {c: json_converter(d) for c, d in self.columns.items()}
         self._lock = threading.Lock()
@@ -149,14 +151,14 @@ class PythonSource(Source):
         row = [self._value(fields, c, converters[c]) for c in self.schema]
         with self._lock:
             if self._input_closed:
-                raise RuntimeError("the subject emitted a row after close()")
+                raise PlanError("the subject emitted a row after close()")
             if not self._rows:
                 self._opened_at = time.monotonic()
             self._rows.append(row)
 
     def add_single(self, value: Any) -> None:
         if len(self.schema) != 1:
-            raise ValueError(f"next_str/next_bytes need a one-column schema; this one has {list(self.schema)}")
+            raise PlanError(f"next_str/next_bytes need a one-column schema; this one has {list(self.schema)}")
         self.add({next(iter(self.schema)): value}, parse_json=False)
 
     def _value(self, fields: dict[str, Any], name: str, convert: Any) -> Any:
@@ -166,11 +168,11 @@ class PythonSource(Source):
                 return stored_default(column)
             if column.dtype.optional:
                 return None
-            raise ValueError(f"the subject emitted a row without column {name!r}: {fields!r}")
+            raise InputDataError(f"the subject emitted a row without column {name!r}: {fields!r}")
         try:
             return convert(fields[name])
         except (RowError, TypeError, ValueError) as exc:
-            raise ValueError(f"the subject emitted {name}={fields[name]!r}, which does not fit {column.dtype}: {exc}") from exc
+            raise InputDataError(f"the subject emitted {name}={fields[name]!r}, which does not fit {column.dtype}: {exc}") from exc
 
     def commit(self) -> None:
         with self._lock:
@@ -199,8 +201,7 @@ class PythonSource(Source):
     def _table(self, number: int, rows: list[list[Any]]) -> pa.Table:
         columns = list(zip(*rows))
         if self.key_columns:
-            index = [list(self.schema).index(k) for k in self.key_columns]
-            ids = [key_id([row[i] for i in index]) for row in rows]
+            ids = [0] * len(rows)  # made from the key by the engine (Source.key_columns)
         else:
             ids = record_ids(self.name or "", f"batch-{number}", range(len(rows)))
         arrays = [pa.array(ids, pa.int64())]
@@ -217,7 +218,7 @@ class PythonSource(Source):
     def discover(self) -> list[Segment]:
         self._start()
         if self._error is not None:
-            raise RuntimeError(f"{self.label}: the subject's run() failed: {self._error!r}") from self._error
+            raise ConnectorError(f"{self.label}: the subject's run() failed: {self._error!r}") from self._error
         with self._lock:
             due = self._opened_at is not None and self.autocommit_s is not None
             if due and time.monotonic() - self._opened_at >= self.autocommit_s:
@@ -234,7 +235,7 @@ class PythonSource(Source):
         if table is not None:
             return table
         if self._storage is None:
-            raise RuntimeError(f"{self.label}: batch {number} is gone")
+            raise PersistenceError(f"{self.label}: batch {number} is gone")
         return self._storage.read_arrow(_batch_file(number))
 
     def advance(self, segments: list[Segment]) -> None:

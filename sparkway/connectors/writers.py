@@ -30,16 +30,13 @@ from typing import IO, Any
 
 import pyarrow as pa
 
-from sparkway.api.dtypes import DType
 from sparkway.connectors.base import OutputBatch, Sink
+from sparkway.core.dtypes import DType
+from sparkway.core.durations import micros
 
 log = logging.getLogger("sparkway")
 
 Formatter = Callable[[Any], Any]
-
-
-def _micros(value: dt.timedelta) -> int:
-    return (value.days * 86400 + value.seconds) * 10**6 + value.microseconds
 
 
 def _plain(value: Any) -> Any:
@@ -49,7 +46,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dt.datetime):
         return value.isoformat()
     if isinstance(value, dt.timedelta):
-        return _micros(value)
+        return micros(value)
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if isinstance(value, dict):  # an Arrow struct holds a tuple as {"_0": .., "_1": ..}
@@ -148,7 +145,7 @@ def _csv_formatter(arrow_type: pa.DataType) -> Formatter:
     elif t.is_timestamp(arrow_type) or t.is_date(arrow_type):
         base = lambda v: v.isoformat()  # noqa: E731
     elif t.is_duration(arrow_type):
-        base = lambda v: str(_micros(v))  # noqa: E731
+        base = lambda v: str(micros(v))  # noqa: E731
     elif t.is_list(arrow_type) or t.is_large_list(arrow_type) or t.is_struct(arrow_type):
         base = lambda v: _csv_quote(json.dumps(_plain(v)))  # noqa: E731
     else:

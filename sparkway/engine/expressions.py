@@ -14,26 +14,31 @@ from typing import Any, Callable
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from sparkway.api import dtypes as dt
-from sparkway.api.dtypes import DType
-from sparkway.api.expression import (
+from sparkway.core import dtypes as dt
+from sparkway.core import durations
+from sparkway.core.changes import ID
+from sparkway.core.dtypes import DType
+from sparkway.core.expression import (
     Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, GetItem, IfElse, IsNone,
     MakeTuple, PointerFrom, Require, UnOp, Unwrap,
 )
-from sparkway.plan.typing import infer
+from sparkway.core.type_rules import infer
+from sparkway.engine.failures import failures_named
 
 
 @dataclass
 class Scope:
-    """What a node's expressions can read: per input, column name → Spark column."""
+    """What a node's expressions can read: per input, column name → Spark column; and
+    how errors raised while computing them name the node (``Node.label``)."""
 
     columns: list[dict[str, Column]]
     types: list[dict[str, DType]]
+    where: str = ""
 
     @staticmethod
-    def of(*inputs: dict[str, DType], prefix: str = "") -> "Scope":
-        cols = [{name: col(name) for name in types} | {"id": col("_id")} for types in inputs]
-        return Scope(cols, list(inputs))
+    def of(*inputs: dict[str, DType], where: str = "") -> "Scope":
+        cols = [{name: col(name) for name in types} | {"id": col(ID)} for types in inputs]
+        return Scope(cols, list(inputs), where)
 
 
 def col(name: str) -> Column:
@@ -41,7 +46,10 @@ def col(name: str) -> Column:
 
 
 def pointer_of(columns: list[Column]) -> Column:
-    """Row ids made from values: the same function everywhere ids come from values."""
+    """The row id made from these values: the one function for every id that comes from
+    values (``pointer_from``, ``with_id_from``, groupby results, sources' primary keys,
+    debug tables' row labels), so that ``t.pointer_from(key) == t.id`` wherever ``t``'s
+    ids come from ``key``.  Values must have the same Spark types to give the same id."""
     return F.xxhash64(*columns) if columns else F.xxhash64(F.lit(""))
 
 
@@ -168,7 +176,8 @@ def _require(e: Require, scope: Scope) -> Column:
 
 def _unwrap(e: Unwrap, scope: Scope) -> Column:
     value = compile_expr(e.arg, scope)
-    return F.when(value.isNull(), F.raise_error(F.lit("pw.unwrap: the value is None"))).otherwise(value)
+    failure = F.raise_error(F.lit(f"{scope.where}: pw.unwrap: the value is None"))
+    return F.when(value.isNull(), failure).otherwise(value)
 
 
 def _cast(e: Cast, scope: Scope) -> Column:
@@ -206,7 +215,7 @@ def _get_item(e: GetItem, scope: Scope) -> Column:
         return item
     key = compile_expr(e.key, scope)
     default = _as_json_text(e.default, scope) if e.default is not None else F.lit(None).cast("string")
-    return _json_get_udf(e.checked)(value, key.cast("string"), default)
+    return _json_get_udf(e.checked, scope.where)(value, key.cast("string"), default)
 
 
 def _as_json_text(e: Expr, scope: Scope) -> Column:
@@ -222,7 +231,7 @@ def _as_json_text(e: Expr, scope: Scope) -> Column:
     return value.cast("string")
 
 
-def _json_get_udf(checked: bool):
+def _json_get_udf(checked: bool, where: str):
     def get(doc: str | None, key: str | None, default: str | None) -> str | None:
         if doc is None:
             return default
@@ -234,7 +243,8 @@ def _json_get_udf(checked: bool):
                 item = value[key]
         except (KeyError, IndexError, TypeError, ValueError):
             if checked:
-                raise KeyError(f"JSON value {doc[:80]} has no key {key!r}") from None
+                with failures_named(where):
+                    raise KeyError(f"JSON value {doc[:80]} has no key {key!r}") from None
             return default
         return json.dumps(item)
 
@@ -243,22 +253,27 @@ def _json_get_udf(checked: bool):
 
 # -- Python functions ---------------------------------------------------------------------
 
-def python_udf(fn: Callable[..., Any], arg_types: list[DType], result: DType, propagate_none: bool = False):
-    """A Spark UDF calling ``fn`` with Python values (Json, tuples...) as users expect."""
+def python_udf(
+    fn: Callable[..., Any], arg_types: list[DType], result: DType, propagate_none: bool = False, where: str = ""
+):
+    """A Spark UDF calling ``fn`` with Python values (Json, tuples...) as users expect; an
+    exception it raises stops the run as a ``ComputationError`` naming ``fn`` and ``where``."""
     inputs = [dt.to_python(t) for t in arg_types]
     output = dt.from_python(result)
+    name = getattr(fn, "__qualname__", repr(fn))
 
     def call(*values: Any) -> Any:
         if propagate_none and any(v is None for v in values):
             return None
-        return output(fn(*(f(v) for f, v in zip(inputs, values))))
+        with failures_named(f"{where}: {name}"):
+            return output(fn(*(f(v) for f, v in zip(inputs, values))))
 
     return F.udf(call, result.spark_type(), useArrow=True)
 
 
 def _apply(e: Apply, scope: Scope) -> Column:
     arg_types = [_type(a, scope) for a in e.args]
-    udf = python_udf(e.fn, arg_types, _type(e, scope), e.propagate_none)
+    udf = python_udf(e.fn, arg_types, _type(e, scope), e.propagate_none, scope.where)
     return udf(*(compile_expr(a, scope) for a in e.args))
 
 
@@ -268,15 +283,20 @@ def _pointer_from(e: PointerFrom, scope: Scope) -> Column:
 
 def _call(e: Call, scope: Scope) -> Column:
     args = [compile_expr(a, scope) for a in e.args]
-    return FUNCTIONS[e.name](args, e.params, [_type(a, scope) for a in e.args])
+    return FUNCTIONS[e.name](args, e.params, [_type(a, scope) for a in e.args], scope.where)
 
 
-# -- built-in functions: one entry per name (types are in sparkway.plan.typing) ------------
+# -- built-in functions: one entry per name (types are in sparkway.core.type_rules); each
+# gets the compiled arguments, the call's parameters, the arguments' types, and how errors
+# name the operator
 
-def _udf1(fn: Callable[[Any], Any], spark_type: str) -> Callable[[list[Column], tuple, list[DType]], Column]:
-    def build(args: list[Column], params: tuple, types: list[DType]) -> Column:
+def _udf1(fn: Callable[[Any], Any], spark_type: str) -> Callable[[list[Column], tuple, list[DType], str], Column]:
+    def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
         def call(v: Any) -> Any:
-            return None if v is None else fn(v)
+            if v is None:
+                return None
+            with failures_named(where):
+                return fn(v)
         return F.udf(call, spark_type, useArrow=True)(args[0])
     return build
 
@@ -295,7 +315,7 @@ def _json_as(kind: type, spark_type: str):
 
 
 def _parse(cast_to: str, optional_from: int = 0):
-    def build(args: list[Column], params: tuple, types: list[DType]) -> Column:
+    def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
         text = F.trim(args[0])
         if cast_to == "boolean":
             lowered = F.lower(text)
@@ -306,11 +326,11 @@ def _parse(cast_to: str, optional_from: int = 0):
         if params and params[0]:
             return parsed
         return F.when(parsed.isNull() & args[0].isNotNull(), F.raise_error(
-            F.concat(F.lit(f"cannot parse as {cast_to}: "), args[0]))).otherwise(parsed)
+            F.concat(F.lit(f"{where}: cannot parse as {cast_to}: "), args[0]))).otherwise(parsed)
     return build
 
 
-def _timestamp(args: list[Column], params: tuple, types: list[DType]) -> Column:
+def _timestamp(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
     unit = params[0]
     scale = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}[unit]
     micros = F.unix_micros(args[0].cast("timestamp"))
@@ -318,19 +338,19 @@ def _timestamp(args: list[Column], params: tuple, types: list[DType]) -> Column:
 
 
 def _from_timestamp(utc: bool):
-    def build(args: list[Column], params: tuple, types: list[DType]) -> Column:
+    def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
         scale = {"s": 1e6, "ms": 1e3, "us": 1, "ns": 1e-3}[params[0]]
         ts = F.timestamp_micros((args[0] * F.lit(scale)).cast("long"))
         return ts if utc else ts.cast("timestamp_ntz")
     return build
 
 
-def _strftime(args: list[Column], params: tuple, types: list[DType]) -> Column:
+def _strftime(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
     fmt = params[0]
-    return _udf1(lambda v: v.strftime(fmt), "string")(args, params, types)
+    return _udf1(lambda v: v.strftime(fmt), "string")(args, params, types, where)
 
 
-def _strptime(args: list[Column], params: tuple, types: list[DType]) -> Column:
+def _strptime(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
     fmt, contains_tz = params
     tz = contains_tz if contains_tz is not None else ("%z" in fmt or "%Z" in fmt)
 
@@ -338,14 +358,13 @@ def _strptime(args: list[Column], params: tuple, types: list[DType]) -> Column:
         value = _dt.datetime.strptime(text, fmt)
         return value.astimezone(_dt.timezone.utc) if tz else value
 
-    return _udf1(parse, "timestamp" if tz else "timestamp_ntz")(args, params, types)
+    return _udf1(parse, "timestamp" if tz else "timestamp_ntz")(args, params, types, where)
 
 
-def _floor(args: list[Column], params: tuple, types: list[DType]) -> Column:
-    step = params[0]
-    micros = int(step.total_seconds() * 1_000_000) if isinstance(step, _dt.timedelta) else int(step)
+def _floor(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+    step = durations.micros_or_number(params[0])
     value = F.unix_micros(args[0].cast("timestamp"))
-    floored = F.timestamp_micros(value - _python_mod(value, F.lit(micros)))
+    floored = F.timestamp_micros(value - _python_mod(value, F.lit(int(step))))
     return floored if types[0].with_optional(False) == dt.DATE_TIME_UTC else floored.cast("timestamp_ntz")
 
 
@@ -354,27 +373,18 @@ def _duration_part(micros_per_unit: int):
     return _udf1(lambda v: v // unit, "long")
 
 
-def _str_slice(args: list[Column], params: tuple, types: list[DType]) -> Column:
+def _str_slice(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
     start, end = params
     return F.udf(lambda s: None if s is None else s[start:end], "string", useArrow=True)(args[0])
 
 
-def _micros(value: Any) -> Any:
-    if isinstance(value, _dt.timedelta):
-        return int(value.total_seconds() * 1_000_000)
-    if isinstance(value, _dt.datetime):
-        epoch = _dt.datetime(1970, 1, 1, tzinfo=value.tzinfo)
-        return int((value - epoch).total_seconds() * 1_000_000)
-    return value
-
-
-def _window_starts(args: list[Column], params: tuple, types: list[DType]) -> Column:
+def _window_starts(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
     """Starts of the windows [start, start + duration) that contain the time.
 
     As in Pathway, windows are aligned on ``origin`` (0 or the epoch by default), and a
     given origin also drops the windows that would start before it.
     """
-    hop, duration, given_origin = (_micros(p) for p in params)
+    hop, duration, given_origin = (durations.micros_or_number(p) for p in params)
     origin = given_origin if given_origin is not None else 0
     kind = types[0].with_optional(False)
     timelike = kind in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC)
@@ -392,41 +402,41 @@ def _window_starts(args: list[Column], params: tuple, types: list[DType]) -> Col
     return starts.cast(f"array<{kind.spark_type().simpleString()}>")
 
 
-FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType]], Column]] = {
-    "str.lower": lambda a, p, t: F.lower(a[0]),
-    "str.upper": lambda a, p, t: F.upper(a[0]),
-    "str.len": lambda a, p, t: F.char_length(a[0]).cast("long"),
-    "str.reversed": lambda a, p, t: F.reverse(a[0]),
-    "str.strip": lambda a, p, t: F.trim(a[0]) if p[0] is None else F.btrim(a[0], F.lit(p[0])),
-    "str.startswith": lambda a, p, t: F.startswith(a[0], a[1]),
-    "str.endswith": lambda a, p, t: F.endswith(a[0], a[1]),
-    "str.count": lambda a, p, t: F.when(a[1] == "", F.char_length(a[0]) + 1).otherwise(
+FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], str], Column]] = {
+    "str.lower": lambda a, p, t, w: F.lower(a[0]),
+    "str.upper": lambda a, p, t, w: F.upper(a[0]),
+    "str.len": lambda a, p, t, w: F.char_length(a[0]).cast("long"),
+    "str.reversed": lambda a, p, t, w: F.reverse(a[0]),
+    "str.strip": lambda a, p, t, w: F.trim(a[0]) if p[0] is None else F.btrim(a[0], F.lit(p[0])),
+    "str.startswith": lambda a, p, t, w: F.startswith(a[0], a[1]),
+    "str.endswith": lambda a, p, t, w: F.endswith(a[0], a[1]),
+    "str.count": lambda a, p, t, w: F.when(a[1] == "", F.char_length(a[0]) + 1).otherwise(
         ((F.char_length(a[0]) - F.char_length(F.replace(a[0], a[1], F.lit("")))) / F.char_length(a[1]))
     ).cast("long"),
-    "str.find": lambda a, p, t: (F.instr(a[0], a[1]) - 1).cast("long"),
-    "str.replace": lambda a, p, t: F.replace(a[0], a[1], a[2]),
+    "str.find": lambda a, p, t, w: (F.instr(a[0], a[1]) - 1).cast("long"),
+    "str.replace": lambda a, p, t, w: F.replace(a[0], a[1], a[2]),
     "str.slice": _str_slice,
     "str.parse_int": _parse("long"),
     "str.parse_float": _parse("double"),
     "str.parse_bool": _parse("boolean"),
-    "dt.year": lambda a, p, t: F.year(a[0]).cast("long"),
-    "dt.month": lambda a, p, t: F.month(a[0]).cast("long"),
-    "dt.day": lambda a, p, t: F.dayofmonth(a[0]).cast("long"),
-    "dt.hour": lambda a, p, t: F.hour(a[0]).cast("long"),
-    "dt.minute": lambda a, p, t: F.minute(a[0]).cast("long"),
-    "dt.second": lambda a, p, t: F.second(a[0]).cast("long"),
-    "dt.weekday": lambda a, p, t: ((F.dayofweek(a[0]) + 5) % 7).cast("long"),
+    "dt.year": lambda a, p, t, w: F.year(a[0]).cast("long"),
+    "dt.month": lambda a, p, t, w: F.month(a[0]).cast("long"),
+    "dt.day": lambda a, p, t, w: F.dayofmonth(a[0]).cast("long"),
+    "dt.hour": lambda a, p, t, w: F.hour(a[0]).cast("long"),
+    "dt.minute": lambda a, p, t, w: F.minute(a[0]).cast("long"),
+    "dt.second": lambda a, p, t, w: F.second(a[0]).cast("long"),
+    "dt.weekday": lambda a, p, t, w: ((F.dayofweek(a[0]) + 5) % 7).cast("long"),
     "dt.timestamp": _timestamp,
     "dt.strftime": _strftime,
     "dt.strptime": _strptime,
     "dt.floor": _floor,
-    "dt.to_utc": lambda a, p, t: F.to_utc_timestamp(a[0].cast("timestamp"), p[0]),
+    "dt.to_utc": lambda a, p, t, w: F.to_utc_timestamp(a[0].cast("timestamp"), p[0]),
     "dt.from_timestamp": _from_timestamp(False),
     "dt.utc_from_timestamp": _from_timestamp(True),
     "dt.days": _duration_part(86_400_000_000),
     "dt.seconds": _duration_part(1_000_000),
     "dt.milliseconds": _duration_part(1_000),
-    "num.round": lambda a, p, t: F.round(a[0], p[0]),
+    "num.round": lambda a, p, t, w: F.round(a[0], p[0]),
     "window.starts": _window_starts,
     "json_as_int": _json_as(int, "long"),
     "json_as_float": _json_as(float, "double"),

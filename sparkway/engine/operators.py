@@ -14,10 +14,11 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkway.api import dtypes as dt
-from sparkway.api.dtypes import DType
-from sparkway.api.expression import Expr
-from sparkway.api.schema import spark_schema
+from sparkway.core import dtypes as dt
+from sparkway.core.changes import DIFF, ID, spark_schema
+from sparkway.core.dtypes import DType
+from sparkway.core.expression import Expr
+from sparkway.core.type_rules import infer
 from sparkway.engine.expressions import Scope, col, compile_expr, pointer_of
 from sparkway.engine.kernels.join import join_groups
 from sparkway.engine.kernels.merge import merge_groups
@@ -26,7 +27,6 @@ from sparkway.engine.kernels.reduce import reduce_groups
 from sparkway.engine.kernels.session import sessionize
 from sparkway.engine.stateful import KeyedInput, keyed_step
 from sparkway.plan import nodes as n
-from sparkway.plan.typing import infer
 from sparkway.state.store import StateLocation
 
 
@@ -49,6 +49,7 @@ class StepContext:
         return keyed_step(
             inputs,
             operator=self.operator_names[id(node)],
+            where=node.label,
             step=self.step,
             time=self.time,
             location=self.location,
@@ -65,31 +66,36 @@ def compile_node(node: n.Node, frames: list[DataFrame], ctx: StepContext) -> Dat
 
 
 def _changes(frame: DataFrame, columns: dict[str, Column]) -> DataFrame:
-    return frame.select(col("_id"), *[c.alias(name) for name, c in columns.items()], col("_diff"))
+    return frame.select(col(ID), *[c.alias(name) for name, c in columns.items()], col(DIFF))
 
 
 def _typed(node: n.Node, frame: DataFrame) -> DataFrame:
     """The frame with exactly the node's Spark types (kernels and unions need them)."""
     return frame.select(
-        col("_id").cast("long").alias("_id"),
+        col(ID).cast("long").alias(ID),
         *[col(name).cast(kind.spark_type()).alias(name) for name, kind in node.columns.items()],
-        col("_diff"),
+        col(DIFF),
     )
 
 
 def _input(node: n.Input, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     frame = ctx.inputs.get(id(node))
-    return frame if frame is not None else ctx.empty(node)
+    if frame is None:
+        return ctx.empty(node)
+    keys = node.source.key_columns
+    if keys:  # ids from the key's values, as pointer_from gives them
+        frame = frame.withColumn(ID, pointer_of([col(k) for k in keys]))
+    return frame
 
 
 def _select(node: n.Select, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    scope = Scope.of(node.input.columns)
+    scope = Scope.of(node.input.columns, where=node.label)
     compiled = {name: compile_expr(e, scope).cast(node.columns[name].spark_type()) for name, e in node.exprs}
     return _changes(frames[0], compiled)
 
 
 def _filter(node: n.Filter, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    predicate = compile_expr(node.predicate, Scope.of(node.input.columns))
+    predicate = compile_expr(node.predicate, Scope.of(node.input.columns, where=node.label))
     return frames[0].filter(F.coalesce(predicate, F.lit(False)))
 
 
@@ -105,18 +111,18 @@ def _flatten(node: n.Flatten, frames: list[DataFrame], ctx: StepContext) -> Data
     exploded = frames[0].select("*", F.posexplode(values).alias("_pos", "_item"))
     columns = {name: col(name) for name in node.input.columns} | {node.column: item}
     if node.origin_id is not None:
-        columns[node.origin_id] = col("_id")
+        columns[node.origin_id] = col(ID)
     return exploded.select(
-        pointer_of([col("_id"), col("_pos")]).alias("_id"),
+        pointer_of([col(ID), col("_pos")]).alias(ID),
         *[c.alias(name) for name, c in columns.items()],
-        col("_diff"),
+        col(DIFF),
     )
 
 
 def _reindex(node: n.Reindex, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    scope = Scope.of(node.input.columns)
+    scope = Scope.of(node.input.columns, where=node.label)
     new_id = pointer_of([compile_expr(k, scope) for k in node.keys])
-    return frames[0].select(new_id.alias("_id"), *[col(c) for c in node.columns], col("_diff"))
+    return frames[0].select(new_id.alias(ID), *[col(c) for c in node.columns], col(DIFF))
 
 
 def _concat(node: n.Concat, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -124,7 +130,7 @@ def _concat(node: n.Concat, frames: list[DataFrame], ctx: StepContext) -> DataFr
     for position, frame in enumerate(frames):
         frame = _typed(node, frame)
         if node.reindex:
-            frame = frame.withColumn("_id", pointer_of([F.lit(position).cast("long"), col("_id")]))
+            frame = frame.withColumn(ID, pointer_of([F.lit(position).cast("long"), col(ID)]))
         parts.append(frame)
     out = parts[0]
     for frame in parts[1:]:
@@ -132,16 +138,18 @@ def _concat(node: n.Concat, frames: list[DataFrame], ctx: StepContext) -> DataFr
     return out
 
 
-def _key_columns(exprs: list[Expr], inputs: list[dict[str, DType]], types: list[DType] | None = None) -> list[Column]:
-    scope = Scope.of(*inputs)
+def _key_columns(
+    node: n.Node, exprs: list[Expr], inputs: list[dict[str, DType]], types: list[DType] | None = None
+) -> list[Column]:
+    scope = Scope.of(*inputs, where=node.label)
     types = types or [infer(e, inputs) for e in exprs]
     return [compile_expr(e, scope).cast(t.spark_type()) for e, t in zip(exprs, types)]
 
 
 def _reduce(node: n.Reduce, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     inputs = [node.input.columns]
-    scope = Scope.of(*inputs)
-    keys = _key_columns([e for _, e in node.keys], inputs)
+    scope = Scope.of(*inputs, where=node.label)
+    keys = _key_columns(node, [e for _, e in node.keys], inputs)
     payload: dict[str, Column] = {name: k for (name, _), k in zip(node.keys, keys)}
     aggregates = []
     for j, (name, agg) in enumerate(node.aggregates):
@@ -162,7 +170,7 @@ def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     unified = [dt.unify(a, b) for a, b in zip(left_types, right_types)]
     sides = []
     for frame, table, keys in ((frames[0], node.left, node.left_keys), (frames[1], node.right, node.right_keys)):
-        key_columns = _key_columns(list(keys), [table.columns], unified)
+        key_columns = _key_columns(node, list(keys), [table.columns], unified)
         sides.append(KeyedInput(_typed(table, frame), key_columns, {c: col(c) for c in table.columns}))
     pair_columns = {k: v for k, v in node.columns.items() if k not in ("_l_id", "_r_id")}
     output = T.StructType(
@@ -175,7 +183,7 @@ def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
         new_id = col("_l_id" if node.id_from == "left" else "_r_id")
     else:
         new_id = pointer_of([F.coalesce(col("_l_id"), F.lit(-1)), F.coalesce(col("_r_id"), F.lit(-2))])
-    return pairs.select(new_id.alias("_id"), *[col(c) for c in node.columns], col("_diff"))
+    return pairs.select(new_id.alias(ID), *[col(c) for c in node.columns], col(DIFF))
 
 
 def _per_instance(
@@ -185,7 +193,7 @@ def _per_instance(
     """A one-input stateful node whose groups are the values of ``instance`` (one group
     when None), carrying the input's columns (or not) plus ``extra`` payload columns."""
     source = node.inputs[0]
-    keys = _key_columns([instance], [source.columns]) if instance is not None else []
+    keys = _key_columns(node, [instance], [source.columns]) if instance is not None else []
     payload = {c: col(c) for c in source.columns} if carry_columns else {}
     payload.update(extra)
     output = spark_schema(node.columns, with_id=True)
@@ -193,7 +201,7 @@ def _per_instance(
 
 
 def _session_window(node: n.SessionWindow, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    scope = Scope.of(node.input.columns)
+    scope = Scope.of(node.input.columns, where=node.label)
     instance_type = node.columns["_pw_instance"].spark_type()
     instance = compile_expr(node.instance, scope).cast(instance_type) if node.instance is not None else F.lit(None).cast(instance_type)
     extra = {"_t": compile_expr(node.time, scope), "_inst": instance}
@@ -202,20 +210,20 @@ def _session_window(node: n.SessionWindow, frames: list[DataFrame], ctx: StepCon
 
 
 def _deduplicate(node: n.Deduplicate, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    extra = {"_v": compile_expr(node.value, Scope.of(node.input.columns))}
+    extra = {"_v": compile_expr(node.value, Scope.of(node.input.columns, where=node.label))}
     params = (node.acceptor, list(node.input.columns))
     return _per_instance(node, frames[0], ctx, node.instance, extra, deduplicate_groups, params)
 
 
 def _sort(node: n.Sort, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    extra = {"_k": compile_expr(node.key, Scope.of(node.input.columns))}
+    extra = {"_k": compile_expr(node.key, Scope.of(node.input.columns, where=node.label))}
     return _per_instance(node, frames[0], ctx, node.instance, extra, sort_groups, None, carry_columns=False)
 
 
 def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     inputs = []
     for position, (table, frame, key) in enumerate(zip(node.tables, frames, node.keys)):
-        key_column = compile_expr(key, Scope.of(table.columns)) if key is not None else col("_id")
+        key_column = compile_expr(key, Scope.of(table.columns, where=node.label)) if key is not None else col(ID)
         inputs.append(KeyedInput(frame, [key_column.cast("long")], _merge_payload(node, position, table)))
     params = (node.mode, list(node.columns), node.optional)
     output = spark_schema(node.columns, with_id=True)

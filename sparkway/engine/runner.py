@@ -25,12 +25,13 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from sparkway.api.schema import spark_schema
 from sparkway.connectors.base import OutputBatch, Source
-from sparkway.engine.consolidate import consolidate
+from sparkway.core.changes import DIFF, ID, OUTPUT_DIFF, OUTPUT_TIME, consolidate, spark_schema
 from sparkway.engine.expressions import col
+from sparkway.engine.failures import computation_error
 from sparkway.engine.operators import StepContext, compile_node
-from sparkway.engine.session import cache_root, get_spark
+from sparkway.engine.spark import cache_root, get_spark
+from sparkway.errors import PlanError
 from sparkway.persistence.config import Config
 from sparkway.persistence.metadata import MetadataLog
 from sparkway.persistence.storage import BlobStorage
@@ -145,6 +146,8 @@ class Runner:
             frames[id(node)] = frame
         try:
             collected = _collect([frames.get(id(out)) if id(out) in nonempty else None for out in self.plan.outputs])
+        except Exception as error:
+            raise computation_error(error) from None
         finally:
             for frame in cached:
                 frame.unpersist()
@@ -227,7 +230,7 @@ class Runner:
 def _sources(plan: n.Plan) -> list[Source]:
     """The plan's sources, in the order they were created."""
     unique = {id(x.source): x.source for x in plan.nodes if isinstance(x, n.Input)}
-    return sorted(unique.values(), key=lambda s: getattr(s, "sequence", 0))
+    return sorted(unique.values(), key=lambda s: s.sequence)
 
 
 def _name_sources(sources: list[Source]) -> None:
@@ -238,7 +241,7 @@ def _name_sources(sources: list[Source]) -> None:
     names = [s.name for s in sources]
     duplicates = {x for x in names if names.count(x) > 1}
     if duplicates:
-        raise ValueError(f"two sources have the same persistent id: {sorted(duplicates)}")
+        raise PlanError(f"two sources have the same persistent id: {sorted(duplicates)}")
 
 
 def _brief(position: dict[str, Any], limit: int = 300) -> str:
@@ -255,8 +258,8 @@ def _collect(frames: list[DataFrame | None]) -> list[pa.Table | None]:
     tagged = []
     for k, frame in enumerate(frames):
         if frame is not None:
-            data = [col(c).alias(f"_{k}_{c}") for c in frame.columns if c not in ("_id", "_diff")]
-            tagged.append(frame.select(F.lit(k).alias("_sink"), col("_id"), col("_diff"), *data))
+            data = [col(c).alias(f"_{k}_{c}") for c in frame.columns if c not in (ID, DIFF)]
+            tagged.append(frame.select(F.lit(k).alias("_sink"), col(ID), col(DIFF), *data))
     if not tagged:
         return [None] * len(frames)
     union = tagged[0]
@@ -269,8 +272,8 @@ def _collect(frames: list[DataFrame | None]) -> list[pa.Table | None]:
             out.append(None)
             continue
         rows = everything.filter(pc.equal(everything.column("_sink"), k))
-        names = [c for c in frame.columns if c not in ("_id", "_diff")]
-        out.append(rows.select(["_id", *[f"_{k}_{c}" for c in names], "_diff"]).rename_columns(["_id", *names, "_diff"]))
+        names = [c for c in frame.columns if c not in (ID, DIFF)]
+        out.append(rows.select([ID, *[f"_{k}_{c}" for c in names], DIFF]).rename_columns([ID, *names, DIFF]))
     return out
 
 
@@ -278,15 +281,15 @@ def _output_batch(out: n.Output, table: pa.Table | None, time: int) -> OutputBat
     columns = list(out.columns)
     if table is None or table.num_rows == 0:
         empty = pa.table({**{c: pa.array([], out.columns[c].arrow_type()) for c in columns},
-                          "time": pa.array([], pa.int64()), "diff": pa.array([], pa.int64())})
+                          OUTPUT_TIME: pa.array([], pa.int64()), OUTPUT_DIFF: pa.array([], pa.int64())})
         return OutputBatch(empty, time, pa.array([], pa.int64()))
-    merged = consolidate(table.drop_columns(["_diff"]), table.column("_diff").to_pylist())
-    order = pc.sort_indices(merged, sort_keys=[("_diff", "ascending")])  # retractions first
+    merged = consolidate(table.drop_columns([DIFF]), table.column(DIFF).to_pylist())
+    order = pc.sort_indices(merged, sort_keys=[(DIFF, "ascending")])  # retractions first
     merged = merged.take(order)
     body = merged.select(columns)
-    body = body.append_column("time", pa.array([time] * merged.num_rows, pa.int64()))
-    body = body.append_column("diff", merged.column("_diff"))
-    return OutputBatch(body, time, merged.column("_id"))
+    body = body.append_column(OUTPUT_TIME, pa.array([time] * merged.num_rows, pa.int64()))
+    body = body.append_column(OUTPUT_DIFF, merged.column(DIFF))
+    return OutputBatch(body, time, merged.column(ID))
 
 
 def _install_signal_handlers(stop: threading.Event, wakeup: threading.Event) -> dict[int, Any]:

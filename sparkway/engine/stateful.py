@@ -26,8 +26,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from sparkway.engine.consolidate import consolidate
+from sparkway.core.changes import DIFF, ID, consolidate
 from sparkway.engine.expressions import pointer_of
+from sparkway.engine.failures import failures_named
 from sparkway.state.store import StateLocation
 
 Kernel = Callable[[list[pa.Table], Any], pa.Table]
@@ -48,6 +49,7 @@ class KernelSpec:
     """Everything an executor needs for one operator in one step (pickled to tasks)."""
 
     operator: str
+    where: str  # how errors name the operator (Node.label)
     step: int
     time: int
     location: StateLocation
@@ -61,6 +63,7 @@ def keyed_step(
     inputs: list[KeyedInput],
     *,
     operator: str,
+    where: str,
     step: int,
     time: int,
     location: StateLocation,
@@ -78,8 +81,8 @@ def keyed_step(
             F.lit(index).alias("_input"),
             gid.alias("_gid"),
             F.pmod(gid, F.lit(partitions)).alias("_part"),
-            F.col("_id"),
-            F.col("_diff"),
+            F.col(ID),
+            F.col(DIFF),
             *columns,
         )
         frames.append(frame)
@@ -87,7 +90,7 @@ def keyed_step(
         payload_types.append(tuple((n, schema.field(i).type) for i, n in enumerate(item.payload)))
     union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     spec = KernelSpec(
-        operator, step, time, location, tuple(payload_types), kernel, params,
+        operator, where, step, time, location, tuple(payload_types), kernel, params,
         to_arrow_schema(output, timezone="UTC", prefers_large_types=False),
     )
     return union.repartition(partitions, "_part").mapInArrow(functools.partial(_run_partitions, spec), output)
@@ -151,7 +154,8 @@ def _apply(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table, dict
         tables.append(_to_table(old, new, spec.payloads[i]))
         for k in changed:
             updates[_state_key(i, gids[k])] = pickle.dumps(own[k], protocol=5) if own[k] else None
-    out = spec.kernel(tables, spec.params)
+    with failures_named(spec.where):
+        out = spec.kernel(tables, spec.params)
     is_new = pc.equal(pc.bit_wise_and(out.column("_g"), 1), 1).to_pylist()
     body = out.drop_columns(["_g"])
     return consolidate(body, [1 if new else -1 for new in is_new]), updates
@@ -164,7 +168,7 @@ def _apply_changes(
     columns = [changes.column(n).to_pylist() for n in payload]
     changed = set()
     for gid, row_id, diff, *values in zip(
-        changes.column("_gid").to_pylist(), changes.column("_id").to_pylist(), changes.column("_diff").to_pylist(), *columns
+        changes.column("_gid").to_pylist(), changes.column(ID).to_pylist(), changes.column(DIFF).to_pylist(), *columns
     ):
         k = group_of[gid]
         changed.add(k)
@@ -194,7 +198,7 @@ def _to_table(old: list[tuple], new: list[tuple], payload: tuple[tuple[str, pa.D
     rows = old + new
     columns: dict[str, pa.Array] = {
         "_g": pa.array([r[0] for r in rows], pa.int64()),
-        "_id": pa.array([r[1] for r in rows], pa.int64()),
+        ID: pa.array([r[1] for r in rows], pa.int64()),
         "_gid": pa.array([r[2] for r in rows], pa.int64()),
         "_time": pa.array([r[3] for r in rows], pa.int64()),
     }

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparkway.api.debug import table_from_source
-from sparkway.api.graph import add_output
-from sparkway.api.schema import Column, Schema
+from sparkway.api import graph
+from sparkway.api.schema import Schema
 from sparkway.api.table import Table
 from sparkway.connectors.files import FileSource
-from sparkway.connectors.formats import CsvParserSettings
+from sparkway.connectors.formats.csv import CsvParserSettings
 from sparkway.connectors.writers import CsvSink, JsonLinesSink, NullSink
+from sparkway.core.columns import Column
+from sparkway.errors import PlanError
 from sparkway.io._common import persistent_name
-from sparkway.plan import nodes as n
 
 _LABELS = {
     "csv": "CsvFilesystemReader",
@@ -38,7 +38,7 @@ def read_files(
 ) -> Table:
     """A table fed by the files under ``path``; see ``pw.io.fs.read``."""
     if format in ("csv", "json") and schema is None:
-        raise ValueError(f"reading {format} files needs schema=: a pw.Schema subclass naming the columns")
+        raise PlanError(f"reading {format} files needs schema=: a pw.Schema subclass naming the columns")
     columns: dict[str, Column] = schema.columns() if schema is not None else {}
     source = FileSource(
         str(path),
@@ -51,20 +51,20 @@ def read_files(
         object_pattern=object_pattern,
         connector_label=_LABELS[format],
     )
-    return table_from_source(source, source.columns)
+    return graph.table_from_source(source)
 
 
 def write_file(table: Table, filename: str | Any, *, format: str, name: str | None = None, **ignored: Any) -> None:
     """Every change of ``table`` appended to a file, with ``time`` and ``diff``."""
     sinks = {"csv": CsvSink, "json": JsonLinesSink}
     if format not in sinks:
-        raise ValueError(f"cannot write format {format!r}; use 'csv' or 'json'")
+        raise PlanError(f"cannot write format {format!r}; use 'csv' or 'json'")
     sink = sinks[format](str(filename), table.column_names(), dtypes=table.typehints(), name=name)
-    add_output(n.Output(dict(table._node.columns), table._node, sink))
+    graph.write_to_sink(table, sink)
 
 
 def write_null(table: Table, **ignored: Any) -> None:
-    add_output(n.Output(dict(table._node.columns), table._node, NullSink()))
+    graph.write_to_sink(table, NullSink())
 
 
 __all__ = ["read_files", "write_file", "write_null"]

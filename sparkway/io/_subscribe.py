@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sparkway.api.graph import add_output
+from sparkway.api import graph
 from sparkway.api.table import Table
 from sparkway.connectors.callbacks import CallbackSink
-from sparkway.plan import nodes as n
 
 
 def subscribe(
@@ -33,4 +32,4 @@ def subscribe(
     {'a': 1}
     """
     sink = CallbackSink(dict(table._node.columns), on_change, on_time_end, on_end)
-    add_output(n.Output(dict(table._node.columns), table._node, sink))
+    graph.write_to_sink(table, sink)

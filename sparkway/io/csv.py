@@ -6,7 +6,7 @@ from typing import Any
 
 from sparkway.api.schema import Schema
 from sparkway.api.table import Table
-from sparkway.connectors.formats import CsvParserSettings
+from sparkway.connectors.formats.csv import CsvParserSettings
 from sparkway.io._files import read_files, write_file
 
 __all__ = ["read", "write", "CsvParserSettings"]

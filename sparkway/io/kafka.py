@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparkway.api.debug import table_from_source
-from sparkway.api.expression import ColumnRef
-from sparkway.api.graph import add_output
-from sparkway.api.schema import Column, Schema
+from sparkway.api import graph
+from sparkway.api.schema import Schema
 from sparkway.api.table import Table
 from sparkway.connectors.kafka import KafkaSink, KafkaSource
+from sparkway.core.columns import Column
+from sparkway.core.expression import ColumnRef
+from sparkway.errors import PlanError
 from sparkway.io._common import persistent_name
-from sparkway.plan import nodes as n
 
 __all__ = ["read", "write"]
 
@@ -51,7 +51,7 @@ def read(
     ...     topic="events", schema=Event, format="json", name="events")  # doctest: +SKIP
     """
     if mode != "streaming":
-        raise ValueError(f"mode={mode!r}: Kafka topics are read in mode='streaming' only")
+        raise PlanError(f"mode={mode!r}: Kafka topics are read in mode='streaming' only")
     columns: dict[str, Column] = schema.columns() if schema is not None else {}
     source = KafkaSource(
         rdkafka_settings,
@@ -63,16 +63,16 @@ def read(
         name=persistent_name(name, persistent_id),
         max_backlog_size=max_backlog_size,
     )
-    return table_from_source(source, source.columns)
+    return graph.table_from_source(source)
 
 
 def _one_topic(topic: str | list[str] | None) -> str:
     if isinstance(topic, (list, tuple)):
         if len(topic) != 1:
-            raise ValueError("read one topic per pw.io.kafka.read, then concatenate the tables")
+            raise PlanError("read one topic per pw.io.kafka.read, then concatenate the tables")
         topic = topic[0]
     if not topic:
-        raise ValueError("give the topic to read: pw.io.kafka.read(settings, topic='events', ...)")
+        raise PlanError("give the topic to read: pw.io.kafka.read(settings, topic='events', ...)")
     return topic
 
 
@@ -100,7 +100,7 @@ def write(
     >>> pw.io.kafka.write(t, {"bootstrap.servers": "localhost:9092"}, "counts")  # doctest: +SKIP
     """
     if not topic_name:
-        raise ValueError("give the topic to write: pw.io.kafka.write(table, settings, 'counts')")
+        raise PlanError("give the topic to write: pw.io.kafka.write(table, settings, 'counts')")
     sink = KafkaSink(
         rdkafka_settings,
         topic_name,
@@ -111,7 +111,7 @@ def write(
         value=_column_name(value),
         name=name,
     )
-    add_output(n.Output(dict(table._node.columns), table._node, sink))
+    graph.write_to_sink(table, sink)
 
 
 def _column_name(column: ColumnRef | str | None) -> str | None:

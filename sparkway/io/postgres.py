@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from sparkway.api import graph
-from sparkway.api.expression import ColumnRef
 from sparkway.api.table import Table
 from sparkway.connectors.postgres import (
     INIT_MODES, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, PostgresSink, sql_type,
 )
-from sparkway.plan import nodes as n
+from sparkway.core.expression import ColumnRef
+from sparkway.errors import PlanError, PlanTypeError
 
 __all__ = ["write", "write_snapshot"]
 
@@ -50,18 +50,18 @@ def write(
     >>> pw.run()   # doctest: +SKIP
     """
     if output_table_type not in (STREAM_OF_CHANGES, SNAPSHOT):
-        raise ValueError(f"output_table_type must be {STREAM_OF_CHANGES!r} or {SNAPSHOT!r}, not {output_table_type!r}")
+        raise PlanError(f"output_table_type must be {STREAM_OF_CHANGES!r} or {SNAPSHOT!r}, not {output_table_type!r}")
     if init_mode not in INIT_MODES:
-        raise ValueError(f"init_mode must be one of {list(INIT_MODES)}, not {init_mode!r}")
+        raise PlanError(f"init_mode must be one of {list(INIT_MODES)}, not {init_mode!r}")
     if max_batch_size is not None and max_batch_size < 1:
-        raise ValueError(f"max_batch_size must be a positive number of rows, not {max_batch_size}")
+        raise PlanError(f"max_batch_size must be a positive number of rows, not {max_batch_size}")
     columns = table.typehints()
     _check_columns(columns)
     key = _primary_key(table, primary_key, output_table_type)
     sink = PostgresSink(postgres_settings, table_name, columns, table_type=output_table_type, primary_key=key,
                         init_mode=init_mode, max_batch_size=max_batch_size, name=name)
     _check_distinct_progress(sink)
-    graph.add_output(n.Output(dict(table._node.columns), table._node, sink))
+    graph.write_to_sink(table, sink)
 
 
 def write_snapshot(
@@ -90,33 +90,33 @@ def write_snapshot(
 def _check_columns(columns: dict[str, Any]) -> None:
     taken = [c for c in columns if c.lower() in META_COLUMNS]
     if taken:
-        raise ValueError(f"column(s) {taken} collide with the 'time' and 'diff' columns the PostgreSQL table "
+        raise PlanError(f"column(s) {taken} collide with the 'time' and 'diff' columns the PostgreSQL table "
                          "gets: rename them (table.rename(...)) before writing")
     for column, dtype in columns.items():
         try:
             sql_type(dtype)
         except TypeError as error:
-            raise TypeError(f"column {column!r}: {error}") from None
+            raise PlanTypeError(f"column {column!r}: {error}") from None
 
 
 def _primary_key(table: Table, primary_key: list[Any] | None, output_table_type: str) -> list[str]:
     """The key's column names; references (``table.col``, ``pw.this.col``) or names."""
     if output_table_type != SNAPSHOT:
         if primary_key:
-            raise ValueError("primary_key is for output_table_type='snapshot' only")
+            raise PlanError("primary_key is for output_table_type='snapshot' only")
         return []
     if not primary_key:
-        raise ValueError("a snapshot needs primary_key: the column(s) that identify a row, e.g. [table.id_col]")
+        raise PlanError("a snapshot needs primary_key: the column(s) that identify a row, e.g. [table.id_col]")
     names = [c.name if isinstance(c, ColumnRef) else c for c in primary_key]
     columns = table.typehints()
     for name in names:
         if not isinstance(name, str) or name not in columns:
-            raise ValueError(f"primary_key entry {name!r} is not a column of the table; its columns are {list(columns)}")
+            raise PlanError(f"primary_key entry {name!r} is not a column of the table; its columns are {list(columns)}")
         if columns[name].optional:
-            raise ValueError(f"primary_key column {name!r} may be None; a key column must not be: "
+            raise PlanError(f"primary_key column {name!r} may be None; a key column must not be: "
                              f"filter the Nones out first (.filter(pw.this.{name}.is_not_none()))")
     if len(set(names)) != len(names):
-        raise ValueError(f"primary_key names a column twice: {names}")
+        raise PlanError(f"primary_key names a column twice: {names}")
     return names
 
 
@@ -125,5 +125,5 @@ def _check_distinct_progress(sink: PostgresSink) -> None:
     for output in graph.outputs():
         other = output.sink
         if isinstance(other, PostgresSink) and other.progress_id == sink.progress_id and other.settings == sink.settings:
-            raise ValueError(f"two PostgreSQL outputs of this program are both named {sink.progress_id!r}: give "
+            raise PlanError(f"two PostgreSQL outputs of this program are both named {sink.progress_id!r}: give "
                              "each a distinct name= (it keys the output's progress record)")

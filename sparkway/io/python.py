@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparkway.api.debug import table_from_source
+from sparkway.api import graph
 from sparkway.api.schema import Schema
 from sparkway.api.table import Table
 from sparkway.connectors.python import ConnectorSubject, PythonSource
+from sparkway.errors import PlanTypeError
 from sparkway.io._common import persistent_name
 
 __all__ = ["ConnectorSubject", "read"]
@@ -40,9 +41,9 @@ def read(
     ['text']
     """
     if not isinstance(subject, ConnectorSubject):
-        raise TypeError(f"pw.io.python.read needs a pw.io.python.ConnectorSubject, got {type(subject).__name__}")
+        raise PlanTypeError(f"pw.io.python.read needs a pw.io.python.ConnectorSubject, got {type(subject).__name__}")
     source = PythonSource(
         subject, schema.columns(),
         autocommit_duration_ms=autocommit_duration_ms, name=persistent_name(name, persistent_id),
     )
-    return table_from_source(source, source.columns)
+    return graph.table_from_source(source)

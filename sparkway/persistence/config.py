@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkway.io.s3 import AwsS3Settings, split_s3_path
+from sparkway.errors import PlanError
+from sparkway.persistence.s3 import AwsS3Settings, split_s3_path
 from sparkway.persistence.storage import BlobStorage
 
 
@@ -42,14 +43,14 @@ class Backend:
         if root_path.startswith("s3://"):
             bucket, prefix = split_s3_path(root_path)
             if settings.bucket_name not in (None, bucket):
-                raise ValueError(
+                raise PlanError(
                     f"root_path {root_path!r} is in bucket {bucket!r} but bucket_settings name "
                     f"{settings.bucket_name!r}: give the bucket once"
                 )
         elif settings.bucket_name is not None:
             bucket, prefix = settings.bucket_name, root_path.strip("/")
         else:
-            raise ValueError(
+            raise PlanError(
                 f"Backend.s3 needs a bucket: write root_path as s3://<bucket>/{root_path.strip('/')} "
                 "or set bucket_settings=pw.io.s3.AwsS3Settings(bucket_name=...)"
             )
@@ -85,13 +86,13 @@ class Config:
 
     def __post_init__(self) -> None:
         if self.backend is None and (self.metadata_storage is None or self.snapshot_storage is None):
-            raise ValueError("pw.persistence.Config needs a backend, or both metadata_storage and snapshot_storage")
+            raise PlanError("pw.persistence.Config needs a backend, or both metadata_storage and snapshot_storage")
         if self.metadata_storage is None:
             object.__setattr__(self, "metadata_storage", self.backend)
         if self.snapshot_storage is None:
             object.__setattr__(self, "snapshot_storage", self.backend)
         if self.on_plan_change not in ("error", "rebuild"):
-            raise ValueError('on_plan_change must be "error" or "rebuild"')
+            raise PlanError('on_plan_change must be "error" or "rebuild"')
 
     @classmethod
     def simple_config(

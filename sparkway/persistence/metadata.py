@@ -22,6 +22,7 @@ import time
 import uuid
 from typing import Any
 
+from sparkway.errors import PersistenceError
 from sparkway.persistence.storage import BlobStorage
 
 log = logging.getLogger("sparkway")
@@ -30,11 +31,11 @@ _KEEP = 5  # committed steps whose logs are kept, for inspection
 LEASE_TTL_S = 30.0  # an object-store lease not renewed for this long may be taken over
 
 
-class StorageInUseError(RuntimeError):
+class StorageInUseError(PersistenceError):
     """Another process is running with the same persistence storage."""
 
 
-class PlanChangedError(RuntimeError):
+class PlanChangedError(PersistenceError):
     """The program differs from the one that wrote the persisted state."""
 
 

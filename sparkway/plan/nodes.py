@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkway.api.dtypes import DType
-from sparkway.api.expression import Expr
+from sparkway.core.dtypes import DType
+from sparkway.core.expression import Expr
+from sparkway.errors import user_frame
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,16 @@ class InputRef:
 @dataclass(frozen=True, eq=False)
 class Node:
     columns: dict[str, DType]
+    #: ``file:line`` of the program that built this node, named in errors about it
+    origin: str = field(default="", init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "origin", user_frame())
+
+    @property
+    def label(self) -> str:
+        """How errors name this node: its kind and where the program built it."""
+        return f"{self.kind.lower()} at {self.origin}" if self.origin else self.kind.lower()
 
     @property
     def inputs(self) -> tuple["Node", ...]:
@@ -49,7 +60,7 @@ class Input(Node):
     source: Any  # sparkway.connectors.base.Source
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "source": self.source.name}
+        return {**super().describe(), "source": self.source.name, "key": list(self.source.key_columns)}
 
 
 @dataclass(frozen=True, eq=False)

@@ -34,7 +34,7 @@ def cluster_env(python_env: dict[str, str]) -> dict[str, str]:
 PROBE = '''
 import json
 import sparkway as pw
-from sparkway.engine.session import get_spark
+from sparkway.engine.spark import get_spark
 
 class S(pw.Schema):
     word: str

@@ -7,6 +7,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkway.core.changes import ID
+
 _JOIN_TYPES = {"inner": "inner", "left": "left outer", "right": "right outer", "outer": "full outer"}
 
 
@@ -32,8 +34,8 @@ def join_groups(tables: list[pa.Table], params: Any) -> pa.Table:
     groups, li, ri = positions_join(left, right, how)
     columns: dict[str, Any] = {
         "_g": groups,
-        "_l_id": pc.take(left.column("_id"), li),
-        "_r_id": pc.take(right.column("_id"), ri),
+        "_l_id": pc.take(left.column(ID), li),
+        "_r_id": pc.take(right.column(ID), ri),
     }
     columns.update({f"_l_{n}": pc.take(left.column(n), li) for n in left_payload})
     columns.update({f"_r_{n}": pc.take(right.column(n), ri) for n in right_payload})

@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkway.core.changes import ID
 from sparkway.engine.kernels.join import positions_join
 
 
@@ -19,22 +20,22 @@ def merge_groups(tables: list[pa.Table], params: Any) -> pa.Table:
 
 
 def _output(rows: pa.Table, ids: Any, payload: list[str]) -> pa.Table:
-    return pa.table({"_g": rows.column("_g"), "_id": ids, **{n: rows.column(n) for n in payload}})
+    return pa.table({"_g": rows.column("_g"), ID: ids, **{n: rows.column(n) for n in payload}})
 
 
 def _update_rows(tables: list[pa.Table], payload: list[str], optional: bool) -> pa.Table:
     base, update = tables
     # a row of `update` wins: drop base rows whose id the update has
     kept = base.filter(pc.invert(pc.is_in(base.column("_g"), update.column("_g"))))
-    rows = pa.concat_tables([kept.select(["_g", "_id", *payload]), update.select(["_g", "_id", *payload])])
-    return _output(rows, rows.column("_id"), payload)
+    rows = pa.concat_tables([kept.select(["_g", ID, *payload]), update.select(["_g", ID, *payload])])
+    return _output(rows, rows.column(ID), payload)
 
 
 def _update_cells(tables: list[pa.Table], payload: list[str], optional: bool) -> pa.Table:
     base, update = tables
     groups, li, ri = positions_join(base, update, "left")
     present = pc.is_valid(ri)
-    columns = {"_g": groups, "_id": pc.take(base.column("_id"), li)}
+    columns = {"_g": groups, ID: pc.take(base.column(ID), li)}
     for name in payload:
         old = pc.take(base.column(name), li)
         columns[name] = pc.if_else(present, pc.take(update.column(name), ri), old) if name in update.column_names else old
@@ -44,14 +45,14 @@ def _update_cells(tables: list[pa.Table], payload: list[str], optional: bool) ->
 def _difference(tables: list[pa.Table], payload: list[str], optional: bool) -> pa.Table:
     base, other = tables
     rows = base.filter(pc.invert(pc.is_in(base.column("_g"), other.column("_g"))))
-    return _output(rows, rows.column("_id"), payload)
+    return _output(rows, rows.column(ID), payload)
 
 
 def _intersect(tables: list[pa.Table], payload: list[str], optional: bool) -> pa.Table:
     rows = tables[0]
     for other in tables[1:]:
         rows = rows.filter(pc.is_in(rows.column("_g"), other.column("_g")))
-    return _output(rows, rows.column("_id"), payload)
+    return _output(rows, rows.column(ID), payload)
 
 
 def _ix(tables: list[pa.Table], payload: list[str], optional: bool) -> pa.Table:
@@ -59,7 +60,7 @@ def _ix(tables: list[pa.Table], payload: list[str], optional: bool) -> pa.Table:
     groups, li, ri = positions_join(holders, target, "left")
     if not optional and pc.any(pc.is_null(ri)).as_py():
         raise KeyError("ix: a pointer names a row that does not exist; use ix(..., optional=True)")
-    columns = {"_g": groups, "_id": pc.take(holders.column("_id"), li)}
+    columns = {"_g": groups, ID: pc.take(holders.column(ID), li)}
     # the holder's own columns (when they come along) and the looked-up ones
     columns.update({
         n: pc.take(holders.column(n), li) if n in holders.column_names else pc.take(target.column(n), ri)

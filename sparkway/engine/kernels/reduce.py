@@ -1,4 +1,4 @@
-"""Reducers: their result types, and the vectorized kernel computing them per group.
+"""Reducers: the vectorized kernel computing them per group (their types: ``core.type_rules``).
 
 The kernel sees every row of the touched groups (``_g`` numbers a group), sorted here by
 ``_g`` first: every pyarrow group-by below then lists groups in ascending ``_g``, so the
@@ -13,38 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkway.api import dtypes as dt
-from sparkway.api.dtypes import DType
-
-
-def result_type(kind: str, args: list[DType], params: tuple) -> DType:
-    """The type of a reducer's result over arguments of the given types."""
-    if kind not in _RESULT_TYPES:
-        raise ValueError(f"unknown reducer {kind!r}; known: {', '.join(sorted(_RESULT_TYPES))}")
-    return _RESULT_TYPES[kind](args, params)
-
-
-def _tuple_type(args: list[DType], params: tuple) -> DType:
-    skip_nones = bool(params and params[0])
-    return DType("list", (args[0].with_optional(args[0].optional and not skip_nones),))
-
-
-_RESULT_TYPES: dict[str, Callable[[list[DType], tuple], DType]] = {
-    "count": lambda a, p: dt.INT,
-    "count_distinct": lambda a, p: dt.INT,
-    "sum": lambda a, p: a[0],
-    "avg": lambda a, p: dt.FLOAT.with_optional(a[0].optional),
-    "min": lambda a, p: a[0],
-    "max": lambda a, p: a[0],
-    "any": lambda a, p: a[0],
-    "unique": lambda a, p: a[0],
-    "earliest": lambda a, p: a[0],
-    "latest": lambda a, p: a[0],
-    "argmin": lambda a, p: dt.POINTER,
-    "argmax": lambda a, p: dt.POINTER,
-    "tuple": _tuple_type,
-    "sorted_tuple": _tuple_type,
-}
+from sparkway.core.changes import ID
 
 
 def reduce_groups(tables: list[pa.Table], params: Any) -> pa.Table:
@@ -53,11 +22,11 @@ def reduce_groups(tables: list[pa.Table], params: Any) -> pa.Table:
     ``params`` = (key column names, [(output name, kind, argument column names, reducer params)]).
     """
     key_names, aggregates = params
-    rows = tables[0].sort_by([("_g", "ascending"), ("_id", "ascending")])
+    rows = tables[0].sort_by([("_g", "ascending"), (ID, "ascending")])
     firsts = rows.select(["_g", "_gid", *key_names]).take(_first_positions(rows))
     columns: dict[str, pa.Array] = {
         "_g": firsts.column("_g"),
-        "_id": firsts.column("_gid"),
+        ID: firsts.column("_gid"),
         **{k: firsts.column(k) for k in key_names},
     }
     for name, kind, arg_names, reducer_params in aggregates:
@@ -81,7 +50,7 @@ def _first_positions(rows: pa.Table) -> pa.Array:
 def _simple(function: str) -> Aggregator:
     """A pyarrow hash aggregation of the first argument (of ``_id`` when there is none)."""
     def aggregate(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
-        column = args[0] if args else "_id"
+        column = args[0] if args else ID
         spec = (column, function, pc.CountOptions(mode="all")) if "count" in function else (column, function)
         return rows.group_by("_g", use_threads=False).aggregate([spec]).column(f"{column}_{function}")
     return aggregate
@@ -92,7 +61,7 @@ def _by_order(column: str | None, descending: bool, pick: str) -> Aggregator:
     def aggregate(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
         order_by = column or args[0]
         ordered = rows.sort_by(
-            [("_g", "ascending"), (order_by, "descending" if descending else "ascending"), ("_id", "ascending")]
+            [("_g", "ascending"), (order_by, "descending" if descending else "ascending"), (ID, "ascending")]
         )
         target = pick if pick != "arg" else args[0]
         return ordered.column(target).take(_first_positions(ordered))
@@ -117,7 +86,7 @@ def _tuple(sort_values: bool) -> Aggregator:
     """All values of a group, in id order (``rows`` come sorted by id) or sorted;
     ``params[0]`` (skip_nones) leaves None out."""
     def aggregate(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
-        source = rows.sort_by([("_g", "ascending"), (args[0], "ascending"), ("_id", "ascending")]) if sort_values else rows
+        source = rows.sort_by([("_g", "ascending"), (args[0], "ascending"), (ID, "ascending")]) if sort_values else rows
         # lists of positions, then the values taken by position (hash_list has no kernel for structs)
         positions = pa.table({"_g": source.column("_g"), "_pos": pa.array(np.arange(source.num_rows), pa.int64())})
         owned = positions.group_by("_g", use_threads=False).aggregate([("_pos", "list")]).column("_pos_list")
@@ -151,8 +120,8 @@ _AGGREGATORS: dict[str, Aggregator] = {
     "unique": _unique,
     "earliest": _by_order("_time", False, "arg"),
     "latest": _by_order("_time", True, "arg"),
-    "argmin": _by_order(None, False, "_id"),
-    "argmax": _by_order(None, True, "_id"),
+    "argmin": _by_order(None, False, ID),
+    "argmax": _by_order(None, True, ID),
     "tuple": _tuple(False),
     "sorted_tuple": _tuple(True),
 }

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkway.core.changes import ID
+from sparkway.core.durations import micros_or_number
+
 
 def _as_numbers(column: pa.ChunkedArray, max_gap: Any) -> tuple[np.ndarray, float]:
     """Times and gap on one numeric scale (microseconds for date-times)."""
     if pa.types.is_timestamp(column.type):
         micros = pc.cast(column, pa.timestamp("us", tz=column.type.tz)).cast(pa.int64())
-        gap = max_gap.total_seconds() * 1e6 if isinstance(max_gap, _dt.timedelta) else float(max_gap)
+        gap = float(micros_or_number(max_gap))
         return micros.to_numpy(), gap
     return column.to_numpy(), float(max_gap)
 
@@ -24,7 +26,7 @@ def sessionize(tables: list[pa.Table], params: Any) -> pa.Table:
     last time, and ``_pw_instance``."""
     (max_gap, payload) = params
     (rows,) = tables
-    rows = rows.sort_by([("_g", "ascending"), ("_t", "ascending"), ("_id", "ascending")])
+    rows = rows.sort_by([("_g", "ascending"), ("_t", "ascending"), (ID, "ascending")])
     times, gap = _as_numbers(rows.column("_t"), max_gap)
     groups = rows.column("_g").to_numpy()
     new_session = np.ones(len(times), dtype=bool)
@@ -36,7 +38,7 @@ def sessionize(tables: list[pa.Table], params: Any) -> pa.Table:
     return pa.table(
         {
             "_g": rows.column("_g"),
-            "_id": rows.column("_id"),
+            ID: rows.column(ID),
             **{name: rows.column(name) for name in payload},
             "_pw_instance": rows.column("_inst"),
             "_pw_window_start": pc.take(time_column, pa.array(starts[session])),

@@ -17,6 +17,8 @@ from typing import Any, Callable
 import pyarrow as pa
 from pyspark.sql import types as T
 
+from sparkway.errors import PlanTypeError
+
 
 class Json:
     """A JSON value held in a column (``pw.Json``).
@@ -107,7 +109,7 @@ class DType:
             return T.StructType(
                 [T.StructField(f"_{i}", t.spark_type(), True) for i, t in enumerate(self.items)]
             )
-        raise TypeError(f"no Spark type for {self}")
+        raise PlanTypeError(f"no Spark type for {self}")
 
     def arrow_type(self) -> pa.DataType:
         simple = _ARROW_SIMPLE.get(self.name)
@@ -117,7 +119,7 @@ class DType:
             return pa.list_(self.items[0].arrow_type())
         if self.name == "tuple":
             return pa.struct([(f"_{i}", t.arrow_type()) for i, t in enumerate(self.items)])
-        raise TypeError(f"no Arrow type for {self}")
+        raise PlanTypeError(f"no Arrow type for {self}")
 
 
 INT = DType("int")
@@ -204,7 +206,7 @@ def dtype_of(annotation: Any) -> DType:
         return _FROM_PYTHON[annotation]
     if typing.get_origin(annotation) is Pointer or annotation is Pointer:
         return POINTER
-    raise TypeError(
+    raise PlanTypeError(
         f"unsupported column type {annotation!r}: use int, float, str, bool, bytes, pw.Json, "
         "pw.Pointer, pw.DateTimeNaive, pw.DateTimeUtc, pw.Duration, Optional, list or tuple"
     )
@@ -222,7 +224,7 @@ def unify(a: DType, b: DType) -> DType:
         return base_b.with_optional(True)
     if base_b == ANY.with_optional(False) and b.optional:
         return base_a.with_optional(True)
-    raise TypeError(f"incompatible column types {a} and {b}")
+    raise PlanTypeError(f"incompatible column types {a} and {b}")
 
 
 def dtype_of_value(value: Any) -> DType:

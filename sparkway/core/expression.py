@@ -1,7 +1,7 @@
 """Column expressions: small immutable nodes built by operators on columns.
 
 Nothing here touches Spark: ``sparkway.engine.expressions`` compiles each node kind to a
-Spark column, and ``sparkway.engine.typing`` gives each node its type.
+Spark column, and ``sparkway.core.type_rules`` gives each node its type.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from sparkway.api.dtypes import DType
+from sparkway.core.dtypes import DType
+from sparkway.errors import PlanTypeError
 
 
 class Expr:
@@ -58,7 +59,7 @@ class Expr:
     def __abs__(self) -> "UnOp": return UnOp("abs", self)
 
     def __bool__(self) -> bool:
-        raise TypeError(
+        raise PlanTypeError(
             "a column expression has no truth value: use & | ~ instead of and/or/not, "
             "and pw.if_else instead of if"
         )

@@ -1,4 +1,5 @@
-"""The type of every expression node, given the column types of a node's inputs."""
+"""Type rules: the type of every expression node given its inputs' column types, and
+the result types of built-in functions and reducers, side by side."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ import inspect
 import typing
 from typing import Any, Callable
 
-from sparkway.api import dtypes as dt
-from sparkway.api.dtypes import DType
-from sparkway.api.expression import (
+from sparkway.core import dtypes as dt
+from sparkway.core.dtypes import DType
+from sparkway.core.expression import (
     Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, GetItem, IfElse, IsNone,
     MakeTuple, PointerFrom, ReducerExpr, Require, UnOp, Unwrap,
 )
+from sparkway.errors import PlanError, PlanTypeError
 
 Columns = list[dict[str, DType]]
 
@@ -24,7 +26,7 @@ def column_type(ref: ColumnRef, inputs: Columns) -> DType:
         return inputs[index][ref.name]
     except KeyError:
         known = ", ".join(inputs[index]) or "none"
-        raise KeyError(f"no column {ref.name!r} in the table (its columns: {known})") from None
+        raise PlanError(f"no column {ref.name!r} in the table (its columns: {known})") from None
 
 
 def infer(expr: Expr, inputs: Columns) -> DType:
@@ -67,8 +69,8 @@ def infer(expr: Expr, inputs: Columns) -> DType:
         case PointerFrom():
             return dt.POINTER
         case ReducerExpr():
-            raise TypeError("reducers such as pw.reducers.sum can only be used in reduce()")
-    raise TypeError(f"unsupported expression {expr!r}")
+            raise PlanTypeError("reducers such as pw.reducers.sum can only be used in reduce()")
+    raise PlanTypeError(f"unsupported expression {expr!r}")
 
 
 def return_type(fn: Callable[..., Any]) -> DType:
@@ -178,4 +180,35 @@ FUNCTION_TYPES: dict[str, Callable[[list[DType], tuple], DType]] = {
     "window.starts": lambda types, params: dt.DType("list", (types[0].with_optional(False),)),
     "json_as_int": _json_as(dt.INT), "json_as_float": _json_as(dt.FLOAT),
     "json_as_str": _json_as(dt.STR), "json_as_bool": _json_as(dt.BOOL),
+}
+
+
+def reducer_type(kind: str, args: list[DType], params: tuple) -> DType:
+    """The type of a reducer's result over arguments of the given types."""
+    if kind not in REDUCER_TYPES:
+        raise PlanError(f"unknown reducer {kind!r}; known: {', '.join(sorted(REDUCER_TYPES))}")
+    return REDUCER_TYPES[kind](args, params)
+
+
+def _tuple_type(args: list[DType], params: tuple) -> DType:
+    skip_nones = bool(params and params[0])
+    return DType("list", (args[0].with_optional(args[0].optional and not skip_nones),))
+
+
+# One entry per reducer: its result type from its arguments' (kernels: engine/kernels/reduce.py).
+REDUCER_TYPES: dict[str, Callable[[list[DType], tuple], DType]] = {
+    "count": lambda a, p: dt.INT,
+    "count_distinct": lambda a, p: dt.INT,
+    "sum": lambda a, p: a[0],
+    "avg": lambda a, p: dt.FLOAT.with_optional(a[0].optional),
+    "min": lambda a, p: a[0],
+    "max": lambda a, p: a[0],
+    "any": lambda a, p: a[0],
+    "unique": lambda a, p: a[0],
+    "earliest": lambda a, p: a[0],
+    "latest": lambda a, p: a[0],
+    "argmin": lambda a, p: dt.POINTER,
+    "argmax": lambda a, p: dt.POINTER,
+    "tuple": _tuple_type,
+    "sorted_tuple": _tuple_type,
 }

@@ -1,4 +1,8 @@
-"""``pw.csv``: the old place of ``pw.io.csv``, kept for old programs."""
+"""``pw.csv``: the old place of ``pw.io.csv``, kept for old programs.
+
+Pathway 0.33 no longer has ``pw.csv``, but the programs of the seed documents (written
+for an older Pathway) use it and expect its warning, so it stays, warning as it did.
+"""
 
 from __future__ import annotations
 

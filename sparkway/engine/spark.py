@@ -86,5 +86,16 @@ def get_spark(master: str | None = None) -> SparkSession:
         builder = builder.config("spark.executor.memory", "768m")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    _quiet_task_failures(spark)
     log.debug("Spark session on %s", master)
     return spark
+
+
+def _quiet_task_failures(spark: SparkSession) -> None:
+    """A failed task is reported to the user once, as a sparkway error naming the
+    operator (``engine.failures``); Spark's own log of it, a page of Java stack per
+    task, is turned off (the whole error is still logged by sparkway at DEBUG level)."""
+    jvm = spark.sparkContext._jvm
+    level = jvm.org.apache.logging.log4j.Level.OFF
+    for logger in ("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager"):
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(logger, level)

@@ -1,0 +1,353 @@
+"""CSV input: the header, the records of a chunk, and where complete records end.
+
+Records are split by the standard library's ``csv`` module; this module finds where
+they are in the file, to name the line and column of a bad field.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sparkway.connectors.formats.values import (
+    CONVERSION_ERRORS, ParsedRows, RowError, SchemaMismatchError, SkippedRows, decode, position,
+    split_lines, stored_default, text_parser, type_name,
+)
+from sparkway.core.columns import Column
+from sparkway.core.dtypes import DType
+
+# The csv module refuses fields over 128 KiB by default; a long text field in a log line
+# is legitimate input, so lift the limit (it is process-wide, and only ever raised).
+if csv.field_size_limit() < 2**31 - 1:
+    csv.field_size_limit(2**31 - 1)
+
+
+@dataclass(frozen=True)
+class CsvParserSettings:
+    """How CSV input is split into fields (``pw.io.csv.CsvParserSettings``).
+
+    >>> settings = CsvParserSettings(delimiter=";", comment_character="#")
+    >>> settings.dialect()["delimiter"]
+    ';'
+    """
+
+    delimiter: str = ","
+    quote: str = '"'
+    escape: str | None = None
+    enable_double_quote_escapes: bool = True
+    enable_quoting: bool = True
+    comment_character: str | None = None
+
+    def dialect(self) -> dict[str, Any]:
+        """Keyword arguments of ``csv.reader`` for these settings."""
+        return {
+            "delimiter": self.delimiter,
+            "quotechar": self.quote if self.enable_quoting else None,
+            "escapechar": self.escape,
+            "doublequote": self.enable_double_quote_escapes,
+            "quoting": csv.QUOTE_MINIMAL if self.enable_quoting else csv.QUOTE_NONE,
+            "strict": False,
+            "skipinitialspace": False,
+        }
+
+
+def _field_starts(record: str, settings: CsvParserSettings) -> list[int]:
+    """Character offsets where the fields of one CSV record start.  Only used to point at
+    a bad field; the rows themselves are split by the csv module."""
+    starts = [0]
+    quoting = settings.enable_quoting
+    in_quotes = False
+    i, n = 0, len(record)
+    while i < n:
+        c = record[i]
+        if settings.escape is not None and c == settings.escape:
+            i += 2
+            continue
+        if in_quotes:
+            if c == settings.quote:
+                doubled = i + 1 < n and record[i + 1] == settings.quote
+                if settings.enable_double_quote_escapes and doubled:
+                    i += 1
+                else:
+                    in_quotes = False
+        elif c == settings.delimiter:
+            starts.append(i + 1)
+        elif quoting and c == settings.quote and i == starts[-1]:
+            in_quotes = True
+        i += 1
+    return starts
+
+
+@dataclass
+class _Lines:
+    """The lines fed to the csv reader, with the file line number of each."""
+
+    text: list[str]
+    numbers: list[int] | None  # None: consecutive from first_line
+    first_line: int
+
+    def number(self, index: int) -> int:
+        if self.numbers is None:
+            return self.first_line + index
+        return self.numbers[index] if index < len(self.numbers) else self.first_line
+
+    @classmethod
+    def of(cls, text: str, first_line: int, settings: CsvParserSettings) -> "_Lines":
+        lines = split_lines(text)
+        comment = settings.comment_character
+        if not comment:
+            return cls(lines, None, first_line)
+        kept = [(i, ln) for i, ln in enumerate(lines) if not ln.startswith(comment)]
+        return cls([ln for _, ln in kept], [first_line + i for i, _ in kept], first_line)
+
+
+def _csv_rows(
+    lines: _Lines, settings: CsvParserSettings, width: int, skips: SkippedRows
+) -> tuple[list[list[str]], list[int], list[int]]:
+    """The records with ``width`` fields, and the index of the first line of each and of
+    the line after it; blank lines are skipped, other records reported."""
+    reader = csv.reader(lines.text, **settings.dialect())
+    rows: list[list[str]] = []
+    begins: list[int] = []
+    ends: list[int] = []
+    add_row, add_begin, add_end = rows.append, begins.append, ends.append  # hot loop
+    prev = 0
+    while True:
+        try:
+            for fields in reader:
+                begin, prev = prev, reader.line_num
+                if len(fields) == width:
+                    add_row(fields)
+                    add_begin(begin)
+                    add_end(prev)
+                elif fields:
+                    _report_width(lines, begin, prev, fields, width, settings, skips)
+            return rows, begins, ends
+        except csv.Error as exc:
+            begin, prev = prev, reader.line_num
+            skips.row(lines.number(begin), 1, f"malformed CSV: {exc}")
+
+
+def parse_csv_header(
+    data: bytes, settings: CsvParserSettings | None = None, *, final: bool
+) -> tuple[list[str], int, int] | None:
+    """The header of a CSV file: (field names, byte offset after it, lines it took).
+    None when the file holds no complete record yet (``final``: a last line without
+    "\\n" counts as complete).  Blank and comment lines before the header are skipped.
+
+    >>> parse_csv_header(b"user,t\\nbob,1\\n", final=False)
+    (['user', 't'], 7, 1)
+    """
+    settings = settings or CsvParserSettings()
+    ends: list[int] = []  # byte offset after each line fed to the reader
+    reader = csv.reader(_header_lines(data, settings, final, ends), **settings.dialect())
+    for fields in _safe_records(reader):
+        if not fields:
+            continue
+        if ends[-1] == len(data) and not final and fields[-1].endswith("\n"):
+            # the csv module ends an open quoted field at the end of the input, keeping
+            # its newline: the header goes on in bytes not written yet
+            return None
+        fields[0] = fields[0].lstrip("\ufeff")  # a byte-order mark is not part of a name
+        end = ends[-1]
+        return fields, end, data.count(b"\n", 0, end)
+    return None
+
+
+def _header_lines(
+    data: bytes, settings: CsvParserSettings, final: bool, ends: list[int]
+) -> Iterator[str]:
+    """The complete lines at the start of ``data``, read lazily (the header is usually
+    the first one), without comment lines; ``ends`` receives where each one ends."""
+    comment = settings.comment_character
+    pos = 0
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        if nl < 0 and not final:
+            return
+        end = len(data) if nl < 0 else nl + 1
+        text = data[pos:end].decode("utf-8", errors="replace")
+        pos = end
+        if comment and text.startswith(comment):
+            continue
+        ends.append(end)
+        yield text if text.endswith("\n") else text + "\n"
+
+
+def _safe_records(reader: Any) -> Iterator[list[str]]:
+    """The records of a csv reader, leaving out the malformed ones."""
+    while True:
+        try:
+            yield from reader
+            return
+        except csv.Error:
+            continue
+
+
+def check_csv_header(path: str, header: list[str], columns: dict[str, Column]) -> dict[str, int]:
+    """The field index of each schema column found in the header.  Raises
+    ``SchemaMismatchError`` when a column with no default and not Optional is missing."""
+    index: dict[str, int] = {}
+    for i, name in enumerate(header):
+        index.setdefault(name, i)
+    found: dict[str, int] = {}
+    missing: list[str] = []
+    for name, column in columns.items():
+        source = column.input_name
+        if source in index:
+            found[name] = index[source]
+        elif not (column.has_default or column.dtype.optional):
+            missing.append(source)
+    if missing:
+        names = ", ".join(f'"{m}"' for m in missing)
+        raise SchemaMismatchError(
+            f"{path}: the CSV header lacks column(s) {names} required by the schema; "
+            f"header found: {_join_header(header)}"
+        )
+    return found
+
+
+def _join_header(header: list[str]) -> str:
+    return ",".join(header) if header else "(empty)"
+
+
+def parse_csv(
+    data: bytes,
+    *,
+    path: str,
+    first_line: int,
+    header: list[str],
+    columns: dict[str, Column],
+    settings: CsvParserSettings | None = None,
+) -> ParsedRows:
+    """Rows of a chunk of CSV data that follows the header (``first_line`` is the file
+    line number of the chunk's first byte).
+
+    >>> from sparkway.core.dtypes import INT, STR
+    >>> cols = {"user": Column("user", STR), "t": Column("t", INT)}
+    >>> rows = parse_csv(b"bob,12\\n", path="a.csv", first_line=2, header=["user", "t"], columns=cols)
+    >>> rows.ordinals, rows.columns
+    ([2], {'user': ['bob'], 't': [12]})
+    """
+    settings = settings or CsvParserSettings()
+    found = check_csv_header(path, header, columns)
+    skips = SkippedRows(path)
+    lines = _Lines.of(decode(data, path, first_line), first_line, settings)
+    rows, begins, ends = _csv_rows(lines, settings, len(header), skips)
+    values, bad = _convert_csv_columns(rows, found, columns)
+    for i, (field_index, name, reason) in sorted(bad.items()):
+        record = "".join(lines.text[begins[i] : ends[i]])
+        offset = _field_starts(record, settings)[field_index]
+        line, col = position(record, offset, lines.number(begins[i]))
+        skips.row(line, col, reason, name)
+    skips.finish()
+    if lines.numbers is None:
+        ordinals = [first_line + b for b in begins]
+    else:
+        ordinals = [lines.numbers[b] for b in begins]
+    if bad:
+        keep = [i for i in range(len(rows)) if i not in bad]
+        ordinals = [ordinals[i] for i in keep]
+        values = {n: [v[i] for i in keep] for n, v in values.items()}
+    return ParsedRows(ordinals, values, skips.count)
+
+
+def _report_width(
+    lines: _Lines, begin: int, end: int, fields: list[str], width: int,
+    settings: CsvParserSettings, skips: SkippedRows,
+) -> None:
+    record = "".join(lines.text[begin:end])
+    if len(fields) > width:
+        offset = _field_starts(record, settings)[width]
+    else:
+        offset = len(record.rstrip("\r\n"))
+    line, col = position(record, offset, lines.number(begin))
+    skips.row(line, col, f"expected {width} fields as in the header, found {len(fields)}")
+
+
+def _convert_csv_columns(
+    rows: list[list[str]], found: dict[str, int], columns: dict[str, Column]
+) -> tuple[dict[str, list[Any]], dict[int, tuple[int, str, str]]]:
+    """Column-wise conversion (fast when every value parses); returns the values and,
+    per bad row, its leftmost bad field: (field index, column name, reason)."""
+    values: dict[str, list[Any]] = {}
+    bad: dict[int, tuple[int, str, str]] = {}
+    for name, column in columns.items():
+        index = found.get(name)
+        if index is None:
+            default = stored_default(column) if column.has_default else None
+            values[name] = [default] * len(rows)
+            continue
+        parse = text_parser(column.dtype)
+        raw = [r[index] for r in rows]
+        if parse is str:
+            values[name] = raw  # text as is: nothing to convert
+            continue
+        try:
+            values[name] = list(map(parse, raw))
+        except CONVERSION_ERRORS:
+            values[name] = _convert_slowly(raw, parse, index, name, column.dtype, bad)
+    return values, bad
+
+
+def _convert_slowly(
+    raw: list[str], parse: Callable[[str], Any], index: int, name: str, dtype: DType,
+    bad: dict[int, tuple[int, str, str]],
+) -> list[Any]:
+    out: list[Any] = []
+    for i, text in enumerate(raw):
+        try:
+            out.append(parse(text))
+        except CONVERSION_ERRORS as exc:
+            out.append(None)
+            reason = f'cannot parse "{text}" as {type_name(dtype)}'
+            if isinstance(exc, RowError):
+                reason = f"{reason}: {exc}"
+            if i not in bad or bad[i][0] > index:
+                bad[i] = (index, name, reason)
+    return out
+
+
+# -------------------------------------------------------------- complete records end
+
+
+_SENTINEL = "sparkwayrecordsentinel"
+
+
+def csv_complete_end(data: bytes, start: int, end: int, settings: CsvParserSettings | None) -> int:
+    """Where the complete CSV records of ``data[start:end]`` end, ``end`` being just
+    after a "\\n": at ``end`` unless a quoted field is still open there.
+
+    >>> csv_complete_end(b'a,"b\\nc",d\\ne,"f\\n', 0, 15, None)
+    10
+    """
+    settings = settings or CsvParserSettings()
+    if not settings.enable_quoting:
+        return end
+    quote = settings.quote.encode()
+    if settings.escape is None and data.count(quote, start, end) % 2 == 0:
+        return end  # balanced quotes: the common case needs no parsing
+    return start + _csv_complete_prefix(data[start:end], settings)
+
+
+def _csv_complete_prefix(chunk: bytes, settings: CsvParserSettings) -> int:
+    """Bytes of ``chunk`` (which ends with "\\n") made of complete CSV records.  A sentinel
+    line is appended: it forms its own record unless the last record is still open."""
+    raw_lines = chunk.split(b"\n")[:-1]
+    texts = [ln.decode("utf-8", errors="replace") + "\n" for ln in raw_lines]
+    texts.append(_SENTINEL + "\n")
+    reader = csv.reader(iter(texts), **settings.dialect())
+    prev = last_begin = 0
+    last: list[str] = []
+    while True:
+        try:
+            for fields in reader:
+                last_begin, prev, last = prev, reader.line_num, fields
+            break
+        except csv.Error:
+            last_begin, prev, last = prev, reader.line_num, []
+    if last == [_SENTINEL]:
+        return len(chunk)
+    return sum(len(ln) + 1 for ln in raw_lines[:last_begin])

@@ -1,0 +1,91 @@
+"""JSON lines input: one JSON object per line, its keys naming the columns."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from sparkway.connectors.formats.values import (
+    CONVERSION_ERRORS, ParsedRows, RowError, SkippedRows, decode, json_converter, split_lines,
+    stored_default,
+)
+from sparkway.core.columns import Column
+
+
+def parse_json_lines(
+    data: bytes, *, path: str, first_line: int, columns: dict[str, Column]
+) -> ParsedRows:
+    """Rows of a chunk of JSON lines: one JSON object per line, blank lines ignored.
+
+    >>> from sparkway.core.dtypes import INT
+    >>> parse_json_lines(b'{"n": 1}\\n\\n{"n": 2}\\n', path="a.jsonl", first_line=1,
+    ...                  columns={"n": Column("n", INT)}).columns
+    {'n': [1, 2]}
+    """
+    skips = SkippedRows(path)
+    convs = {name: (c.input_name, json_converter(c.dtype), c) for name, c in columns.items()}
+    result = ParsedRows(columns={name: [] for name in columns})
+    for i, line in enumerate(split_lines(decode(data, path, first_line))):
+        if not line.strip():
+            continue
+        row = _json_row(line, first_line + i, convs, skips)
+        if row is not None:
+            result.ordinals.append(first_line + i)
+            for name, value in zip(columns, row):
+                result.columns[name].append(value)
+    skips.finish()
+    result.skipped = skips.count
+    return result
+
+
+def _json_row(
+    line: str, number: int, convs: dict[str, tuple[str, Callable[[Any], Any], Column]],
+    skips: SkippedRows,
+) -> list[Any] | None:
+    try:
+        obj = json.loads(line.rstrip("\r\n"))  # so that an error at the end is on this line
+    except json.JSONDecodeError as exc:
+        skips.row(number, exc.colno, f"invalid JSON: {exc.msg}")
+        return None
+    if not isinstance(obj, dict):
+        skips.row(number, 1, f"expected a JSON object, found {type(obj).__name__}")
+        return None
+    row: list[Any] = []
+    for source, conv, column in convs.values():
+        if source in obj:
+            try:
+                row.append(conv(obj[source]))
+            except (RowError, *CONVERSION_ERRORS) as exc:
+                col = _json_value_columns(line).get(source, 1)
+                skips.row(number, col, str(exc), column.name)
+                return None
+        elif column.has_default:
+            row.append(stored_default(column))
+        elif column.dtype.optional:
+            row.append(None)
+        else:
+            skips.row(number, 1, "missing", column.name)
+            return None
+    return row
+
+
+def _json_value_columns(line: str) -> dict[str, int]:
+    """1-based column of the value of each top-level key of a JSON object line."""
+    decoder = json.JSONDecoder()
+    ws = " \t\r\n"
+    out: dict[str, int] = {}
+    i = len(line) - len(line.lstrip(ws)) + 1  # after "{"
+    try:
+        while True:
+            while line[i] in ws or line[i] == ",":
+                i += 1
+            if line[i] == "}":
+                return out
+            key, i = json.decoder.scanstring(line, i + 1)
+            while line[i] in ws or line[i] == ":":
+                i += 1
+            out.setdefault(key, i + 1)
+            _, i = decoder.raw_decode(line, i)
+    except (IndexError, ValueError):
+        return out

@@ -1,0 +1,62 @@
+"""The change shape: what moves between sources, operators and sinks.
+
+A batch of changes is a table with the hidden row id ``_id``, the table's columns, and
+``_diff``: +1 inserts the row, -1 retracts it; an update is a retraction and an insertion
+with the same id.  Sinks receive each time's consolidated changes with the columns, then
+``time`` and ``diff``.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections import Counter
+
+import pyarrow as pa
+from pyspark.sql import types as T
+
+from sparkway.core.dtypes import DType
+
+ID = "_id"  # the row id (pw.Pointer), hidden from users' columns
+DIFF = "_diff"  # +1 or -1 (any integer before consolidation)
+OUTPUT_TIME = "time"  # what sinks see: the time of the change...
+OUTPUT_DIFF = "diff"  # ...and its diff
+
+
+def arrow_schema(columns: dict[str, DType]) -> pa.Schema:
+    """The Arrow schema of a batch of changes: ``_id``, the columns, ``_diff``."""
+    return pa.schema(
+        [(ID, pa.int64())] + [(n, d.arrow_type()) for n, d in columns.items()] + [(DIFF, pa.int64())]
+    )
+
+
+def spark_schema(columns: dict[str, DType], *, with_id: bool = True, with_diff: bool = True) -> T.StructType:
+    """The Spark schema of a batch of changes: ``_id``, the columns, ``_diff``."""
+    fields = [T.StructField(ID, T.LongType(), False)] if with_id else []
+    fields += [T.StructField(n, d.spark_type(), True) for n, d in columns.items()]
+    if with_diff:
+        fields.append(T.StructField(DIFF, T.LongType(), False))
+    return T.StructType(fields)
+
+
+def consolidate(rows: pa.Table, diffs: list[int]) -> pa.Table:
+    """``rows`` with a ``_diff`` column: the sum of ``diffs`` per distinct row, zeros dropped.
+
+    Rows are compared by value (every column, the id included).  The first occurrence of
+    a row stands for all of them, so the output order follows the input order.
+
+    >>> t = pa.table({"_id": [1, 1, 2], "x": ["a", "a", "b"]})
+    >>> consolidate(t, [1, -1, 1]).to_pylist()
+    [{'_id': 2, 'x': 'b', '_diff': 1}]
+    """
+    if rows.num_rows == 0:
+        return rows.append_column(DIFF, pa.array([], pa.int64()))
+    fingerprints = [pickle.dumps(row, protocol=5) for row in zip(*(c.to_pylist() for c in rows.columns))]
+    totals: Counter[bytes] = Counter()
+    first: dict[bytes, int] = {}
+    for position, (fingerprint, diff) in enumerate(zip(fingerprints, diffs)):
+        totals[fingerprint] += diff
+        first.setdefault(fingerprint, position)
+    kept = [(first[f], total) for f, total in totals.items() if total != 0]
+    kept.sort()
+    taken = rows.take(pa.array([p for p, _ in kept], pa.int64()))
+    return taken.append_column(DIFF, pa.array([t for _, t in kept], pa.int64()))

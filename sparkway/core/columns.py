@@ -1,0 +1,35 @@
+"""A resolved schema column: its name, type and options, as every layer sees it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparkway.core.dtypes import DType
+
+NO_DEFAULT: Any = type("NoDefault", (), {"__repr__": lambda self: "NO_DEFAULT"})()
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a schema: its name in the table, its type, and its options.
+
+    >>> from sparkway.core.dtypes import INT
+    >>> Column("n", INT, default_value=0).has_default
+    True
+    """
+
+    name: str
+    dtype: DType
+    primary_key: bool = False
+    default_value: Any = field(default=NO_DEFAULT, compare=False)
+    source_name: str | None = None  # the name in the input file, when it differs
+
+    @property
+    def has_default(self) -> bool:
+        return self.default_value is not NO_DEFAULT
+
+    @property
+    def input_name(self) -> str:
+        """The name under which the column appears in input data."""
+        return self.source_name or self.name

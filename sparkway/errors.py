@@ -1,0 +1,67 @@
+"""The errors sparkway raises for problems a user can fix, under one base class.
+
+Each names what is at fault (a column, a file and line, an operator and where the
+program built it) and says what to do.  They also subclass the built-in exception
+Python programs expect for that kind of problem (``ValueError``, ``TypeError``,
+``RuntimeError``), so ``except ValueError`` keeps working.
+
+>>> import sparkway as pw
+>>> issubclass(pw.errors.PlanError, pw.errors.SparkwayError)
+True
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class SparkwayError(Exception):
+    """Base of every error sparkway raises on purpose."""
+
+
+class PlanError(SparkwayError, ValueError):
+    """The program cannot be built: an unknown column, a bad argument, a misuse of an operator."""
+
+
+class PlanTypeError(PlanError, TypeError):
+    """An expression combines values of types that do not go together."""
+
+
+class SchemaError(SparkwayError, ValueError):
+    """Input cannot give the columns the schema asks for (a CSV header lacks a column...)."""
+
+
+class InputDataError(SparkwayError, ValueError):
+    """A value in the input does not fit its column."""
+
+
+class PersistenceError(SparkwayError, RuntimeError):
+    """The persistence storage cannot be used as it is (in use, written by another program...)."""
+
+
+class ConnectorError(SparkwayError, RuntimeError):
+    """An external system refused or lost data (PostgreSQL, Kafka...)."""
+
+
+class ComputationError(SparkwayError, RuntimeError):
+    """Computing a step failed: a user function raised, or a value broke an operator.
+
+    The message names the operator and the line of the program that built it; the
+    original exception's type and message follow.
+    """
+
+
+def user_frame() -> str:
+    """``file:line`` of the innermost caller outside sparkway: where the user's program
+    asked for what is being built (shown in errors about it); "" when there is none."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        # "<string>": code Python generates, such as a dataclass's __init__
+        if not filename.startswith(("<frozen", "<string>")) and not os.path.abspath(filename).startswith(_PACKAGE):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""

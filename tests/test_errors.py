@@ -1,0 +1,74 @@
+"""Errors: one base class; a failure inside a step names the operator and the program line."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+
+import pytest
+
+import sparkway as pw
+from sparkway import errors
+from sparkway.persistence.metadata import PlanChangedError, StorageInUseError
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+
+def here(offset: int = 1) -> str:
+    """``file:line`` of the caller's line plus ``offset``."""
+    caller = inspect.currentframe().f_back
+    return f"{caller.f_code.co_filename}:{caller.f_lineno + offset}"
+
+
+def test_every_kind_of_error_is_a_sparkway_error_and_the_builtin_python_expects() -> None:
+    kinds = {
+        errors.PlanError: ValueError, errors.PlanTypeError: TypeError, errors.SchemaError: ValueError,
+        errors.InputDataError: ValueError, errors.PersistenceError: RuntimeError,
+        errors.ConnectorError: RuntimeError, errors.ComputationError: RuntimeError,
+        StorageInUseError: RuntimeError, PlanChangedError: RuntimeError,
+    }
+    for kind, builtin in kinds.items():
+        assert issubclass(kind, errors.SparkwayError) and issubclass(kind, builtin), kind
+
+
+def test_plan_errors_are_raised_while_the_program_is_built() -> None:
+    t = pw.debug.table_from_markdown("a | b\n1 | x")
+    with pytest.raises(errors.PlanError, match="no column 'c'"):
+        t.select(pw.this.c)
+    with pytest.raises(errors.PlanTypeError, match="boolean"):
+        t.filter(pw.this.a + 1)
+
+
+def test_an_exception_in_a_user_function_names_the_function_the_operator_and_the_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def inverse(a: int) -> float:
+        return 1 / a
+
+    t = pw.debug.table_from_markdown("a\n1\n0")
+    where = here()
+    result = t.select(x=pw.apply(inverse, pw.this.a))
+    with caplog.at_level(logging.DEBUG, logger="sparkway"), pytest.raises(errors.ComputationError) as info:
+        pw.debug.table_to_pandas(result)
+    message = str(info.value)
+    assert message.startswith(f"select at {where}: ")
+    assert "inverse: ZeroDivisionError: division by zero" in message
+    assert "\n" not in message and "java" not in message.lower()
+    # the whole of Spark's error stays available at DEBUG level
+    assert any("ZeroDivisionError" in (r.exc_text or "") for r in caplog.records if r.levelno == logging.DEBUG)
+
+
+def test_a_failing_reducer_names_the_reduce_and_its_line() -> None:
+    t = pw.debug.table_from_markdown("k | v\n1 | 1\n1 | 2")
+    where = here()
+    result = t.groupby(t.k).reduce(t.k, v=pw.reducers.unique(t.v))
+    with pytest.raises(errors.ComputationError, match=f"^reduce at {where}: ValueError: .*unique"):
+        pw.debug.table_to_pandas(result)
+
+
+def test_unwrap_of_none_names_the_select_and_its_line() -> None:
+    t = pw.debug.table_from_markdown("a\n1\nNone")
+    where = here()
+    result = t.select(b=pw.unwrap(pw.this.a))
+    with pytest.raises(errors.ComputationError, match=f"^select at {where}: pw.unwrap: the value is None$"):
+        pw.debug.table_to_pandas(result)
