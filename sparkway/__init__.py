@@ -8,8 +8,8 @@ from sparkway.api import debug, reducers, temporal
 from sparkway.api.functions import (
     apply, apply_with_type, cast, coalesce, if_else, make_tuple, require, udf, unwrap,
 )
-from sparkway.api.run import MonitoringLevel, run
-from sparkway.api.schema import Schema, column_definition, schema_from_types
+from sparkway.api.run import MonitoringLevel, run, run_all
+from sparkway.api.schema import Schema, column_definition, schema_builder, schema_from_types
 from sparkway.api.table import GroupedTable, JoinMode, JoinResult, Table
 from sparkway.api.thisclass import left, right, this
 from sparkway.core.dtypes import DateTimeNaive, DateTimeUtc, Duration, Json, Pointer
@@ -19,5 +19,5 @@ __all__ = [
     "DateTimeNaive", "DateTimeUtc", "Duration", "GroupedTable", "JoinMode", "JoinResult", "Json",
     "MonitoringLevel", "Pointer", "Schema", "Table", "apply", "apply_with_type", "cast", "coalesce",
     "column_definition", "csv", "debug", "errors", "if_else", "io", "left", "make_tuple", "persistence",
-    "reducers", "require", "right", "run", "schema_from_types", "temporal", "this", "udf", "unwrap",
+    "reducers", "require", "right", "run", "run_all", "schema_builder", "schema_from_types", "temporal", "this", "udf", "unwrap",
 ]

@@ -414,6 +414,26 @@ def test_dt_parts_format_and_floor():
     ])
 
 
+def test_dt_round_goes_to_the_nearest_multiple_of_the_duration_and_ties_up():
+    t = pw.debug.table_from_markdown(
+        """
+          | s
+        1 | 2023-05-15T12:07:29
+        2 | 2023-05-15T12:07:30
+        3 | 2023-05-15T12:22:31
+        4 | 1969-12-31T23:52:30
+        """
+    ).select(pw.this.s, t=pw.this.s.dt.strptime("%Y-%m-%dT%H:%M:%S"))
+    # durations as timedelta or as pandas text, as Pathway accepts them
+    result = t.select(pw.this.s, r=pw.this.t.dt.round(dt.timedelta(minutes=15)), f=pw.this.t.dt.floor("15min"))
+    assert_rows(result, [
+        ("2023-05-15T12:07:29", dt.datetime(2023, 5, 15, 12, 0), dt.datetime(2023, 5, 15, 12, 0)),
+        ("2023-05-15T12:07:30", dt.datetime(2023, 5, 15, 12, 15), dt.datetime(2023, 5, 15, 12, 0)),
+        ("2023-05-15T12:22:31", dt.datetime(2023, 5, 15, 12, 30), dt.datetime(2023, 5, 15, 12, 15)),
+        ("1969-12-31T23:52:30", dt.datetime(1970, 1, 1, 0, 0), dt.datetime(1969, 12, 31, 23, 45)),
+    ])
+
+
 def test_dt_durations_timezones_and_timestamps():
     t = pw.debug.table_from_markdown(
         """

@@ -784,7 +784,46 @@ def test_tumbling_windows_over_datetimes():
     assert_rows(hourly, [(dt.datetime(2024, 1, 1, 10), 2), (dt.datetime(2024, 1, 1, 11), 1)])
 
 
+def test_update_types_narrows_or_widens_and_refuses_unrelated_types():
+    t = pw.debug.table_from_markdown("a | b\n1 | x\n2 | None")
+    anything = t.select(a=pw.apply(lambda v: v * 10, pw.this.a), b=pw.this.b)
+    assert str(anything.typehints()["a"]) == "Any"
+    typed = anything.update_types(a=int, b=str)
+    assert [str(k) for k in typed.typehints().values()] == ["int", "str"]
+    assert_rows(typed.select(c=pw.this.a + 1), [(11,), (21,)])
+    with pytest.raises(pw.errors.PlanTypeError, match="'b' from Optional\\[str\\] to int"):
+        t.update_types(b=int)
+    with pytest.raises(pw.errors.PlanError, match="no column"):
+        t.update_types(c=int)
+
+
+def test_empty_table_and_select_without_columns():
+    empty = pw.Table.empty(age=float, pet=str)
+    assert [str(k) for k in empty.typehints().values()] == ["float", "str"]
+    assert_rows(empty, [])
+    t = pw.debug.table_from_markdown("a | b | c\n1 | 2 | 3")
+    assert_rows(t.select(*pw.this.without("a", pw.this.c)), [(2,)])
+
+
 # -- debug helpers --------------------------------------------------------------------------------------
+
+def test_table_from_rows_in_schema_order_and_as_a_stream():
+    class S(pw.Schema):
+        name: str
+        age: int
+
+    assert_rows(pw.debug.table_from_rows(S, [("ann", 30), ("bob", 25)]), [("ann", 30), ("bob", 25)])
+    stream = pw.debug.table_from_rows(S, [("ann", 30, 2, 1), ("bob", 25, 2, 1), ("ann", 30, 4, -1)], is_stream=True)
+    assert_changes(stream, [[("ann", 30, 1), ("bob", 25, 1)], [("ann", 30, -1)]])
+
+
+def test_schema_builder_from_column_definitions():
+    schema = pw.schema_builder({"key": pw.column_definition(dtype=int, primary_key=True),
+                                "value": pw.column_definition(dtype=str, default_value="")})
+    assert schema.column_names() == ["key", "value"]
+    assert schema.primary_key_columns() == ["key"]
+    assert [str(k) for k in schema.typehints().values()] == ["int", "str"]
+
 
 def test_table_from_pandas_ids_match_markdown_labels():
     frame = pd.DataFrame({"name": ["A", "B"], "v": [1.5, 2.5]}, index=[1, 2])
@@ -794,6 +833,46 @@ def test_table_from_pandas_ids_match_markdown_labels():
     # labels 1 and 2 name the same rows in both tables
     assert_rows(from_markdown.update_rows(from_pandas.select(pw.this.name, v=pw.cast(int, pw.this.v))),
                 [("A", 1), ("B", 2), ("c", 3)])
+
+
+def test_markdown_space_separated_labels_booleans_and_missing_values():
+    labelled = pw.debug.table_from_markdown("""
+            a   b
+        1   x   2
+        2   y   3
+    """)
+    assert labelled.column_names() == ["a", "b"]
+    assert ids_of(labelled) == ids_of(pw.debug.table_from_markdown("  | a | b\n1 | x | 2\n2 | y | 3"))
+    assert_rows(labelled, [("x", 2), ("y", 3)])
+    values = pw.debug.table_from_markdown("""
+        a     | b    | c   | d
+        true  | NULL | NaN | NA
+        FALSE | 2    | 1.5 | z
+    """)
+    assert [str(k) for k in values.typehints().values()] == ["bool", "Optional[int]", "Optional[float]", "Optional[str]"]
+    assert_rows(values, [(True, None, None, None), (False, 2, 1.5, "z")])
+
+
+def test_table_from_pandas_types_of_datetimes_durations_lists_and_tuples(capsys):
+    frame = pd.DataFrame({
+        "t": [pd.Timestamp("2024-01-01 10:00"), pd.Timestamp("2024-01-02")],
+        "u": [pd.Timestamp("2024-01-01 10:00", tz="UTC"), pd.Timestamp("2024-01-02", tz="UTC")],
+        "d": [pd.Timedelta(minutes=5), pd.Timedelta(seconds=1)],
+        "l": [[1, 2], [3]],
+        "tu": [(1, "a"), (2, "b")],
+    })
+    t = pw.debug.table_from_pandas(frame)
+    assert [str(k) for k in t.typehints().values()] == [
+        "DateTimeNaive", "DateTimeUtc", "Duration", "list[int]", "tuple[int, str]"
+    ]
+    utc = dt.timezone.utc
+    assert_rows(t, [
+        (dt.datetime(2024, 1, 1, 10), dt.datetime(2024, 1, 1, 10, tzinfo=utc), dt.timedelta(minutes=5), (1, 2), (1, "a")),
+        (dt.datetime(2024, 1, 2), dt.datetime(2024, 1, 2, tzinfo=utc), dt.timedelta(seconds=1), (3,), (2, "b")),
+    ])
+    # durations print in pandas' notation, as Pathway prints them
+    pw.debug.compute_and_print(t.select(pw.this.d), include_id=False)
+    assert capsys.readouterr().out.split("\n")[:3] == ["d", "0 days 00:00:01", "0 days 00:05:00"]
 
 
 def test_markdown_formats():
@@ -826,6 +905,9 @@ def test_compute_and_print(capsys):
     )
     pw.debug.compute_and_print(t, include_id=False)
     assert capsys.readouterr().out.split("\n")[:3] == ["k | n", "a | 1", "b | 2"]
+    # None prints as an empty cell and sorts first
+    pw.debug.compute_and_print(pw.debug.table_from_markdown("a | b\n1 | None\n2 | 3\nNone | 4"), include_id=False)
+    assert capsys.readouterr().out.split("\n")[:4] == ["a | b", "  | 4", "1 |", "2 | 3"]
 
 
 def test_compute_and_print_update_stream(capsys):
@@ -840,8 +922,10 @@ def test_compute_and_print_update_stream(capsys):
     lines = [line.split(" | ") for line in capsys.readouterr().out.strip().split("\n")]
     assert [c.strip() for c in lines[0]] == ["k", "n", "__time__", "__diff__"]
     body = [[c.strip() for c in line] for line in lines[1:]]
-    assert [(r[0], r[1], r[3]) for r in body] == [("a", "1", "1"), ("a", "1", "-1")]
-    assert int(body[0][2]) < int(body[1][2])
+    # the times are the tables' __time__ values, as Pathway shows them; a static table's is 0
+    assert body == [["a", "1", "2", "1"], ["a", "1", "4", "-1"]]
+    pw.debug.compute_and_print_update_stream(pw.debug.table_from_markdown("k\nz"), include_id=False)
+    assert [c.strip() for c in capsys.readouterr().out.strip().split("\n")[1].split("|")] == ["z", "0", "1"]
 
 
 def test_file_tables_computed_separately_can_be_combined(tmp_path):

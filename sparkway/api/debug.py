@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any
 
@@ -25,11 +26,16 @@ from sparkway.plan import nodes as n
 _LABEL = "_pw_label"
 
 
+# cells read as None, and as booleans (pandas' defaults, which Pathway's parser uses)
+_MISSING = frozenset(("", "None", "NaN", "nan", "NA", "NULL"))
+_BOOLEANS = {"True": True, "TRUE": True, "true": True, "False": False, "FALSE": False, "false": False}
+
+
 def _parse_cell(text: str) -> Any:
-    if text in ("", "None"):
+    if text in _MISSING:
         return None
-    if text in ("True", "False"):
-        return text == "True"
+    if text in _BOOLEANS:
+        return _BOOLEANS[text]
     for kind in (int, float):
         try:
             return kind(text)
@@ -76,6 +82,12 @@ def _column_type(values: list[Any]) -> DType:
         base = dt.FLOAT
     elif kinds <= {dict, dt.Json}:  # pandas cells holding JSON objects
         base = dt.JSON
+    elif kinds <= {datetime.datetime}:
+        base = dt.dtype_of_value(present[0])  # naive or UTC, by the first value
+    elif kinds <= {datetime.timedelta}:
+        base = dt.DURATION
+    elif kinds <= {list, tuple}:
+        base = dt.dtype_of_value(present[0])
     else:
         base = dt.STR
     return base.with_optional(len(present) < len(values))
@@ -119,6 +131,9 @@ class _DebugSource(MemorySource):
 
     def pending_time(self) -> int | None:
         return self.times[self.next] if self.next < len(self.times) else None
+
+    def time_of(self, segments: list[Any]) -> int | None:
+        return self.times[segments[0]["transaction"]] if segments else None
 
     def discover(self) -> list[Any]:
         mine = self.pending_time()
@@ -184,9 +199,11 @@ def table_from_markdown(text: str, id_from: list[str] | None = None, schema: typ
     lines = [line for line in lines if not set(line) <= set("-|: ")]  # markdown rulers
     rows = _split_rows(lines)
     header = rows[0]
-    # as in Pathway: an unnamed (or "id") first header cell makes the first column row labels
-    labelled = header[0] in ("", "id")
-    names = header[1:] if labelled else header
+    # as in Pathway: an unnamed (or "id") first header cell makes the first column row
+    # labels; so do rows that all have one cell more than a space-separated header
+    named_labels = header[0] in ("", "id")
+    labelled = named_labels or (len(rows) > 1 and {len(r) for r in rows[1:]} == {len(header) + 1})
+    names = header[1:] if named_labels else header
     records, labels, raw = [], [], []
     for cells in rows[1:]:
         if labelled:
@@ -204,6 +221,22 @@ def table_from_markdown(text: str, id_from: list[str] | None = None, schema: typ
     else:
         columns = {c: _column_type([r.get(c) for r in records]) for c in data_names}
     return _rows_table(columns, records, id_from, labels if labelled else list(range(len(records))))
+
+
+def table_from_rows(schema: type[Schema], rows: list[tuple], unsafe_trusted_ids: bool = False, is_stream: bool = False) -> Table:
+    """A table from tuples of values in the order of the schema's columns; with
+    ``is_stream``, each tuple ends with the row's ``__time__`` and ``__diff__``.
+
+    >>> import sparkway as pw
+    >>> class S(pw.Schema):
+    ...     name: str
+    ...     age: int
+    >>> pw.debug.table_from_rows(S, [("ann", 30), ("bob", 25)]).column_names()
+    ['name', 'age']
+    """
+    names = schema.column_names() + (["__time__", "__diff__"] if is_stream else [])
+    records = [dict(zip(names, row)) for row in rows]
+    return _rows_table(schema.typehints(), records, None, list(range(len(records))))
 
 
 def table_from_pandas(df: pd.DataFrame, id_from: list[str] | None = None, schema: type[Schema] | None = None, **_: Any) -> Table:
@@ -224,7 +257,14 @@ def _is_nan(value: Any) -> bool:
 
 
 def _python(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value
+    """A pandas cell as a plain Python value (missing values are None)."""
+    if isinstance(value, pd.Timestamp):
+        return value.to_pydatetime()
+    if isinstance(value, pd.Timedelta):
+        return value.to_pytimedelta()
+    if value is pd.NA or value is pd.NaT:
+        return None
+    return value.item() if hasattr(value, "item") and not isinstance(value, (list, tuple)) else value
 
 
 def compute(table: Table, **run_kwargs: Any) -> list[OutputBatch]:
@@ -289,18 +329,40 @@ def _short(row_id: int) -> str:
     return "^" + format(row_id & 0xFFFFFFFFFFFFFFFF, "016X")[:8]
 
 
+def _cell_text(value: Any) -> str:
+    """A printed value, as Pathway prints it (durations in pandas' notation)."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime.timedelta):
+        return str(pd.Timedelta(value))
+    return str(value)
+
+
 def _print_rows(names: list[str], rows: list[list[Any]]) -> None:
-    cells = [names] + [[("" if v is None else str(v)) for v in row] for row in rows]
+    cells = [names] + [[_cell_text(v) for v in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(names))]
     for r in cells:
         print(" | ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+
+
+def _order(row: list[Any]) -> tuple:
+    """A sort key for printed rows: None first, values of one column by their order, and
+    values that have none (Json, Any) by their text."""
+    def key(value: Any) -> tuple:
+        if value is None:
+            return (0, "", "")
+        if isinstance(value, (int, float, str, bytes, datetime.date, datetime.timedelta)):
+            return (1, type(value).__name__, value)
+        return (2, type(value).__name__, str(value))
+    return tuple(key(v) for v in row)
 
 
 def compute_and_print(table: Table, *, include_id: bool = True, short_pointers: bool = True, n_rows: int | None = None, **run_kwargs: Any) -> None:
     """Prints the table's final contents, one row per line, sorted."""
     state = _final_state(compute(table, **run_kwargs), table.typehints())
     names = table.column_names()
-    rows = sorted(([_short(i)] if include_id else []) + [row[c] for c in names] for i, (row, _) in state.items())
+    rows = [([_short(i)] if include_id else []) + [row[c] for c in names] for i, (row, _) in state.items()]
+    rows.sort(key=_order)
     _print_rows(([""] if include_id else []) + names, rows[:n_rows] if n_rows else rows)
 
 

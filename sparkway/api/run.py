@@ -50,6 +50,16 @@ def run_outputs(
     Runner(selected, run_options).run()
 
 
+def run_all(**kwargs: Any) -> None:
+    """``pw.run`` (sparkway always computes every output defined, which is what Pathway's
+    ``run_all`` adds to ``run``).
+
+    >>> import sparkway as pw
+    >>> pw.run_all(monitoring_level=pw.MonitoringLevel.NONE)  # doctest: +SKIP
+    """
+    run(**kwargs)
+
+
 def run(
     *,
     persistence_config: Config | None = None,

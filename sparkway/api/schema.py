@@ -112,6 +112,22 @@ def schema_from_columns(columns: dict[str, Column], name: str = "Schema") -> typ
     return cls
 
 
+def schema_builder(columns: dict[str, ColumnDefinition], *, name: str | None = None, **_: Any) -> type[Schema]:
+    """A schema from column definitions, each with its ``dtype``.
+
+    >>> import sparkway as pw
+    >>> S = pw.schema_builder({"key": pw.column_definition(dtype=int, primary_key=True),
+    ...                        "value": pw.column_definition(dtype=str, default_value="")})
+    >>> S.column_names(), S.primary_key_columns()
+    (['key', 'value'], ['key'])
+    """
+    resolved = {
+        col: Column(col, dtype_of(d.dtype if d.dtype is not None else Any), d.primary_key, d.default_value, d.name)
+        for col, d in columns.items()
+    }
+    return schema_from_columns(resolved, name or "Schema")
+
+
 def schema_from_types(_name: str = "Schema", **types: Any) -> type[Schema]:
     """A schema from column names and types.
 

@@ -11,7 +11,7 @@ from sparkway.api.thisclass import AllColumns, Placeholder, left, right, this
 from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
-from sparkway.core.expression import Cast, ColumnRef, Expr, PointerFrom, ReducerExpr, transform, walk, wrap
+from sparkway.core.expression import Apply, Cast, ColumnRef, Expr, PointerFrom, ReducerExpr, transform, walk, wrap
 from sparkway.core.type_rules import infer, reducer_type
 from sparkway.errors import PlanError, PlanTypeError
 from sparkway.plan import nodes as n
@@ -132,6 +132,48 @@ class Table:
     def cast_to_types(self, **types: Any) -> "Table":
         """Columns converted to other types: ``cast_to_types(x=float)``."""
         return self.with_columns(**{k: Cast(dt.dtype_of(v), self[k]) for k, v in types.items()})
+
+    def update_types(self, **types: Any) -> "Table":
+        """The same values under narrower or wider types, e.g. ``Optional[int]`` -> ``int``,
+        or ``Any`` -> ``str`` for values that are known to be strings.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("a\\n1").select(a=pw.apply(lambda x: x, pw.this.a))
+        >>> str(t.update_types(a=int).typehints()["a"])
+        'int'
+        """
+        columns = dict(self._node.columns)
+        exprs = []
+        for name in columns:
+            ref: Expr = ColumnRef(n.InputRef(0), name)
+            if name in types:
+                old, new = columns[name], dt.dtype_of(types[name])
+                if not dt.related(old, new):
+                    raise PlanTypeError(
+                        f"update_types cannot change column {name!r} from {old} to {new}: it narrows or "
+                        "widens a type; use cast_to_types to convert values"
+                    )
+                if old.with_optional(False) != new.with_optional(False):
+                    ref = Apply(_same_value, (ref,), new)  # stored differently (e.g. Any is pickled)
+                columns[name] = new
+            exprs.append((name, ref))
+        unknown = sorted(set(types) - set(columns))
+        if unknown:
+            raise PlanError(f"update_types: no column {unknown} in the table; its columns are {list(columns)}")
+        return self._derive(n.Select(columns, self._node, tuple(exprs)))
+
+    @staticmethod
+    def empty(**types: Any) -> "Table":
+        """A table with the given columns and no rows.
+
+        >>> import sparkway as pw
+        >>> pw.Table.empty(age=float, pet=str).column_names()
+        ['age', 'pet']
+        """
+        from sparkway.api.debug import table_from_rows  # debug builds on Table
+        from sparkway.api.schema import schema_from_types
+
+        return table_from_rows(schema_from_types(**types), [])
 
     def flatten(self, column: Any, *, origin_id: str | None = None) -> "Table":
         """One row per element of a list (or JSON array) column; ``origin_id`` names a
@@ -384,6 +426,10 @@ class Table:
         return self
 
 
+def _same_value(value: Any) -> Any:
+    return value
+
+
 def bind(expr: Expr, sides: dict[int, int], this_index: int | None, columns: list[dict] | None = None) -> Expr:
     """Rewrites column references to ``InputRef`` of the node being built.
 
@@ -440,7 +486,8 @@ def _named_exprs(args: tuple, kwargs: dict, tables: list[Any]) -> list[tuple[str
             if isinstance(source, Placeholder):
                 source = tables[0] if source is this else tables[0 if source is left else 1]
             for c in source._node.columns:
-                out[c] = ColumnRef(source, c) if isinstance(source, Table) else ColumnRef(a.table, c)
+                if c not in a.exclude:
+                    out[c] = ColumnRef(source, c) if isinstance(source, Table) else ColumnRef(a.table, c)
         elif isinstance(a, ColumnRef):
             out[a.name] = a
         else:

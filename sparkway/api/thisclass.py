@@ -10,9 +10,22 @@ from sparkway.core.expression import ColumnRef
 
 @dataclass(frozen=True)
 class AllColumns:
-    """What ``*pw.this`` (or ``*table``) unpacks to inside ``select``."""
+    """What ``*pw.this`` (or ``*table``) unpacks to inside ``select``: every column of
+    ``table`` but the ``exclude``d ones."""
 
     table: object
+    exclude: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class ColumnsWithout:
+    """``pw.this.without("a")``: unpacked with ``*`` in ``select``, every column but ``a``."""
+
+    table: object
+    exclude: frozenset[str]
+
+    def __iter__(self) -> Iterator[AllColumns]:
+        yield AllColumns(self.table, self.exclude)
 
 
 class Placeholder:
@@ -33,6 +46,16 @@ class Placeholder:
 
     def __getitem__(self, name: str) -> ColumnRef:
         return ColumnRef(self, name)
+
+    def without(self, *columns: str | ColumnRef) -> ColumnsWithout:
+        """Every column but these, for ``select(*pw.this.without("a"))``.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("a | b | c\\n1 | 2 | 3")
+        >>> t.select(*pw.this.without("a", pw.this.c)).column_names()
+        ['b']
+        """
+        return ColumnsWithout(self, frozenset(c.name if isinstance(c, ColumnRef) else c for c in columns))
 
     def __iter__(self) -> Iterator[AllColumns]:
         yield AllColumns(self)

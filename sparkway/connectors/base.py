@@ -83,6 +83,11 @@ class Source(ABC):
     def restore(self, position: dict[str, Any]) -> None:
         """Continue from a position returned by ``position()`` in an earlier run."""
 
+    def time_of(self, segments: list[Segment]) -> int | None:
+        """The time these segments were given at, when the input names one (``pw.debug``
+        tables' ``__time__``); None for input that just arrives."""
+        return None
+
     @property
     def is_finished(self) -> bool:
         """True when the source will never have another segment (static mode, read)."""

@@ -227,6 +227,17 @@ def unify(a: DType, b: DType) -> DType:
     raise PlanTypeError(f"incompatible column types {a} and {b}")
 
 
+def related(a: DType, b: DType) -> bool:
+    """Whether one type narrows the other: the same type but for Optional, ``Any`` and any
+    type, or int and float.
+
+    >>> related(INT.with_optional(), INT), related(ANY, STR), related(INT, STR)
+    (True, True, False)
+    """
+    base_a, base_b = a.with_optional(False), b.with_optional(False)
+    return base_a == base_b or ANY in (base_a, base_b) or {base_a, base_b} == {INT, FLOAT}
+
+
 def dtype_of_value(value: Any) -> DType:
     """The DType of a Python constant, e.g. ``dtype_of_value(3) == INT``."""
     if value is None:

@@ -38,6 +38,20 @@ def micros_or_number(value: Any) -> Any:
     return value
 
 
+def parse(value: Any) -> Any:
+    """A duration given as text in pandas' notation (``"15min"``, ``"2h"``) as a
+    ``timedelta``; any other value as it is.
+
+    >>> parse("15min")
+    datetime.timedelta(seconds=900)
+    """
+    if not isinstance(value, str):
+        return value
+    import pandas as pd  # only for text durations: pandas is slow to import
+
+    return pd.Timedelta(value).to_pytimedelta()
+
+
 def duration(microseconds: int) -> _dt.timedelta:
     """The duration of an integer number of microseconds.
 

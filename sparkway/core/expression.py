@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from sparkway.core import durations
 from sparkway.core.dtypes import DType
 from sparkway.errors import PlanTypeError
 
@@ -261,7 +262,8 @@ class DtNamespace(_Namespace):
     def strftime(self, fmt: str) -> Call: return self._call("dt.strftime", params=(fmt,))
     def strptime(self, fmt: str, contains_timezone: bool | None = None) -> Call:
         return self._call("dt.strptime", params=(fmt, contains_timezone))
-    def floor(self, duration: Any) -> Call: return self._call("dt.floor", params=(duration,))
+    def floor(self, duration: Any) -> Call: return self._call("dt.floor", params=(durations.parse(duration),))
+    def round(self, duration: Any) -> Call: return self._call("dt.round", params=(durations.parse(duration),))
     def to_utc(self, from_timezone: str) -> Call: return self._call("dt.to_utc", params=(from_timezone,))
     def from_timestamp(self, unit: str = "s") -> Call: return self._call("dt.from_timestamp", params=(unit,))
     def utc_from_timestamp(self, unit: str = "s") -> Call: return self._call("dt.utc_from_timestamp", params=(unit,))

@@ -172,7 +172,7 @@ FUNCTION_TYPES: dict[str, Callable[[list[DType], tuple], DType]] = {
     "dt.year": _fixed(dt.INT), "dt.month": _fixed(dt.INT), "dt.day": _fixed(dt.INT),
     "dt.hour": _fixed(dt.INT), "dt.minute": _fixed(dt.INT), "dt.second": _fixed(dt.INT),
     "dt.weekday": _fixed(dt.INT), "dt.timestamp": _fixed(dt.FLOAT),
-    "dt.strftime": _fixed(dt.STR), "dt.strptime": _strptime, "dt.floor": _same,
+    "dt.strftime": _fixed(dt.STR), "dt.strptime": _strptime, "dt.floor": _same, "dt.round": _same,
     "dt.to_utc": _fixed(dt.DATE_TIME_UTC), "dt.from_timestamp": _fixed(dt.DATE_TIME_NAIVE),
     "dt.utc_from_timestamp": _fixed(dt.DATE_TIME_UTC),
     "dt.days": _fixed(dt.INT), "dt.seconds": _fixed(dt.INT), "dt.milliseconds": _fixed(dt.INT),

@@ -361,11 +361,17 @@ def _strptime(args: list[Column], params: tuple, types: list[DType], where: str)
     return _udf1(parse, "timestamp" if tz else "timestamp_ntz")(args, params, types, where)
 
 
-def _floor(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
-    step = durations.micros_or_number(params[0])
-    value = F.unix_micros(args[0].cast("timestamp"))
-    floored = F.timestamp_micros(value - _python_mod(value, F.lit(int(step))))
-    return floored if types[0].with_optional(False) == dt.DATE_TIME_UTC else floored.cast("timestamp_ntz")
+def _rounding(half_up: bool):
+    """``dt.floor`` (or, with ``half_up``, ``dt.round``: ties go up): the time as a
+    multiple of the duration since the epoch, computed on integer microseconds."""
+    def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+        step = int(durations.micros_or_number(params[0]))
+        value = F.unix_micros(args[0].cast("timestamp"))
+        if half_up:
+            value = value + F.lit(step // 2)
+        rounded = F.timestamp_micros(value - _python_mod(value, F.lit(step)))
+        return rounded if types[0].with_optional(False) == dt.DATE_TIME_UTC else rounded.cast("timestamp_ntz")
+    return build
 
 
 def _duration_part(micros_per_unit: int):
@@ -429,7 +435,8 @@ FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], str], Column]] 
     "dt.timestamp": _timestamp,
     "dt.strftime": _strftime,
     "dt.strptime": _strptime,
-    "dt.floor": _floor,
+    "dt.floor": _rounding(half_up=False),
+    "dt.round": _rounding(half_up=True),
     "dt.to_utc": lambda a, p, t, w: F.to_utc_timestamp(a[0].cast("timestamp"), p[0]),
     "dt.from_timestamp": _from_timestamp(False),
     "dt.utc_from_timestamp": _from_timestamp(True),

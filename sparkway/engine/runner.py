@@ -89,7 +89,7 @@ class Runner:
                 self.wakeup.clear()
                 segments = {s.name: s.discover() for s in self.sources}
                 if any(segments.values()):
-                    self._run_step(spark, location, segments, self._next_time())
+                    self._run_step(spark, location, segments, self._step_time(segments))
                 elif all(s.is_finished for s in self.sources):
                     break
                 else:
@@ -100,7 +100,13 @@ class Runner:
             _restore_signal_handlers(previous)
             self._close()
 
-    def _next_time(self) -> int:
+    def _step_time(self, segments: dict[str, list]) -> int:
+        """The time of a new step: the time its input names (``pw.debug`` tables'
+        ``__time__``, as Pathway shows it) when that is later than the last step's, else
+        the clock's milliseconds; times only grow, also across restarts."""
+        named = [t for s in self.sources if (t := s.time_of(segments.get(s.name, []))) is not None]
+        if named and (self.step == 0 or min(named) > self.last_time):
+            return min(named)
         return max(int(_time.time() * 1000), self.last_time + 1)
 
     def _run_step(self, spark: SparkSession, location: StateLocation, segments: dict[str, list], time: int) -> None:
