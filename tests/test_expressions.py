@@ -526,3 +526,55 @@ def test_json_from_pandas_and_wrong_type_conversion_fails():
     assert_rows(t.select(n=pw.this.data["n"]), [(pw.Json("text"),), (pw.Json(2),)])
     with pytest.raises(Exception, match="not a int|is not"):
         pw.debug.table_to_pandas(t.select(n=pw.this.data["n"].as_int()))
+
+
+def test_dt_parts_below_the_second_and_duration_parts_truncated_toward_zero():
+    t = pw.debug.table_from_markdown(
+        """
+          | s                          | us
+        1 | 2023-05-15T10:13:07.123456 | 90061000001
+        2 | 1969-12-31T23:59:59.999999 | -1500
+        """
+    ).select(
+        pw.this.us,
+        t=pw.this.s.dt.strptime("%Y-%m-%dT%H:%M:%S.%f"),
+        d=pw.apply_with_type(lambda n: dt.timedelta(microseconds=n), pw.Duration, pw.this.us),
+    )
+    parts = t.select(
+        pw.this.us, ms=pw.this.t.dt.millisecond(), mc=pw.this.t.dt.microsecond(), ns=pw.this.t.dt.nanosecond(),
+        w=pw.this.d.dt.weeks(), days=pw.this.d.dt.days(), h=pw.this.d.dt.hours(), m=pw.this.d.dt.minutes(),
+        s=pw.this.d.dt.seconds(), dms=pw.this.d.dt.milliseconds(), dus=pw.this.d.dt.microseconds(),
+        dns=pw.this.d.dt.nanoseconds(),
+    )
+    # 90061000001 us = 1 day 1 h 1 min 1 s 1 us; -1500 us is -1 ms, 0 s (truncated, as Pathway counts)
+    assert_rows(parts, [
+        (90061000001, 123, 123456, 123456000, 0, 1, 25, 1501, 90061, 90061000, 90061000001, 90061000001000),
+        (-1500, 999, 999999, 999999000, 0, 0, 0, 0, 0, -1, -1500, -1500000),
+    ])
+
+
+def test_str_swapcase_title_rfind_removeprefix_removesuffix_as_python():
+    words = ["aBc_Def", "xyzx", ""]
+    t = pw.debug.table_from_markdown("s\n" + "\n".join(f'"{w}"' for w in words))
+    result = t.select(
+        pw.this.s, a=pw.this.s.str.swapcase(), b=pw.this.s.str.title(), c=pw.this.s.str.rfind("x"),
+        d=pw.this.s.str.removeprefix("aB"), e=pw.this.s.str.removesuffix("zx"), f=pw.this.s.str.rfind(""),
+    )
+    expected = [(w, w.swapcase(), w.title(), w.rfind("x"), w.removeprefix("aB"), w.removesuffix("zx"), w.rfind(""))
+                for w in words]
+    assert_rows(result, expected)
+
+
+def test_json_values_convert_to_python_types_or_refuse():
+    class Data(pw.Schema):
+        data: pw.Json
+
+    @pw.udf
+    def count_plus_one(data: pw.Json) -> int:
+        return data["n"].as_int() + len(data["tags"].as_list())
+
+    t = pw.debug.table_from_rows(Data, [({"n": 41, "tags": ["x"]},)])
+    assert_rows(t.select(r=count_plus_one(pw.this.data)), [(42,)])
+    assert pw.Json({"s": "a"})["s"].as_str() == "a" and pw.Json(1.5).as_float() == 1.5
+    with pytest.raises(ValueError, match="cannot convert Json 'a' to int"):
+        pw.Json("a").as_int()

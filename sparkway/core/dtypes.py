@@ -56,6 +56,35 @@ class Json:
     def parse(text: str | None) -> "Json | None":
         return None if text is None else Json(_json.loads(text))
 
+    def as_int(self) -> int:
+        """The value, when it is an int; else ValueError (``as_str``, ``as_list``... alike).
+
+        >>> Json({"n": 3})["n"].as_int()
+        3
+        """
+        return self._as(int)
+
+    def as_float(self) -> float:
+        return self._as(float)
+
+    def as_str(self) -> str:
+        return self._as(str)
+
+    def as_bool(self) -> bool:
+        return self._as(bool)
+
+    def as_list(self) -> list:
+        return self._as(list)
+
+    def as_dict(self) -> dict:
+        return self._as(dict)
+
+    def _as(self, kind: type) -> Any:
+        # an isinstance check, as Pathway's: Json(True).as_int() is True
+        if not isinstance(self.value, kind):
+            raise ValueError(f"cannot convert Json {self.value!r} to {kind.__name__}")
+        return self.value
+
 
 Json.NULL = Json(None)
 

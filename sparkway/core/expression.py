@@ -238,6 +238,11 @@ class StrNamespace(_Namespace):
     def endswith(self, suffix: Any) -> Call: return self._call("str.endswith", suffix)
     def count(self, sub: Any) -> Call: return self._call("str.count", sub)
     def find(self, sub: Any) -> Call: return self._call("str.find", sub)
+    def rfind(self, sub: Any) -> Call: return self._call("str.rfind", sub)
+    def swapcase(self) -> Call: return self._call("str.swapcase")
+    def title(self) -> Call: return self._call("str.title")
+    def removeprefix(self, prefix: Any) -> Call: return self._call("str.removeprefix", prefix)
+    def removesuffix(self, suffix: Any) -> Call: return self._call("str.removesuffix", suffix)
     def replace(self, old: Any, new: Any, count: int = -1) -> Call:
         return self._call("str.replace", old, new, params=(count,))
     def slice(self, start: int, end: int) -> Call: return self._call("str.slice", params=(start, end))
@@ -257,6 +262,9 @@ class DtNamespace(_Namespace):
     def hour(self) -> Call: return self._call("dt.hour")
     def minute(self) -> Call: return self._call("dt.minute")
     def second(self) -> Call: return self._call("dt.second")
+    def millisecond(self) -> Call: return self._call("dt.millisecond")
+    def microsecond(self) -> Call: return self._call("dt.microsecond")
+    def nanosecond(self) -> Call: return self._call("dt.nanosecond")
     def weekday(self) -> Call: return self._call("dt.weekday")
     def timestamp(self, unit: str = "s") -> Call: return self._call("dt.timestamp", params=(unit,))
     def strftime(self, fmt: str) -> Call: return self._call("dt.strftime", params=(fmt,))
@@ -267,9 +275,14 @@ class DtNamespace(_Namespace):
     def to_utc(self, from_timezone: str) -> Call: return self._call("dt.to_utc", params=(from_timezone,))
     def from_timestamp(self, unit: str = "s") -> Call: return self._call("dt.from_timestamp", params=(unit,))
     def utc_from_timestamp(self, unit: str = "s") -> Call: return self._call("dt.utc_from_timestamp", params=(unit,))
+    def weeks(self) -> Call: return self._call("dt.weeks")
     def days(self) -> Call: return self._call("dt.days")
+    def hours(self) -> Call: return self._call("dt.hours")
+    def minutes(self) -> Call: return self._call("dt.minutes")
     def seconds(self) -> Call: return self._call("dt.seconds")
     def milliseconds(self) -> Call: return self._call("dt.milliseconds")
+    def microseconds(self) -> Call: return self._call("dt.microseconds")
+    def nanoseconds(self) -> Call: return self._call("dt.nanoseconds")
 
 
 class NumNamespace(_Namespace):

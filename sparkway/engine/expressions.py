@@ -375,8 +375,26 @@ def _rounding(half_up: bool):
 
 
 def _duration_part(micros_per_unit: int):
-    unit = _dt.timedelta(microseconds=micros_per_unit)
-    return _udf1(lambda v: v // unit, "long")
+    """Whole units in a duration, truncated toward zero as Pathway counts them
+    (-1.5 ms is -1 millisecond); Spark's ``div`` truncates toward zero."""
+    def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+        return F.call_function("div", _duration_micros(args[0]), F.lit(micros_per_unit)).cast("long")
+    return build
+
+
+def _second_fraction(units_per_second: int):
+    """The part of a time below the second, in milli-, micro- or nanoseconds."""
+    def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+        micros = _python_mod(F.unix_micros(args[0].cast("timestamp")), F.lit(1_000_000))
+        return F.call_function("div", micros * F.lit(units_per_second), F.lit(1_000_000)).cast("long")
+    return build
+
+
+def _rfind(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+    """Python's ``str.rfind``: the first match in the reversed text, counted from the end."""
+    found = F.instr(F.reverse(args[0]), F.reverse(args[1]))
+    last = F.char_length(args[0]) - F.char_length(args[1]) - found + 1
+    return F.when(found == 0, F.lit(-1)).otherwise(last).cast("long")
 
 
 def _str_slice(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
@@ -420,6 +438,13 @@ FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], str], Column]] 
         ((F.char_length(a[0]) - F.char_length(F.replace(a[0], a[1], F.lit("")))) / F.char_length(a[1]))
     ).cast("long"),
     "str.find": lambda a, p, t, w: (F.instr(a[0], a[1]) - 1).cast("long"),
+    "str.rfind": _rfind,
+    "str.swapcase": _udf1(str.swapcase, "string"),
+    "str.title": _udf1(str.title, "string"),
+    "str.removeprefix": lambda a, p, t, w: F.when(
+        F.startswith(a[0], a[1]), F.substring(a[0], F.char_length(a[1]) + 1, F.lit(2**31 - 1))).otherwise(a[0]),
+    "str.removesuffix": lambda a, p, t, w: F.when(
+        F.endswith(a[0], a[1]), F.left(a[0], F.char_length(a[0]) - F.char_length(a[1]))).otherwise(a[0]),
     "str.replace": lambda a, p, t, w: F.replace(a[0], a[1], a[2]),
     "str.slice": _str_slice,
     "str.parse_int": _parse("long"),
@@ -431,6 +456,9 @@ FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], str], Column]] 
     "dt.hour": lambda a, p, t, w: F.hour(a[0]).cast("long"),
     "dt.minute": lambda a, p, t, w: F.minute(a[0]).cast("long"),
     "dt.second": lambda a, p, t, w: F.second(a[0]).cast("long"),
+    "dt.millisecond": _second_fraction(1_000),
+    "dt.microsecond": _second_fraction(1_000_000),
+    "dt.nanosecond": _second_fraction(1_000_000_000),
     "dt.weekday": lambda a, p, t, w: ((F.dayofweek(a[0]) + 5) % 7).cast("long"),
     "dt.timestamp": _timestamp,
     "dt.strftime": _strftime,
@@ -440,9 +468,14 @@ FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], str], Column]] 
     "dt.to_utc": lambda a, p, t, w: F.to_utc_timestamp(a[0].cast("timestamp"), p[0]),
     "dt.from_timestamp": _from_timestamp(False),
     "dt.utc_from_timestamp": _from_timestamp(True),
+    "dt.weeks": _duration_part(7 * 86_400_000_000),
     "dt.days": _duration_part(86_400_000_000),
+    "dt.hours": _duration_part(3_600_000_000),
+    "dt.minutes": _duration_part(60_000_000),
     "dt.seconds": _duration_part(1_000_000),
     "dt.milliseconds": _duration_part(1_000),
+    "dt.microseconds": _duration_part(1),
+    "dt.nanoseconds": lambda a, p, t, w: (_duration_micros(a[0]) * F.lit(1000)).cast("long"),
     "num.round": lambda a, p, t, w: F.round(a[0], p[0]),
     "window.starts": _window_starts,
     "json_as_int": _json_as(int, "long"),
