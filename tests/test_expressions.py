@@ -55,6 +55,20 @@ def test_column_of_another_table_is_rejected():
     b = pw.debug.table_from_markdown("y\n2")
     with pytest.raises(ValueError, match="another table"):
         a.select(z=b.y)
+    # a filter may lack rows of its input: its columns are not the input's
+    with pytest.raises(ValueError, match="another table"):
+        a.select(a.x, z=a.filter(pw.this.x > 5).x)
+
+
+def test_columns_of_tables_with_the_same_ids_are_read_row_by_row():
+    t = pw.debug.table_from_markdown("a | b\n1 | 10\n2 | 20\n3 | 30")
+    doubled = t.select(c=pw.this.a * 100)
+    assert_rows(t.select(t.a, doubled.c, s=t.b + doubled.c), [(1, 100, 110), (2, 200, 220), (3, 300, 330)])
+    assert_rows(t + doubled, [(1, 10, 100), (2, 20, 200), (3, 30, 300)])
+    # a filtered table's rows are among its input's, and a sorted table's are its input's
+    big = t.filter(pw.this.a > 1)
+    ordered = t.sort(key=pw.this.b)
+    assert_rows(big.select(big.a, doubled.c, has_prev=ordered.prev.is_not_none()), [(2, 200, True), (3, 300, True)])
 
 
 # -- arithmetic ----------------------------------------------------------------------------------

@@ -938,3 +938,42 @@ def test_file_tables_computed_separately_can_be_combined(tmp_path):
     assert_rows(a, [("a",)])
     assert_rows(b, [("b",)])
     assert_rows(a.concat_reindex(b), [("a",), ("b",)])
+
+
+def _interval_pairs(left, right, lower, upper, how):
+    """Interval join by brute force: matched (a, left t, right t), plus unmatched rows padded."""
+    pairs = [(a, lt, rt) for a, lt in left for b, rt in right if a == b and lower <= rt - lt <= upper]
+    if how in ("left", "outer"):
+        pairs += [(a, lt, None) for a, lt in left if not any(p[:2] == (a, lt) for p in pairs)]
+    if how in ("right", "outer"):
+        pairs += [(None, None, rt) for b, rt in right if not any(p[0] == b and p[2] == rt for p in pairs if p[1] is not None)]
+    return pairs
+
+
+@pytest.mark.parametrize("how", ["inner", "left", "right", "outer"])
+def test_interval_joins_match_rows_whose_times_are_within_the_bounds(how):
+    left = [(1, 3), (1, 4), (1, 5), (1, 11), (2, 2), (2, 3), (3, 4)]
+    right = [(1, 0), (1, 1), (1, 4), (1, 7), (2, 0), (2, 2), (4, 2)]
+    t1 = pw.debug.table_from_markdown("a | t\n" + "\n".join(f"{a} | {t}" for a, t in left))
+    t2 = pw.debug.table_from_markdown("b | t\n" + "\n".join(f"{b} | {t}" for b, t in right))
+    joined = getattr(t1, f"interval_join_{how}")(t2, t1.t, t2.t, pw.temporal.interval(-2, 1), t1.a == t2.b)
+    result = joined.select(t1.a, lt=t1.t, rt=t2.t)
+    assert_rows(result, _interval_pairs(left, right, -2, 1, how))
+
+
+def test_interval_join_over_datetimes_and_its_updates():
+    t1 = pw.debug.table_from_markdown("""
+          | t                   | __time__ | __diff__
+        1 | 2024-01-01T10:00:00 | 2        | 1
+        2 | 2024-01-01T10:10:00 | 2        | 1
+        2 | 2024-01-01T10:10:00 | 4        | -1
+    """).select(t=pw.this.t.dt.strptime("%Y-%m-%dT%H:%M:%S"))
+    t2 = pw.debug.table_from_markdown("""
+          | t                   | __time__
+        7 | 2024-01-01T10:04:00 | 2
+        8 | 2024-01-01T10:12:00 | 4
+    """).select(t=pw.this.t.dt.strptime("%Y-%m-%dT%H:%M:%S"))
+    window = pw.temporal.interval(dt.timedelta(minutes=-10), dt.timedelta(minutes=5))
+    pairs = t1.interval_join(t2, t1.t, t2.t, window).select(lm=t1.t.dt.minute(), rm=t2.t.dt.minute())
+    # 10:04 is within -10..+5 min of 10:00 and of 10:10 (time 2); 10:10 goes at time 4, and 10:12 is 12 min after 10:00
+    assert_changes(pairs, [[(0, 4, 1), (10, 4, 1)], [(10, 4, -1)]])

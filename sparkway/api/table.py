@@ -26,6 +26,27 @@ class JoinMode(enum.Enum):
     OUTER = "outer"
 
 
+class Universe:
+    """The set of row ids of a table, as far as the program knows it: a table that keeps
+    its input's ids shares its universe; a filter's is a subset of its input's.  Columns
+    of a table can be used in another table's operation when the other's universe is a
+    subset of theirs, as in Pathway.
+    """
+
+    __slots__ = ("parent",)
+
+    def __init__(self, parent: "Universe | None" = None) -> None:
+        self.parent = parent
+
+    def is_subset_of(self, other: "Universe") -> bool:
+        universe: Universe | None = self
+        while universe is not None:
+            if universe is other:
+                return True
+            universe = universe.parent
+        return False
+
+
 class Table:
     """A table whose contents change over time; columns are attributes.
 
@@ -39,11 +60,14 @@ class Table:
     ['word', 'double']
     """
 
-    def __init__(self, node: n.Node, label: str = "table", equivalents: tuple[int, ...] = ()) -> None:
+    def __init__(
+        self, node: n.Node, label: str = "table", equivalents: tuple[int, ...] = (), universe: Universe | None = None
+    ) -> None:
         self._node = node
         self._label = label
         # plan nodes whose columns this table also answers for (a window's source table)
         self._equivalents = equivalents
+        self._universe = universe or Universe()
 
     # -- columns -------------------------------------------------------------------------
     def __getattr__(self, name: str) -> ColumnRef:
@@ -66,6 +90,16 @@ class Table:
 
     def __iter__(self):
         yield AllColumns(self)
+
+    def __add__(self, other: "Table") -> "Table":
+        """The columns of both tables, whose rows have the same ids (the same universe).
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("a\\n1")
+        >>> (t + t.select(b=pw.this.a * 2)).column_names()
+        ['a', 'b']
+        """
+        return self.select(*self, *other)
 
     @property
     def schema(self) -> type[Schema]:
@@ -92,7 +126,7 @@ class Table:
         """
         base, exprs = self._with_lookups(_named_exprs(args, kwargs, [self]))
         bound = tuple((name, base._bind(e)) for name, e in exprs)
-        return self._derive(n.Select(_types(bound, [base._node.columns]), base._node, bound))
+        return self._derive(n.Select(_types(bound, [base._node.columns]), base._node, bound), universe=self._universe)
 
     def filter(self, predicate: Expr) -> "Table":
         """The rows where ``predicate`` is true.
@@ -107,7 +141,7 @@ class Table:
         kind = infer(bound, [base._node.columns]).with_optional(False)
         if kind not in (dt.BOOL, dt.ANY):
             raise PlanTypeError(f"filter needs a boolean expression, got one of type {kind}")
-        filtered = self._derive(n.Filter(dict(base._node.columns), base._node, bound))
+        filtered = self._derive(n.Filter(dict(base._node.columns), base._node, bound), universe=Universe(self._universe))
         if base is self:
             return filtered
         return filtered.select(**{c: filtered[c] for c in self._node.columns})  # drop looked-up columns
@@ -160,7 +194,7 @@ class Table:
         unknown = sorted(set(types) - set(columns))
         if unknown:
             raise PlanError(f"update_types: no column {unknown} in the table; its columns are {list(columns)}")
-        return self._derive(n.Select(columns, self._node, tuple(exprs)))
+        return self._derive(n.Select(columns, self._node, tuple(exprs)), universe=self._universe)
 
     @staticmethod
     def empty(**types: Any) -> "Table":
@@ -269,7 +303,7 @@ class Table:
         """Columns ``prev`` and ``next``: ids of the neighbouring rows in key order."""
         columns = {"prev": dt.POINTER.with_optional(), "next": dt.POINTER.with_optional()}
         node = n.Sort(columns, self._node, self._bind(key), self._bind(instance) if instance is not None else None)
-        return self._derive(node)
+        return self._derive(node, universe=self._universe)  # one row per row, same ids
 
     def update_rows(self, other: "Table") -> "Table":
         """Rows of ``other`` replace the rows of this table with the same ids."""
@@ -280,7 +314,7 @@ class Table:
         missing = set(other._node.columns) - set(self._node.columns)
         if missing:
             raise PlanError(f"update_cells: columns {sorted(missing)} are not in the updated table")
-        return self._merge("update_cells", (self, other), dict(self._node.columns))
+        return self._merge("update_cells", (self, other), dict(self._node.columns), self._universe)
 
     def __lshift__(self, other: "Table") -> "Table":
         """``t << other`` is ``t.update_cells(other)``, as in Pathway."""
@@ -288,15 +322,15 @@ class Table:
 
     def difference(self, other: "Table") -> "Table":
         """The rows whose ids are not in ``other``."""
-        return self._merge("difference", (self, other), dict(self._node.columns))
+        return self._merge("difference", (self, other), dict(self._node.columns), Universe(self._universe))
 
     def intersect(self, *others: "Table") -> "Table":
         """The rows whose ids are in every one of ``others``."""
-        return self._merge("intersect", (self, *others), dict(self._node.columns))
+        return self._merge("intersect", (self, *others), dict(self._node.columns), Universe(self._universe))
 
     def restrict(self, other: "Table") -> "Table":
         """The rows whose ids are in ``other`` (``other``'s ids must be a subset)."""
-        return self._merge("intersect", (self, other), dict(self._node.columns))
+        return self._merge("intersect", (self, other), dict(self._node.columns), other._universe)
 
     def having(self, *indexers: Expr) -> "Table":
         """The rows whose ids the given pointer columns of another table name."""
@@ -311,35 +345,42 @@ class Table:
         pointer = holder._bind(expression)
         columns = {k: v.with_optional(v.optional or optional) for k, v in self._node.columns.items()}
         node = n.KeyedMerge(columns, (holder._node, self._node), "ix", (pointer, None), optional)
-        return self._derive(node)
+        return self._derive(node, universe=holder._universe)  # a row per row of the holder
 
     def ix_ref(self, *args: Any, optional: bool = False, context: Any = None) -> "Table":
         """Rows of this table looked up by the values its ids were made from."""
         return self.ix(PointerFrom(tuple(wrap(a) for a in args)), optional=optional)
 
     def _with_lookups(self, exprs: list[tuple[str, Expr]]) -> tuple["Table", list[tuple[str, Expr]]]:
-        """Columns of ``other.ix(self.p)`` used in this table's own operation.
+        """Columns of other tables with one row per row of this table, used in this
+        table's own operation: ``other.ix(self.p)``, and tables of the same universe
+        (``t2 = t.select(...)``, then ``t.select(t.a, t2.b)``: row by row, by id).
 
-        Such a lookup has one row per row of this table, with the same ids, so Pathway
-        lets ``t.select(v=other.ix(t.p).v)`` read it like ``t``'s own columns.  The result
-        is a table holding this table's columns plus the looked-up ones (under a prefix),
-        and the expressions rewritten to read it.
+        Pathway lets such columns be read like ``t``'s own.  The result is a table holding
+        this table's columns plus the looked-up ones (under a prefix), and the expressions
+        rewritten to read it.  Columns of tables whose universe may lack some of this
+        table's rows are left alone: ``bind`` refuses them.
         """
-        lookups: dict[int, Table] = {}
+        lookups: dict[int, tuple[tuple[Expr | None, ...], n.Node, bool]] = {}
+        own = {id(self._node), *self._equivalents}
         for _, e in exprs:
             for ref in walk(e):
-                if isinstance(ref, ColumnRef) and isinstance(ref.table, Table) and self._is_lookup(ref.table):
-                    lookups.setdefault(id(ref.table._node), ref.table)
+                if not isinstance(ref, ColumnRef) or not isinstance(ref.table, Table) or id(ref.table._node) in own:
+                    continue
+                node = ref.table._node
+                if self._is_lookup(ref.table):
+                    lookups.setdefault(id(node), (node.keys, node.tables[1], node.optional))
+                elif self._universe.is_subset_of(ref.table._universe):
+                    lookups.setdefault(id(node), ((ColumnRef(n.InputRef(0), "id"), None), node, False))
         if not lookups:
             return self, exprs
         base: Table = self
         prefixes: dict[int, str] = {}
-        for j, (key, lookup) in enumerate(lookups.items()):
-            node = lookup._node
+        for j, (key, (keys, target, optional)) in enumerate(lookups.items()):
             prefix = prefixes[key] = f"_pw_ix{j}_"
-            columns = {**base._node.columns, **{prefix + c: t for c, t in node.columns.items()}}
-            merged = n.KeyedMerge(columns, (base._node, node.tables[1]), "ix", node.keys, node.optional, prefix)
-            base = base._derive(merged, equivalent=base)
+            columns = {**base._node.columns, **{prefix + c: t for c, t in target.columns.items()}}
+            merged = n.KeyedMerge(columns, (base._node, target), "ix", keys, optional, prefix)
+            base = base._derive(merged, equivalent=base, universe=base._universe)
         final = base
 
         def reroute(e: Expr) -> Expr | None:
@@ -357,9 +398,11 @@ class Table:
         holder = id(node.tables[0])
         return holder == id(self._node) or holder in self._equivalents
 
-    def _merge(self, mode: str, tables: tuple["Table", ...], columns: dict[str, DType]) -> "Table":
+    def _merge(
+        self, mode: str, tables: tuple["Table", ...], columns: dict[str, DType], universe: Universe | None = None
+    ) -> "Table":
         node = n.KeyedMerge(columns, tuple(t._node for t in tables), mode, (None,) * len(tables))
-        return self._derive(node)
+        return self._derive(node, universe=universe)
 
     # -- joins and windows ------------------------------------------------------------------
     def join(self, other: "Table", *on: Expr, id: Any = None, how: Any = None, **kwargs: Any) -> "JoinResult":
@@ -386,6 +429,40 @@ class Table:
     def join_outer(self, other: "Table", *on: Expr, **kwargs: Any) -> "JoinResult":
         return self.join(other, *on, how="outer", **kwargs)
 
+    def interval_join(
+        self, other: "Table", self_time: Expr, other_time: Expr, interval: Any, *on: Expr,
+        behavior: Any = None, how: Any = JoinMode.INNER, **kwargs: Any,
+    ) -> "JoinResult":
+        """Pairs of rows whose ``on`` conditions hold and whose times are close:
+        ``interval.lower_bound <= other_time - self_time <= interval.upper_bound``.
+
+        ``behavior`` (when late rows may be forgotten) is accepted and not applied:
+        every row is kept, which gives the results of a run without late data.
+
+        >>> import sparkway as pw
+        >>> a = pw.debug.table_from_markdown("t\\n1\\n5")
+        >>> b = pw.debug.table_from_markdown("t\\n2")
+        >>> a.interval_join(b, a.t, b.t, pw.temporal.interval(0, 1)).select(lt=a.t, rt=b.t).column_names()
+        ['lt', 'rt']
+        """
+        lower, upper = interval.lower_bound, interval.upper_bound
+        if lower > upper:
+            raise PlanError(f"an interval's lower bound ({lower}) must not exceed its upper bound ({upper})")
+        mode = getattr(how, "value", how) or "inner"
+        return JoinResult(self, other, on, mode, None, (self_time, other_time, lower, upper))
+
+    def interval_join_inner(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
+        return self.interval_join(other, *args, how="inner", **kwargs)
+
+    def interval_join_left(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
+        return self.interval_join(other, *args, how="left", **kwargs)
+
+    def interval_join_right(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
+        return self.interval_join(other, *args, how="right", **kwargs)
+
+    def interval_join_outer(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
+        return self.interval_join(other, *args, how="outer", **kwargs)
+
     def windowby(
         self,
         time_expr: Expr,
@@ -404,9 +481,10 @@ class Table:
         return window.assign(self, time_expr, instance)
 
     # -- plumbing ------------------------------------------------------------------------------
-    def _derive(self, node: n.Node, equivalent: "Table | None" = None) -> "Table":
+    def _derive(self, node: n.Node, equivalent: "Table | None" = None, universe: Universe | None = None) -> "Table":
+        """A table of ``node``; a new universe unless ``universe`` says which it shares."""
         same = (id(equivalent._node), *equivalent._equivalents) if equivalent is not None else ()
-        return Table(node, self._label, same)
+        return Table(node, self._label, same, universe)
 
     def _bind(self, expr: Any) -> Expr:
         """The expression with its column references pointing at input 0."""
@@ -417,13 +495,15 @@ class Table:
         return self
 
     def promise_universe_is_subset_of(self, other: "Table") -> "Table":
-        return self
+        """The same table, whose ids the program promises are all among ``other``'s."""
+        return Table(self._node, self._label, self._equivalents, Universe(other._universe))
 
     def promise_universes_are_disjoint(self, other: "Table") -> "Table":
         return self
 
     def promise_universe_is_equal_to(self, other: "Table") -> "Table":
-        return self
+        """The same table, whose ids the program promises are exactly ``other``'s."""
+        return Table(self._node, self._label, self._equivalents, other._universe)
 
 
 def _same_value(value: Any) -> Any:
@@ -557,7 +637,10 @@ def _aggregate_type(agg: n.Aggregate, inputs: list[dict]) -> DType:
 class JoinResult:
     """Matched pairs of two tables' rows; ``select`` builds the output table."""
 
-    def __init__(self, left_table: Table, right_table: Table, on: tuple, how: str, id_from: Any) -> None:
+    def __init__(
+        self, left_table: Table, right_table: Table, on: tuple, how: str, id_from: Any,
+        interval: tuple[Any, Any, Any, Any] | None = None,
+    ) -> None:
         self._left, self._right = left_table, right_table
         sides = {id(left_table._node): 0, id(right_table._node): 1}
         cols = [left_table._node.columns, right_table._node.columns]
@@ -581,8 +664,16 @@ class JoinResult:
             "_l_id": dt.POINTER.with_optional(how in ("right", "outer")),
             "_r_id": dt.POINTER.with_optional(how in ("left", "outer")),
         }
+        if interval is not None:
+            left_time, right_time, lower, upper = interval
+            interval = (
+                _to_side(bind(wrap(left_time), sides, 0, cols), 0),
+                _to_side(bind(wrap(right_time), sides, 1, cols), 1),
+                lower,
+                upper,
+            )
         self._node = n.Join(
-            columns, left_table._node, right_table._node, tuple(left_keys), tuple(right_keys), how, id_side
+            columns, left_table._node, right_table._node, tuple(left_keys), tuple(right_keys), how, id_side, interval
         )
 
     def select(self, *args: Any, **kwargs: Any) -> Table:

@@ -69,6 +69,24 @@ class SlidingWindow:
         return _grouped(windowed, table, instance)
 
 
+@dataclass(frozen=True)
+class Interval:
+    """The bounds of an interval join: ``other_time - self_time`` within them."""
+
+    lower_bound: Any
+    upper_bound: Any
+
+
+def interval(lower_bound: Any, upper_bound: Any) -> Interval:
+    """Bounds for ``interval_join``, both included.
+
+    >>> import sparkway as pw
+    >>> pw.temporal.interval(-2, 1).upper_bound
+    1
+    """
+    return Interval(lower_bound, upper_bound)
+
+
 def session(*, max_gap: Any = None, predicate: Any = None) -> SessionWindow:
     """Session windows.
 

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkway.core import dtypes as dt
+from sparkway.core import durations
 from sparkway.core.changes import DIFF, ID, spark_schema
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import Expr
@@ -169,15 +170,22 @@ def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     right_types = [infer(e, [node.right.columns]) for e in node.right_keys]
     unified = [dt.unify(a, b) for a, b in zip(left_types, right_types)]
     sides = []
-    for frame, table, keys in ((frames[0], node.left, node.left_keys), (frames[1], node.right, node.right_keys)):
+    times = node.interval[:2] if node.interval is not None else (None, None)
+    for frame, table, keys, time in (
+        (frames[0], node.left, node.left_keys, times[0]), (frames[1], node.right, node.right_keys, times[1])
+    ):
         key_columns = _key_columns(node, list(keys), [table.columns], unified)
-        sides.append(KeyedInput(_typed(table, frame), key_columns, {c: col(c) for c in table.columns}))
+        payload = {c: col(c) for c in table.columns}
+        if time is not None:
+            payload["_t"] = compile_expr(time, Scope.of(table.columns, where=node.label))
+        sides.append(KeyedInput(_typed(table, frame), key_columns, payload))
     pair_columns = {k: v for k, v in node.columns.items() if k not in ("_l_id", "_r_id")}
     output = T.StructType(
         [T.StructField("_l_id", T.LongType()), T.StructField("_r_id", T.LongType())]
         + list(spark_schema(pair_columns, with_id=False).fields)
     )
-    params = (node.how, list(node.left.columns), list(node.right.columns))
+    bounds = tuple(durations.micros_or_number(b) for b in node.interval[2:]) if node.interval is not None else None
+    params = (node.how, list(node.left.columns), list(node.right.columns), bounds)
     pairs = ctx.keyed(node, sides, join_groups, params, output)
     if node.id_from is not None:
         new_id = col("_l_id" if node.id_from == "left" else "_r_id")

@@ -158,13 +158,17 @@ class Join(_Stateful, Node):
     right_keys: tuple[Expr, ...]
     how: str  # inner, left, right, outer
     id_from: str | None = None  # "left" or "right": keep that side's ids
+    # an interval join's (left time, right time, lower bound, upper bound): pairs match
+    # when also lower <= right time - left time <= upper
+    interval: tuple[Expr, Expr, Any, Any] | None = None
 
     @property
     def inputs(self) -> tuple[Node, ...]:
         return (self.left, self.right)
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "how": self.how, "keys": len(self.left_keys)}
+        bounds = {"interval": [repr(b) for b in self.interval[2:]]} if self.interval is not None else {}
+        return {**super().describe(), "how": self.how, "keys": len(self.left_keys), **bounds}
 
 
 @dataclass(frozen=True, eq=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -28,10 +29,18 @@ def positions_join(left: pa.Table, right: pa.Table, how: str) -> tuple[pa.Chunke
 
 
 def join_groups(tables: list[pa.Table], params: Any) -> pa.Table:
-    """``_g``, ``_l_id``, ``_r_id``, then ``_l_<column>`` and ``_r_<column>``."""
-    how, left_payload, right_payload = params
+    """``_g``, ``_l_id``, ``_r_id``, then ``_l_<column>`` and ``_r_<column>``.
+
+    ``params`` = (how, left columns, right columns, interval bounds or None).  With
+    bounds, each side has a ``_t`` column and a pair matches only when
+    ``lower <= right _t - left _t <= upper``; outer kinds pad the rows left unmatched.
+    """
+    how, left_payload, right_payload, bounds = params
     left, right = tables
-    groups, li, ri = positions_join(left, right, how)
+    if bounds is None:
+        groups, li, ri = positions_join(left, right, how)
+    else:
+        groups, li, ri = _interval_positions(left, right, how, bounds)
     columns: dict[str, Any] = {
         "_g": groups,
         "_l_id": pc.take(left.column(ID), li),
@@ -40,3 +49,34 @@ def join_groups(tables: list[pa.Table], params: Any) -> pa.Table:
     columns.update({f"_l_{n}": pc.take(left.column(n), li) for n in left_payload})
     columns.update({f"_r_{n}": pc.take(right.column(n), ri) for n in right_payload})
     return pa.table(columns)
+
+
+def _interval_positions(
+    left: pa.Table, right: pa.Table, how: str, bounds: tuple[Any, Any]
+) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """``positions_join`` for pairs whose times are within the bounds."""
+    groups, li, ri = (c.combine_chunks() for c in positions_join(left, right, "inner"))
+    gap = pc.subtract(pc.take(_numeric(right.column("_t")), ri), pc.take(_numeric(left.column("_t")), li))
+    close = pc.and_(pc.greater_equal(gap, bounds[0]), pc.less_equal(gap, bounds[1]))
+    close = pc.fill_null(close, False)
+    parts = [(groups.filter(close), li.filter(close), ri.filter(close))]
+    if how in ("left", "outer"):
+        alone = _unmatched(left.num_rows, parts[0][1])
+        parts.append((pc.take(left.column("_g"), alone), alone, pa.nulls(len(alone), pa.int64())))
+    if how in ("right", "outer"):
+        alone = _unmatched(right.num_rows, parts[0][2])
+        parts.append((pc.take(right.column("_g"), alone), pa.nulls(len(alone), pa.int64()), alone))
+    return tuple(pa.chunked_array([p[k] for p in parts]).combine_chunks() for k in range(3))
+
+
+def _numeric(times: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Times as numbers: timestamps as microseconds, as the bounds are."""
+    if pa.types.is_timestamp(times.type):
+        return pc.cast(pc.cast(times, pa.timestamp("us", tz=times.type.tz)), pa.int64())
+    return times
+
+
+def _unmatched(rows: int, matched: pa.Array) -> pa.Array:
+    """Positions 0..rows-1 that are not among ``matched``."""
+    everything = pa.array(np.arange(rows, dtype=np.int64))
+    return everything.filter(pc.invert(pc.is_in(everything, value_set=matched)))
