@@ -6,6 +6,7 @@ import datetime
 import json
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -73,7 +74,7 @@ def _column_type(values: list[Any]) -> DType:
     present = [v for v in values if v is not None]
     kinds = {type(v) for v in present}
     if not kinds:
-        base = dt.STR
+        base = dt.ANY  # only None: a column that takes any type, as None does
     elif kinds == {bool}:
         base = dt.BOOL
     elif kinds <= {int}:
@@ -264,7 +265,7 @@ def _python(value: Any) -> Any:
         return value.to_pytimedelta()
     if value is pd.NA or value is pd.NaT:
         return None
-    return value.item() if hasattr(value, "item") and not isinstance(value, (list, tuple)) else value
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def compute(table: Table, **run_kwargs: Any) -> list[OutputBatch]:

@@ -9,7 +9,6 @@ from typing import Any
 
 from sparkway.api.graph import outputs
 from sparkway.engine.runner import Runner, RunOptions
-from sparkway.errors import PlanError
 from sparkway.persistence.config import Config
 from sparkway.plan import nodes as n
 
@@ -80,6 +79,10 @@ def run(
     >>> pw.run(monitoring_level=pw.MonitoringLevel.NONE)  # doctest: +SKIP
     """
     selected = outputs()
-    if not selected:
-        raise PlanError("nothing to run: define an output first, e.g. pw.io.csv.write(table, 'out.csv')")
+    if not selected:  # as Pathway: nothing to compute is not an error, but likely a mistake
+        _configure_logging()
+        logging.getLogger("sparkway").warning(
+            "nothing to run: no output is defined (e.g. pw.io.csv.write(table, 'out.csv'))"
+        )
+        return
     run_outputs(selected, persistence_config=persistence_config, spark_master=spark_master, **kwargs)

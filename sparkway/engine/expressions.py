@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -350,11 +351,16 @@ def _strftime(args: list[Column], params: tuple, types: list[DType], where: str)
     return _udf1(lambda v: v.strftime(fmt), "string")(args, params, types, where)
 
 
+_NANOS = re.compile(r"(\.\d{6})\d{1,3}(?!\d)")  # a fraction of a second in 7 to 9 digits
+
+
 def _strptime(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
     fmt, contains_tz = params
     tz = contains_tz if contains_tz is not None else ("%z" in fmt or "%Z" in fmt)
 
     def parse(text: str) -> _dt.datetime:
+        if "%f" in fmt:  # Python's %f takes at most 6 digits; nanoseconds are cut to micro-
+            text = _NANOS.sub(r"\1", text)
         value = _dt.datetime.strptime(text, fmt)
         return value.astimezone(_dt.timezone.utc) if tz else value
 
