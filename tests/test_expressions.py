@@ -8,6 +8,7 @@ checks share one ``select`` where that is natural: every computation is a Spark 
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from typing import Optional
 
@@ -605,3 +606,42 @@ def test_strptime_takes_up_to_nine_fraction_digits_cut_to_microseconds():
 def test_run_without_outputs_only_warns(caplog):
     pw.run()
     assert any("nothing to run" in r.getMessage() for r in caplog.records)
+
+
+def test_udf_classes_async_functions_batches_caches_and_retries(tmp_path):
+    class Inc(pw.UDF):
+        def __init__(self, inc):
+            super().__init__()
+            self.inc = inc
+
+        def __wrapped__(self, a: int) -> int:
+            return a + self.inc
+
+    @pw.udf(executor=pw.udfs.async_executor(timeout=5), cache_strategy=pw.udfs.InMemoryCache())
+    async def tenfold(a: int) -> int:
+        await asyncio.sleep(0.01)
+        return a * 10
+
+    @pw.udf(max_batch_size=16)
+    def add(a: list[int], b: list[int]) -> list[int]:
+        return [x + y for x, y in zip(a, b)]
+
+    marker = tmp_path / "failed-once"
+    retry = pw.udfs.FixedDelayRetryStrategy(max_retries=2, delay_ms=1)
+
+    @pw.udf(executor=pw.udfs.fully_async_executor(retry_strategy=retry))
+    async def flaky(a: int) -> int:
+        # the first call of each row fails; the retry succeeds
+        done = marker.with_name(f"{marker.name}-{a}")
+        if not done.exists():
+            done.write_text("")
+            raise RuntimeError("transient")
+        return -a
+
+    t = pw.debug.table_from_markdown("a | b\n1 | 1\n2 | 0\n3 | 1")
+    result = t.select(
+        x=Inc(2)(pw.this.a), y=tenfold(pw.this.a), z=add(pw.this.a, pw.this.b), f=flaky(pw.this.a),
+        w=pw.apply_async(tenfold.__wrapped__, pw.this.b),
+    ).await_futures()
+    assert [str(k) for k in result.typehints().values()] == ["int"] * 5
+    assert_rows(result, [(3, 10, 2, -1, 10), (4, 20, 2, -2, 0), (5, 30, 4, -3, 10)])

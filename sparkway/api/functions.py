@@ -68,25 +68,3 @@ def _bind_kwargs(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[...
     if any(isinstance(v, Expr) for v in kwargs.values()):
         raise PlanTypeError("pass columns to pw.apply positionally")
     return functools.partial(fn, **kwargs)
-
-
-def udf(fn: Callable[..., Any] | None = None, *, return_type: Any = None, propagate_none: bool = False, **_: Any):
-    """Turns a Python function into a column function.
-
-    >>> import sparkway as pw
-    >>> @pw.udf
-    ... def double(x: int) -> int:
-    ...     return 2 * x
-    >>> type(double(pw.this.a)).__name__
-    'Apply'
-    """
-    def decorate(f: Callable[..., Any]) -> Callable[..., Apply]:
-        result = dtype_of(return_type) if return_type is not None else None
-
-        @functools.wraps(f)
-        def build(*args: Any) -> Apply:
-            return Apply(f, tuple(wrap(a) for a in args), result, propagate_none)
-
-        return build
-
-    return decorate(fn) if fn is not None else decorate

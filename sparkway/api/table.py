@@ -494,6 +494,11 @@ class Table:
     def debug(self, name: str) -> "Table":
         return self
 
+    def await_futures(self) -> "Table":
+        """The table itself: sparkway computes a UDF's results within the step, so none
+        is pending (``pw.udfs.fully_async_executor``)."""
+        return self
+
     def promise_universe_is_subset_of(self, other: "Table") -> "Table":
         """The same table, whose ids the program promises are all among ``other``'s."""
         return Table(self._node, self._label, self._equivalents, Universe(other._universe))

@@ -1,0 +1,243 @@
+"""``pw.udfs`` and ``pw.UDF``: Python functions as column functions, with Pathway's options.
+
+Executors, caches and retry strategies are accepted with Pathway's signatures. What
+sparkway does with them, on the Spark workers that evaluate the function:
+
+* a coroutine function (``async def``) is run to completion for each row, within the
+  executor's ``timeout`` and retried as its ``retry_strategy`` says; results are never
+  pending, so the fully async executor behaves as the async one and
+  ``Table.await_futures()`` returns the table itself;
+* ``InMemoryCache`` and ``DiskCache`` remember results per worker process for the run
+  (a disk cache is not kept across runs yet);
+* with ``max_batch_size`` the function takes lists of values and returns a list, as in
+  Pathway; sparkway calls it with one row at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import random
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from sparkway.core.dtypes import DType, dtype_of
+from sparkway.core.expression import Apply, wrap
+from sparkway.core.type_rules import return_type
+
+
+class AsyncRetryStrategy:
+    """How often, and after which delays, a failed call is tried again."""
+
+    def delays_s(self) -> list[float]:
+        return []
+
+
+class NoRetryStrategy(AsyncRetryStrategy):
+    """A failed call fails the row."""
+
+
+@dataclass(frozen=True)
+class FixedDelayRetryStrategy(AsyncRetryStrategy):
+    """Up to ``max_retries`` more tries, ``delay_ms`` apart."""
+
+    max_retries: int = 3
+    delay_ms: int = 1000
+
+    def delays_s(self) -> list[float]:
+        return [self.delay_ms / 1000] * self.max_retries
+
+
+@dataclass(frozen=True)
+class ExponentialBackoffRetryStrategy(AsyncRetryStrategy):
+    """Up to ``max_retries`` more tries, each delay ``backoff_factor`` times the last."""
+
+    max_retries: int = 3
+    initial_delay: int = 1000
+    backoff_factor: float = 2
+    jitter_ms: int = 300
+
+    def delays_s(self) -> list[float]:
+        return [
+            (self.initial_delay * self.backoff_factor**k + random.uniform(0, self.jitter_ms)) / 1000
+            for k in range(self.max_retries)
+        ]
+
+
+@dataclass(frozen=True)
+class Executor:
+    """How a UDF is called: ``pw.udfs.sync_executor()``, ``async_executor(...)``..."""
+
+    kind: str = "auto"
+    capacity: int | None = None
+    timeout: float | None = None
+    retry_strategy: AsyncRetryStrategy | None = None
+
+
+def auto_executor() -> Executor:
+    """Async for coroutine functions, sync for the others."""
+    return Executor("auto")
+
+
+def sync_executor() -> Executor:
+    return Executor("sync")
+
+
+def async_executor(
+    *, capacity: int | None = None, timeout: float | None = None, retry_strategy: AsyncRetryStrategy | None = None
+) -> Executor:
+    """Calls a coroutine function; ``timeout`` (seconds) bounds each call.
+
+    >>> import sparkway as pw
+    >>> pw.udfs.async_executor(timeout=2.0).timeout
+    2.0
+    """
+    return Executor("async", capacity, timeout, retry_strategy)
+
+
+def fully_async_executor(
+    *, capacity: int | None = None, timeout: float | None = None,
+    retry_strategy: AsyncRetryStrategy | None = None, autocommit_duration_ms: int | None = 1500,
+) -> Executor:
+    """As ``async_executor``: sparkway computes the results within the step."""
+    return Executor("fully_async", capacity, timeout, retry_strategy)
+
+
+class CacheStrategy:
+    """Where a UDF's results are remembered."""
+
+
+@dataclass(frozen=True)
+class InMemoryCache(CacheStrategy):
+    """Results kept in memory, the ``max_size`` most recent (None: all)."""
+
+    max_size: int | None = None
+
+
+@dataclass(frozen=True)
+class DiskCache(CacheStrategy):
+    """Pathway keeps these results in the persistence storage; sparkway, in memory."""
+
+    size_limit: int | None = None
+    name: str | None = None
+
+
+class UDF:
+    """A column function made from a Python function: subclass it and define
+    ``__wrapped__``, or use ``@pw.udf``.
+
+    >>> import sparkway as pw
+    >>> class Add(pw.UDF):
+    ...     def __init__(self, n: int) -> None:
+    ...         super().__init__()
+    ...         self.n = n
+    ...     def __wrapped__(self, a: int) -> int:
+    ...         return a + self.n
+    >>> t = pw.debug.table_from_markdown("a\\n1")
+    >>> t.select(b=Add(2)(pw.this.a)).typehints()["b"].name
+    'int'
+    """
+
+    def __init__(
+        self, *, return_type: Any = None, deterministic: bool = False, propagate_none: bool = False,
+        executor: Executor | None = None, cache_strategy: CacheStrategy | None = None,
+        max_batch_size: int | None = None,
+    ) -> None:
+        self.return_type = return_type
+        self.deterministic = deterministic
+        self.propagate_none = propagate_none
+        self.executor = executor or auto_executor()
+        self.cache_strategy = cache_strategy
+        self.max_batch_size = max_batch_size
+
+    def __wrapped__(self, *args: Any) -> Any:
+        raise NotImplementedError("a pw.UDF subclass defines __wrapped__(self, ...) to compute its value")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Apply:
+        fn = self.__wrapped__
+        if kwargs:
+            fn = functools.partial(fn, **kwargs)
+        return Apply(self._row_function(fn), tuple(wrap(a) for a in args), self._result_type(), self.propagate_none)
+
+    def _result_type(self) -> DType:
+        if self.return_type is not None:
+            return dtype_of(self.return_type)
+        declared = return_type(self.__wrapped__)
+        if self.max_batch_size is not None and declared.name == "list":
+            return declared.items[0]  # a batch function returns a list of results
+        return declared
+
+    def _row_function(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` as a plain function of one row's values."""
+        call = fn
+        if inspect.iscoroutinefunction(fn):
+            call = _blocking(fn, self.executor.timeout, self.executor.retry_strategy or NoRetryStrategy())
+        if self.max_batch_size is not None:
+            batch = call
+            call = lambda *values: batch(*([v] for v in values))[0]  # noqa: E731
+        if self.cache_strategy is not None:
+            call = _remembered(call, getattr(self.cache_strategy, "max_size", None))
+        return call
+
+
+class _FunctionUDF(UDF):
+    """What ``@pw.udf`` makes of a function."""
+
+    def __init__(self, fn: Callable[..., Any], **options: Any) -> None:
+        super().__init__(**options)
+        self.__wrapped__ = fn  # type: ignore[method-assign]
+        functools.update_wrapper(self, fn)
+
+
+def udf(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """Turns a Python function (``async`` too) into a column function; options as in
+    Pathway: ``return_type``, ``deterministic``, ``propagate_none``, ``executor``,
+    ``cache_strategy``, ``max_batch_size``.
+
+    >>> import sparkway as pw
+    >>> @pw.udf
+    ... def double(x: int) -> int:
+    ...     return 2 * x
+    >>> type(double(pw.this.a)).__name__
+    'Apply'
+    """
+    if fn is not None:
+        return _FunctionUDF(fn, **options)
+    return lambda f: _FunctionUDF(f, **options)
+
+
+def apply_async(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Apply:
+    """``pw.apply`` for a coroutine function."""
+    return udf(fn)(*args, **kwargs)
+
+
+def _blocking(fn: Callable[..., Any], timeout: float | None, retries: AsyncRetryStrategy) -> Callable[..., Any]:
+    """A coroutine function as a function that waits for its result."""
+    def call(*values: Any) -> Any:
+        for delay in [*retries.delays_s(), None]:
+            try:
+                return asyncio.run(asyncio.wait_for(fn(*values), timeout))
+            except Exception:
+                if delay is None:
+                    raise
+                time.sleep(delay)
+    return call
+
+
+def _remembered(fn: Callable[..., Any], max_size: int | None) -> Callable[..., Any]:
+    """``fn`` with its results remembered by arguments (the ``max_size`` latest)."""
+    memory: OrderedDict[Any, Any] = OrderedDict()
+
+    def call(*values: Any) -> Any:
+        key = repr(values)  # values may be unhashable (lists, Json)
+        if key in memory:
+            memory.move_to_end(key)
+            return memory[key]
+        result = memory[key] = fn(*values)
+        if max_size is not None and len(memory) > max_size:
+            memory.popitem(last=False)
+        return result
+    return call
