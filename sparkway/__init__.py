@@ -4,7 +4,7 @@ The API follows Pathway's, so that ``import sparkway as pw`` runs Pathway progra
 """
 
 from sparkway import errors, io, persistence
-from sparkway.api import debug, reducers, temporal, udfs
+from sparkway.api import debug, reducers, temporal, udfs, universes
 from sparkway.api.functions import (
     apply, apply_with_type, cast, coalesce, if_else, make_tuple, require, unwrap,
 )
@@ -22,5 +22,5 @@ __all__ = [
     "apply_with_type", "cast", "coalesce", "column_definition", "csv", "debug", "errors",
     "if_else", "io", "left", "make_tuple", "persistence", "reducers", "require", "right", "run",
     "run_all", "schema_builder", "schema_from_types", "temporal", "this", "udf", "udfs",
-    "unwrap",
+    "universes", "unwrap",
 ]

@@ -70,6 +70,10 @@ def test_columns_of_tables_with_the_same_ids_are_read_row_by_row():
     big = t.filter(pw.this.a > 1)
     ordered = t.sort(key=pw.this.b)
     assert_rows(big.select(big.a, doubled.c, has_prev=ordered.prev.is_not_none()), [(2, 200, True), (3, 300, True)])
+    # rows labelled by their positions 0, 1, 2 have the ids of t's rows: promised, they are one universe
+    names = pw.debug.table_from_markdown("  | name\n0 | x\n1 | y\n2 | z")
+    pw.universes.promise_are_equal(t, names)
+    assert_rows(t.select(t.a, names.name), [(1, "x"), (2, "y"), (3, "z")])
 
 
 # -- arithmetic ----------------------------------------------------------------------------------

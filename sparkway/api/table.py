@@ -28,22 +28,25 @@ class JoinMode(enum.Enum):
 
 class Universe:
     """The set of row ids of a table, as far as the program knows it: a table that keeps
-    its input's ids shares its universe; a filter's is a subset of its input's.  Columns
-    of a table can be used in another table's operation when the other's universe is a
-    subset of theirs, as in Pathway.
+    its input's ids shares its universe; a filter's is a subset of its input's; promises
+    (``pw.universes``) add relations.  Columns of a table can be used in another table's
+    operation when the other's universe is a subset of theirs, as in Pathway.
     """
 
-    __slots__ = ("parent",)
+    __slots__ = ("supersets",)
 
     def __init__(self, parent: "Universe | None" = None) -> None:
-        self.parent = parent
+        self.supersets: list[Universe] = [parent] if parent is not None else []
 
     def is_subset_of(self, other: "Universe") -> bool:
-        universe: Universe | None = self
-        while universe is not None:
+        todo, seen = [self], set()
+        while todo:
+            universe = todo.pop()
             if universe is other:
                 return True
-            universe = universe.parent
+            if id(universe) not in seen:
+                seen.add(id(universe))
+                todo.extend(universe.supersets)
         return False
 
 
@@ -500,15 +503,18 @@ class Table:
         return self
 
     def promise_universe_is_subset_of(self, other: "Table") -> "Table":
-        """The same table, whose ids the program promises are all among ``other``'s."""
-        return Table(self._node, self._label, self._equivalents, Universe(other._universe))
+        """Promises that this table's ids are all among ``other``'s; returns the table."""
+        self._universe.supersets.append(other._universe)
+        return self
 
     def promise_universes_are_disjoint(self, other: "Table") -> "Table":
         return self
 
     def promise_universe_is_equal_to(self, other: "Table") -> "Table":
-        """The same table, whose ids the program promises are exactly ``other``'s."""
-        return Table(self._node, self._label, self._equivalents, other._universe)
+        """Promises that this table's ids are exactly ``other``'s; returns the table."""
+        self._universe.supersets.append(other._universe)
+        other._universe.supersets.append(self._universe)
+        return self
 
 
 def _same_value(value: Any) -> Any:
