@@ -453,6 +453,26 @@ def test_dt_round_goes_to_the_nearest_multiple_of_the_duration_and_ties_up():
     ])
 
 
+def test_text_durations_as_pandas_writes_them():
+    t = pw.debug.table_from_markdown("s\n2023-05-15T10:13:07.123456\n2023-05-15T23:59:59.999999").select(
+        pw.this.s, d=pw.this.s.dt.strptime("%Y-%m-%dT%H:%M:%S.%f")
+    )
+    # "D" is one day, "2h3min" 123 minutes, "14ms22ms14us" 36014 us, "ns" below the microsecond
+    result = t.select(pw.this.s, a=pw.this.d.dt.round("D"), b=pw.this.d.dt.floor("2h3min"),
+                      c=pw.this.d.dt.round("14ms22ms14us"), e=pw.this.d.dt.round("ns"))
+    epoch = dt.datetime(1970, 1, 1)
+
+    def rounded(s: str, step: int, up: bool) -> dt.datetime:
+        us = (dt.datetime.fromisoformat(s) - epoch) // dt.timedelta(microseconds=1) + (step // 2 if up else 0)
+        return epoch + dt.timedelta(microseconds=us - us % step)
+
+    day, two_h_3_min = 86_400_000_000, 123 * 60_000_000
+    assert_rows(result, [
+        (s, rounded(s, day, True), rounded(s, two_h_3_min, False), rounded(s, 36014, True), dt.datetime.fromisoformat(s))
+        for s in ["2023-05-15T10:13:07.123456", "2023-05-15T23:59:59.999999"]
+    ])
+
+
 def test_dt_durations_timezones_and_timestamps():
     t = pw.debug.table_from_markdown(
         """

@@ -30,6 +30,9 @@ def column_definition(
     default_value: Any = NO_DEFAULT,
     dtype: Any = None,
     name: str | None = None,
+    append_only: bool | None = None,
+    description: str | None = None,
+    example: Any = None,
 ) -> Any:
     """Options of one schema column.
 
@@ -39,6 +42,9 @@ def column_definition(
     ...     label: str = pw.column_definition(default_value="none")
     >>> S.primary_key_columns()
     ['key']
+
+    ``append_only``, ``description`` and ``example`` describe the column for people and
+    for Pathway's optimizer; sparkway accepts them and does not use them.
     """
     return ColumnDefinition(primary_key, default_value, dtype, name)
 

@@ -9,6 +9,7 @@ through these functions, which use integer arithmetic only.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from typing import Any
 
 MICROSECOND = _dt.timedelta(microseconds=1)
@@ -38,18 +39,37 @@ def micros_or_number(value: Any) -> Any:
     return value
 
 
-def parse(value: Any) -> Any:
-    """A duration given as text in pandas' notation (``"15min"``, ``"2h"``) as a
-    ``timedelta``; any other value as it is.
+# units of text durations, as pandas names them (its older one-letter aliases too)
+_UNITS = {
+    "W": _dt.timedelta(weeks=1), "w": _dt.timedelta(weeks=1), "D": _dt.timedelta(days=1),
+    "d": _dt.timedelta(days=1), "h": _dt.timedelta(hours=1), "H": _dt.timedelta(hours=1),
+    "min": _dt.timedelta(minutes=1), "T": _dt.timedelta(minutes=1), "m": _dt.timedelta(minutes=1),
+    "s": _dt.timedelta(seconds=1), "S": _dt.timedelta(seconds=1), "ms": _dt.timedelta(milliseconds=1),
+    "L": _dt.timedelta(milliseconds=1), "us": MICROSECOND, "U": MICROSECOND,
+    "ns": _dt.timedelta(0), "N": _dt.timedelta(0),  # below sparkway's microsecond precision
+}
+_PART = re.compile(r"\s*(\d+(?:\.\d+)?)?\s*([A-Za-z]+)")
 
-    >>> parse("15min")
-    datetime.timedelta(seconds=900)
+
+def parse(value: Any) -> Any:
+    """A duration given as text (``"15min"``, ``"2h3min"``, ``"D"``: a number and a unit,
+    repeated; a unit alone counts once) as a ``timedelta``; other values as they are.
+
+    >>> parse("2h3min"), parse("D")
+    (datetime.timedelta(seconds=7380), datetime.timedelta(days=1))
     """
     if not isinstance(value, str):
         return value
-    import pandas as pd  # only for text durations: pandas is slow to import
-
-    return pd.Timedelta(value).to_pytimedelta()
+    total, position = _dt.timedelta(0), 0
+    for part in _PART.finditer(value):
+        number, unit = part.groups()
+        if part.start() != position or unit not in _UNITS:
+            raise ValueError(f"cannot read {value!r} as a duration: write it like '15min', '2h30min' or '1D'")
+        total += _UNITS[unit] * float(number or 1)
+        position = part.end()
+    if position != len(value) or position == 0:
+        raise ValueError(f"cannot read {value!r} as a duration: write it like '15min', '2h30min' or '1D'")
+    return total
 
 
 def duration(microseconds: int) -> _dt.timedelta:

@@ -372,6 +372,8 @@ def _rounding(half_up: bool):
     multiple of the duration since the epoch, computed on integer microseconds."""
     def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
         step = int(durations.micros_or_number(params[0]))
+        if step <= 0:  # below the microsecond: times are already multiples of it
+            return args[0]
         value = F.unix_micros(args[0].cast("timestamp"))
         if half_up:
             value = value + F.lit(step // 2)
