@@ -12,12 +12,13 @@ from sparkway.api.run import MonitoringLevel, run, run_all
 from sparkway.api.schema import Schema, column_definition, schema_builder, schema_from_types
 from sparkway.api.table import GroupedTable, JoinMode, JoinResult, Table
 from sparkway.api.thisclass import left, right, this
+from sparkway.api.reducers import BaseCustomAccumulator
 from sparkway.api.udfs import UDF, apply_async, udf
 from sparkway.core.dtypes import DateTimeNaive, DateTimeUtc, Duration, Json, Pointer
 from sparkway.io import moved_csv as csv
 
 __all__ = [
-    "DateTimeNaive", "DateTimeUtc", "Duration", "GroupedTable", "JoinMode", "JoinResult",
+    "BaseCustomAccumulator", "DateTimeNaive", "DateTimeUtc", "Duration", "GroupedTable", "JoinMode", "JoinResult",
     "Json", "MonitoringLevel", "Pointer", "Schema", "Table", "UDF", "apply", "apply_async",
     "apply_with_type", "cast", "coalesce", "column_definition", "csv", "debug", "errors",
     "if_else", "io", "left", "make_tuple", "persistence", "reducers", "require", "right", "run",

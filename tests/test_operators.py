@@ -977,3 +977,49 @@ def test_interval_join_over_datetimes_and_its_updates():
     pairs = t1.interval_join(t2, t1.t, t2.t, window).select(lm=t1.t.dt.minute(), rm=t2.t.dt.minute())
     # 10:04 is within -10..+5 min of 10:00 and of 10:10 (time 2); 10:10 goes at time 4, and 10:12 is 12 min after 10:00
     assert_changes(pairs, [[(0, 4, 1), (10, 4, 1)], [(10, 4, -1)]])
+
+
+def test_custom_reducers_fold_a_groups_rows_in_the_order_they_arrived():
+    table = pw.debug.table_from_markdown("""
+         a | b | __time__
+         3 | 1 |     2
+         4 | 1 |     2
+        13 | 2 |     2
+        16 | 2 |     4
+         2 | 2 |     6
+         4 | 1 |     6
+    """)
+
+    def weird(value: int) -> int:  # even values count one more
+        return value + 1 if value % 2 == 0 else value
+
+    @pw.reducers.stateful_many
+    def many(state: int | None, rows: list[tuple[list[int], int]]) -> int:
+        return (state or 0) + sum(weird(values[0]) * count for values, count in rows)
+
+    @pw.reducers.stateful_single
+    def single(state: int | None, value: int) -> int:
+        return (state or 0) + weird(value)
+
+    class Mean(pw.BaseCustomAccumulator):
+        def __init__(self, total: float, count: int) -> None:
+            self.total, self.count = total, count
+
+        @classmethod
+        def from_row(cls, row):
+            return cls(row[0], 1)
+
+        def update(self, other) -> None:
+            self.total, self.count = self.total + other.total, self.count + other.count
+
+        def compute_result(self) -> float:
+            return self.total / self.count
+
+    result = table.groupby(pw.this.b).reduce(
+        pw.this.b, m=many(pw.this.a), s=single(pw.this.a), mean=pw.reducers.udf_reducer(Mean)(pw.this.a),
+        distinct=pw.reducers.count_distinct_approximate(pw.this.a),
+    )
+    groups = {1: [3, 4, 4], 2: [13, 16, 2]}
+    assert_rows(result, [
+        (b, sum(map(weird, v)), sum(map(weird, v)), sum(v) / len(v), len(set(v))) for b, v in groups.items()
+    ])

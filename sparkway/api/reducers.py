@@ -10,9 +10,9 @@
 from __future__ import annotations
 
 import builtins
-from typing import Any
+from typing import Any, Callable
 
-from sparkway.core.expression import ReducerExpr, wrap
+from sparkway.core.expression import MakeTuple, ReducerExpr, wrap
 
 
 def _reducer(kind: str, *args: Any, params: builtins.tuple = ()) -> ReducerExpr:
@@ -87,3 +87,53 @@ def earliest(arg: Any) -> ReducerExpr:
 def latest(arg: Any) -> ReducerExpr:
     """The value of the row that arrived last."""
     return _reducer("latest", arg)
+
+
+def count_distinct_approximate(*args: Any, precision: int = 12) -> ReducerExpr:
+    """The number of distinct values; sparkway counts them exactly."""
+    return _reducer("count_distinct", args[0] if len(args) == 1 else MakeTuple(builtins.tuple(wrap(a) for a in args)))
+
+
+def stateful_many(combine: Callable[[Any, list[builtins.tuple[list[Any], int]]], Any]) -> Callable[..., ReducerExpr]:
+    """A reducer from ``combine(state, rows)``: ``state`` is None at first, ``rows`` the
+    group's ``(values, count)`` of one processing time; times come in order.
+
+    sparkway recomputes a group from its current rows when it changes, so ``combine``
+    sees the rows a group holds (grouped by the time they arrived), not their retractions.
+
+    >>> import sparkway as pw
+    >>> @pw.reducers.stateful_many
+    ... def total(state, rows):
+    ...     return (state or 0) + sum(values[0] * count for values, count in rows)
+    >>> type(total(pw.this.a)).__name__
+    'ReducerExpr'
+    """
+    return lambda *args: _reducer("stateful", *args, params=(combine, True))
+
+
+def stateful_single(combine: Callable[..., Any]) -> Callable[..., ReducerExpr]:
+    """A reducer from ``combine(state, *values)``, called for each row in the order rows
+    arrived (``state`` is None at first); for groups that only grow."""
+    return lambda *args: _reducer("stateful", *args, params=(combine, False))
+
+
+class BaseCustomAccumulator:
+    """Base of accumulators for ``udf_reducer``: define ``from_row(cls, row)``,
+    ``update(self, other)`` and ``compute_result(self)``; ``neutral`` and ``retract`` are
+    optional (sparkway recomputes a changed group from its rows)."""
+
+    @classmethod
+    def from_row(cls, row: list[Any]) -> "BaseCustomAccumulator":
+        raise NotImplementedError("an accumulator defines from_row(cls, row)")
+
+    def update(self, other: "BaseCustomAccumulator") -> None:
+        raise NotImplementedError("an accumulator defines update(self, other)")
+
+    def compute_result(self) -> Any:
+        raise NotImplementedError("an accumulator defines compute_result(self)")
+
+
+def udf_reducer(accumulator: type[BaseCustomAccumulator]) -> Callable[..., ReducerExpr]:
+    """A reducer from an accumulator class: one accumulator per row (``from_row``), merged
+    with ``update`` in the order rows arrived, then ``compute_result``."""
+    return lambda *args: _reducer("accumulator", *args, params=(accumulator,))

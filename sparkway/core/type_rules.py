@@ -216,4 +216,7 @@ REDUCER_TYPES: dict[str, Callable[[list[DType], tuple], DType]] = {
     "argmax": lambda a, p: dt.POINTER,
     "tuple": _tuple_type,
     "sorted_tuple": _tuple_type,
+    # custom reducers: params[0] is the combine function or the accumulator class
+    "stateful": lambda a, p: return_type(p[0]),
+    "accumulator": lambda a, p: return_type(p[0].compute_result),
 }

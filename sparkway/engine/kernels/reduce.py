@@ -14,6 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkway.core.changes import ID
+from sparkway.core.dtypes import from_python
+from sparkway.core.type_rules import return_type
 
 
 def reduce_groups(tables: list[pa.Table], params: Any) -> pa.Table:
@@ -109,6 +111,55 @@ def _without_nulls(lists: pa.ListArray) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), kept_items)
 
 
+def _custom(fold: Callable[[Any, list[tuple[int, list[tuple]]]], Any]) -> Aggregator:
+    """A reducer written in Python (``stateful_many``, ``udf_reducer``...): ``fold``
+    gets the reducer's params and a group's rows as (arrival time, values) batches, in the
+    order they arrived.  A Python loop over the rows: the user's function needs them."""
+    def aggregate(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
+        ordered = rows.sort_by([("_g", "ascending"), ("_time", "ascending"), (ID, "ascending")])
+        groups = ordered.column("_g").to_pylist()
+        times = ordered.column("_time").to_pylist()
+        values = list(zip(*(ordered.column(a).to_pylist() for a in args))) or [()] * len(groups)
+        results, start = [], 0
+        while start < len(groups):
+            end = start
+            while end < len(groups) and groups[end] == groups[start]:
+                end += 1
+            batches: dict[int, list[tuple]] = {}
+            for k in range(start, end):
+                batches.setdefault(times[k], []).append(values[k])
+            results.append(fold(params, sorted(batches.items())))
+            start = end
+        kind = return_type(params[0].compute_result if isinstance(params[0], type) else params[0])
+        return pa.array([from_python(kind)(r) for r in results], kind.arrow_type())
+    return aggregate
+
+
+def _stateful(params: tuple, batches: list[tuple[int, list[tuple]]]) -> Any:
+    combine, many = params
+    state = None
+    for _, rows in batches:
+        if many:
+            state = combine(state, [(list(values), 1) for values in rows])
+        else:
+            for values in rows:
+                state = combine(state, *values)
+    return state
+
+
+def _accumulated(params: tuple, batches: list[tuple[int, list[tuple]]]) -> Any:
+    (accumulator,) = params
+    total = None
+    for _, rows in batches:
+        for values in rows:
+            one = accumulator.from_row(list(values))
+            if total is None:
+                total = one
+            else:
+                total.update(one)
+    return total.compute_result()
+
+
 _AGGREGATORS: dict[str, Aggregator] = {
     "count": _simple("count"),
     "count_distinct": _simple("count_distinct"),
@@ -124,4 +175,6 @@ _AGGREGATORS: dict[str, Aggregator] = {
     "argmax": _by_order(None, True, ID),
     "tuple": _tuple(False),
     "sorted_tuple": _tuple(True),
+    "stateful": _custom(_stateful),
+    "accumulator": _custom(_accumulated),
 }
