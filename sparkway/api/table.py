@@ -149,6 +149,10 @@ class Table:
             return filtered
         return filtered.select(**{c: filtered[c] for c in self._node.columns})  # drop looked-up columns
 
+    def copy(self) -> "Table":
+        """The same rows and columns, as a table of its own (with the same ids)."""
+        return self.select(*self)
+
     def with_columns(self, *args: Any, **kwargs: Any) -> "Table":
         """All columns, plus new or replaced ones."""
         return self.select(*self, *args, **kwargs)
