@@ -1023,3 +1023,13 @@ def test_custom_reducers_fold_a_groups_rows_in_the_order_they_arrived():
     assert_rows(result, [
         (b, sum(map(weird, v)), sum(map(weird, v)), sum(v) / len(v), len(set(v))) for b, v in groups.items()
     ])
+
+
+def test_interval_join_refuses_times_and_bounds_of_different_kinds():
+    numbers = pw.Table.empty(a=int, t=int)
+    dates = pw.Table.empty(b=int, t=pw.DateTimeNaive)
+    with pytest.raises(TypeError, match=r"but are of types \(int, DateTimeNaive, int, int\)"):
+        numbers.interval_join(dates, numbers.t, dates.t, pw.temporal.interval(0, 1))
+    with pytest.raises(TypeError, match=r"but are of types \(DateTimeNaive, DateTimeNaive, int, Duration\)"):
+        other = dates.copy()
+        dates.interval_join(other, dates.t, other.t, pw.temporal.interval(1, dt.timedelta(days=1)))
