@@ -10,6 +10,8 @@ cd "$ROOT"
 
 export SPARK_LOCAL_IP=127.0.0.1
 export PYSPARK_PYTHON="$ROOT/.venv/bin/python"
+# Pathway's own tests against sparkway (tests/compat): fail below the recorded pass count
+export SPARKWAY_COMPAT="${SPARKWAY_COMPAT:-1}"
 
 rc=0
 "$ROOT/.venv/bin/python" -m pytest -q "$@" || rc=$?

@@ -1033,3 +1033,15 @@ def test_interval_join_refuses_times_and_bounds_of_different_kinds():
     with pytest.raises(TypeError, match=r"but are of types \(DateTimeNaive, DateTimeNaive, int, Duration\)"):
         other = dates.copy()
         dates.interval_join(other, dates.t, other.t, pw.temporal.interval(1, dt.timedelta(days=1)))
+
+
+def test_session_windows_by_predicate_and_tables_unpacked_as_mappings():
+    times = [1, 2, 5, 6, 20]
+    t = pw.debug.table_from_markdown("t\n" + "\n".join(map(str, times)))
+    sessions = t.windowby(pw.this.t, window=pw.temporal.session(predicate=lambda a, b: b - a <= 2)).reduce(
+        s=pw.this._pw_window_start, e=pw.this._pw_window_end, n=pw.reducers.count()
+    )
+    assert_rows(sessions, [(1, 2, 2), (5, 6, 2), (20, 20, 1)])
+    with pytest.raises(pw.errors.PlanError, match="either max_gap= or predicate="):
+        pw.temporal.session()
+    assert_rows(t.select(**t, u=pw.this.t + 1), [(v, v + 1) for v in times])

@@ -94,6 +94,11 @@ class Table:
     def __iter__(self):
         yield AllColumns(self)
 
+    def keys(self) -> list[str]:
+        """The column names: with ``__getitem__`` this makes ``**table`` give its columns,
+        e.g. ``other.select(**table)``."""
+        return self.column_names()
+
     def __add__(self, other: "Table") -> "Table":
         """The columns of both tables, whose rows have the same ids (the same universe).
 

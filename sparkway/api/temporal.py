@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from sparkway.core import dtypes as dt
 from sparkway.core.expression import BinOp, Call, ColumnRef, Const, Expr
@@ -27,7 +27,8 @@ def _grouped(windowed: Any, original: Any, instance: Any) -> Any:
 
 @dataclass(frozen=True)
 class SessionWindow:
-    """Sessions: maximal runs of rows whose consecutive times are less than ``max_gap`` apart."""
+    """Sessions: maximal runs of rows whose consecutive times are less than ``max_gap``
+    apart (or, when ``max_gap`` is a function, for which it says so)."""
 
     max_gap: Any
 
@@ -87,16 +88,17 @@ def interval(lower_bound: Any, upper_bound: Any) -> Interval:
     return Interval(lower_bound, upper_bound)
 
 
-def session(*, max_gap: Any = None, predicate: Any = None) -> SessionWindow:
-    """Session windows.
+def session(*, max_gap: Any = None, predicate: Callable[[Any, Any], bool] | None = None) -> SessionWindow:
+    """Session windows: consecutive times closer than ``max_gap``, or for which
+    ``predicate(earlier, later)`` is true, are in one session (give one of the two).
 
     >>> import sparkway as pw
     >>> pw.temporal.session(max_gap=300).max_gap
     300
     """
-    if max_gap is None:
-        raise NotImplementedError("session windows need max_gap= (predicate= is not supported yet)")
-    return SessionWindow(max_gap)
+    if (max_gap is None) == (predicate is None):
+        raise PlanError("a session window needs either max_gap= or predicate=")
+    return SessionWindow(max_gap if predicate is None else predicate)
 
 
 def tumbling(duration: Any, origin: Any = None) -> SlidingWindow:

@@ -182,7 +182,8 @@ class SessionWindow(_Stateful, _Unary):
     max_gap: Any
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "max_gap": repr(self.max_gap)}
+        gap = getattr(self.max_gap, "__qualname__", None) or repr(self.max_gap)  # a predicate: by name
+        return {**super().describe(), "max_gap": gap}
 
 
 @dataclass(frozen=True, eq=False)

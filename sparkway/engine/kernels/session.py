@@ -27,13 +27,18 @@ def sessionize(tables: list[pa.Table], params: Any) -> pa.Table:
     (max_gap, payload) = params
     (rows,) = tables
     rows = rows.sort_by([("_g", "ascending"), ("_t", "ascending"), (ID, "ascending")])
-    times, gap = _as_numbers(rows.column("_t"), max_gap)
     groups = rows.column("_g").to_numpy()
-    new_session = np.ones(len(times), dtype=bool)
-    new_session[1:] = (groups[1:] != groups[:-1]) | ((times[1:] - times[:-1]) >= gap)
+    new_session = np.ones(len(groups), dtype=bool)
+    if callable(max_gap):  # a user's predicate(earlier, later): called per consecutive pair
+        times = rows.column("_t").to_pylist()
+        together = [bool(max_gap(a, b)) for a, b in zip(times, times[1:])]
+        new_session[1:] = (groups[1:] != groups[:-1]) | ~np.array(together, dtype=bool)
+    else:
+        numbers, gap = _as_numbers(rows.column("_t"), max_gap)
+        new_session[1:] = (groups[1:] != groups[:-1]) | ((numbers[1:] - numbers[:-1]) >= gap)
     session = np.cumsum(new_session) - 1
     starts = np.flatnonzero(new_session)
-    ends = np.append(starts[1:], len(times)) - 1
+    ends = np.append(starts[1:], len(groups)) - 1
     time_column = rows.column("_t")
     return pa.table(
         {

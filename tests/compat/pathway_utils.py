@@ -1,0 +1,298 @@
+"""``pathway.tests.utils`` for the compatibility run: the helpers Pathway's tests use.
+
+Written here from what the helpers are documented to do (not copied from Pathway), on
+sparkway's public API only: tables are computed with ``pw.io.subscribe`` and ``pw.run``.
+Two departures, both because sparkway's times are wall-clock milliseconds while
+Pathway's debug tables keep their ``__time__`` values:
+
+* stream assertions compare times by their order (the first time of one stream with the
+  first of the other...), not by value;
+* ``run_all`` is ``pw.run_all`` when sparkway has it, else ``pw.run`` (which runs every
+  output defined so far); a test without outputs then fails as missing ``run_all``.
+
+Helpers not defined here (``wait_result_with_checker``, ``DiffEntry``...) are
+placeholders that fail as a missing API when a test uses them.
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing
+import os
+import pathlib
+import re
+import sys
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import pandas as pd
+import pytest
+
+mp_fork = multiprocessing.get_context("fork")
+needs_multiprocessing_fork = pytest.mark.xfail(sys.platform != "linux", reason="needs fork()")
+xfail_on_multiple_threads = pytest.mark.xfail(os.getenv("PATHWAY_THREADS", "1") != "1", reason="threads")
+xfail_on_python_3_10 = pytest.mark.xfail(sys.version_info[:2] == (3, 10), reason="python 3.10")
+only_standard_build = pytest.mark.xfail(False, reason="only works on standard build")
+AIRBYTE_FAKER_CONNECTION_REL_PATH = "connections/faker.yaml"
+
+
+def only_with_license_key(*args: Any, **kwargs: Any) -> Any:
+    """Pathway's enterprise features: skipped (as Pathway does without a license key)."""
+    mark = pytest.mark.skip(reason="works only with a Pathway license key")
+    return mark(args[0]) if len(args) == 1 and callable(args[0]) and not kwargs else mark
+
+
+def _pw() -> Any:
+    import pathway
+
+    return pathway
+
+
+def T(*args: Any, format: str = "markdown", **kwargs: Any) -> Any:
+    """A debug table from markdown (or, with ``format="pandas"``, from a DataFrame)."""
+    kwargs.pop("_stacklevel", None)
+    if format == "pandas":
+        return _pw().debug.table_from_pandas(*args, **kwargs)
+    assert format == "markdown"
+    return _pw().debug.table_from_markdown(*args, **kwargs)
+
+
+def _run_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {"debug": True, "monitoring_level": _pw().MonitoringLevel.NONE, **kwargs}
+
+
+def run(**kwargs: Any) -> None:
+    """``pw.run`` with the tests' defaults (debug on, no monitoring)."""
+    _pw().run(**_run_kwargs(kwargs))
+
+
+def run_all(**kwargs: Any) -> None:
+    """``pw.run_all`` with the tests' defaults.
+
+    Without ``run_all`` in sparkway, ``pw.run`` stands in: the same when the test defined
+    outputs; without outputs (run_all computes every table anyway) it is missing API."""
+    sparkway = _sparkway()
+    if hasattr(sparkway, "run_all"):
+        sparkway.run_all(**_run_kwargs(kwargs))
+        return
+    try:
+        run(**kwargs)
+    except sparkway.errors.PlanError as e:
+        if "nothing to run" not in str(e):
+            raise
+        from compat.shim import MissingAPI
+
+        raise MissingAPI("pathway.run_all: not in sparkway (and the test defines no output)") from e
+
+
+def _sparkway() -> Any:
+    import sparkway
+
+    return sparkway
+
+
+def _hashable(value: Any) -> Hashable:
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return (type(value).__name__, repr(value))
+
+
+Change = tuple[Any, tuple, int, int]  # (id, values, time, diff)
+
+
+def _capture(tables: tuple[Any, ...], run_kwargs: dict[str, Any]) -> list[list[Change]]:
+    """Every change of each table, from one run of the program."""
+    streams: list[list[Change]] = []
+    for table in tables:
+        changes: list[Change] = []
+        names = list(table.column_names())
+
+        def on_change(key: Any, row: dict, time: int, is_addition: bool, out=changes, names=names) -> None:
+            out.append((key, tuple(_hashable(row[c]) for c in names), time, 1 if is_addition else -1))
+
+        _pw().io.subscribe(table, on_change=on_change)
+        streams.append(changes)
+    run(**run_kwargs)
+    return streams
+
+
+def _final(stream: list[Change]) -> dict[Any, tuple]:
+    """The table after all its changes: id -> values."""
+    state: dict[Any, tuple] = {}
+    for key, values, _, diff in sorted(stream, key=lambda c: (c[2], c[3])):  # removals first
+        if diff > 0:
+            state[key] = values
+        else:
+            state.pop(key, None)
+    return state
+
+
+def _by_rank(stream: list[Change], with_id: bool) -> collections.Counter:
+    """The stream's changes with each time replaced by its rank among the stream's times."""
+    rank = {t: i for i, t in enumerate(sorted({c[2] for c in stream}))}
+    return collections.Counter(((c[0],) if with_id else ()) + (c[1], rank[c[2]], c[3]) for c in stream)
+
+
+def _check_schemas(table: Any, expected: Any) -> None:
+    names, expected_names = list(table.column_names()), list(expected.column_names())
+    assert names == expected_names, f"columns {names} vs expected {expected_names}"
+    types, expected_types = table.schema.typehints(), expected.schema.typehints()
+    assert types == expected_types, f"column types {types} vs expected {expected_types}"
+
+
+def _assertion(compare: Callable[[list[Change], list[Change]], None], check_types: bool = True) -> Callable:
+    """An ``assert_*`` helper: runs the tables and their expected tables, then compares."""
+
+    def assert_equal(table: Any, expected: Any, **kwargs: Any) -> None:
+        tables = table if isinstance(table, tuple) else (table,)
+        expecteds = expected if isinstance(expected, tuple) else (expected,)
+        assert len(tables) == len(expecteds)
+        for t, e in zip(tables, expecteds):
+            if check_types:
+                _check_schemas(t, e)
+            else:
+                assert list(t.column_names()) == list(e.column_names())
+        streams = _capture(tables + expecteds, kwargs)
+        for got, want in zip(streams[: len(tables)], streams[len(tables) :]):
+            compare(got, want)
+
+    return assert_equal
+
+
+def _same(got: collections.Counter, want: collections.Counter, what: str) -> None:
+    """Asserts equality, naming a few rows that differ (this module is not assert-rewritten)."""
+    if got != want:
+        extra, missing = list((got - want).elements())[:5], list((want - got).elements())[:5]
+        raise AssertionError(f"{what} differ: unexpected {extra}, missing {missing}")
+
+
+def _tables_equal(got: list[Change], want: list[Change]) -> None:
+    _same(collections.Counter(_final(got).items()), collections.Counter(_final(want).items()), "rows (id, values)")
+
+
+def _tables_equal_wo_index(got: list[Change], want: list[Change]) -> None:
+    _same(collections.Counter(_final(got).values()), collections.Counter(_final(want).values()), "rows")
+
+
+def _streams_equal(got: list[Change], want: list[Change]) -> None:
+    _same(_by_rank(got, True), _by_rank(want, True), "changes (id, values, time rank, diff)")
+
+
+def _streams_equal_wo_index(got: list[Change], want: list[Change]) -> None:
+    _same(_by_rank(got, False), _by_rank(want, False), "changes (values, time rank, diff)")
+
+
+def _time_groups(with_id: bool) -> Callable[[list[Change], list[Change]], None]:
+    """The same changes, and changes at one expected time are at one time in the result."""
+
+    def compare(got: list[Change], want: list[Change]) -> None:
+        def items(s: list[Change]) -> list[tuple[Any, int]]:
+            return sorted(((((c[0],) if with_id else ()) + (c[1], c[3]), c[2]) for c in s), key=repr)
+
+        g, w = items(got), items(want)
+        _same(collections.Counter(v for v, _ in g), collections.Counter(v for v, _ in w), "changes")
+        times: dict[int, int] = {}
+        for (value, got_time), (_, want_time) in zip(g, w):
+            assert times.setdefault(want_time, got_time) == got_time, f"{value} is not at the time of its group"
+
+    return compare
+
+
+assert_table_equality = _assertion(_tables_equal)
+assert_table_equality_wo_index = _assertion(_tables_equal_wo_index)
+assert_table_equality_wo_types = _assertion(_tables_equal, check_types=False)
+assert_table_equality_wo_index_types = _assertion(_tables_equal_wo_index, check_types=False)
+assert_stream_equality = _assertion(_streams_equal)
+assert_stream_equality_wo_index = _assertion(_streams_equal_wo_index)
+assert_stream_equality_wo_types = _assertion(_streams_equal, check_types=False)
+assert_stream_equality_wo_index_types = _assertion(_streams_equal_wo_index, check_types=False)
+assert_stream_split_into_groups = _assertion(_time_groups(True))
+assert_stream_split_into_groups_wo_index = _assertion(_time_groups(False))
+assert_stream_split_into_groups_wo_types = _assertion(_time_groups(True), check_types=False)
+assert_stream_split_into_groups_wo_index_types = _assertion(_time_groups(False), check_types=False)
+
+
+def _markdown_frame(table_def: str) -> pd.DataFrame:
+    """The markdown table as a DataFrame of strings (labels, if any, as the index)."""
+    lines = [ln.strip() for ln in table_def.strip().splitlines() if ln.strip()]
+    rows = [[c.strip() for c in ln.split("|")] if "|" in ln else ln.split() for ln in lines]
+    header, body = rows[0], rows[1:]
+    if header[0] == "":
+        return pd.DataFrame([r[1:] for r in body], columns=header[1:], index=[r[0] for r in body])
+    return pd.DataFrame(body, columns=header)
+
+
+def write_csv(path: str | pathlib.Path, table_def: str, **kwargs: Any) -> None:
+    """Writes a markdown table as CSV (with the index column, as ``DataFrame.to_csv``)."""
+    _markdown_frame(table_def).to_csv(path, encoding="utf-8", **kwargs)
+
+
+def write_lines(path: str | pathlib.Path, data: str | list[str]) -> None:
+    lines = [data] if isinstance(data, str) else data
+    pathlib.Path(path).write_text("".join(line + "\n" for line in lines))
+
+
+def read_lines(path: str | pathlib.Path) -> list[str]:
+    with open(path) as f:
+        return f.readlines()
+
+
+def assert_sets_equality_from_path(path: pathlib.Path, expected: set[str]) -> None:
+    """The rows an output CSV holds after adding up its diffs, each as "v1,v2,...,diff"."""
+    try:
+        frame = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        frame = pd.DataFrame()
+    totals: collections.Counter = collections.Counter()
+    for record in frame.to_dict("records"):
+        values = ",".join(str(v) for k, v in record.items() if k not in ("time", "diff"))
+        totals[values] += record["diff"]
+    assert {f"{values},{n}" for values, n in totals.items() if n} == expected
+
+
+def remove_ansi_escape_codes(msg: str) -> str:
+    return re.sub(r"\x1B(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])", "", msg)
+
+
+def warns_here(expected_warning: Any = Warning, *, match: Any = None) -> Any:
+    """A warning is raised (Pathway also checks it points at the test's line; not here)."""
+    return pytest.warns(expected_warning, match=match)
+
+
+def deprecated_call_here(*, match: Any = None) -> Any:
+    return warns_here((DeprecationWarning, PendingDeprecationWarning), match=match)
+
+
+class ExceptionAwareThread(threading.Thread):
+    """A thread whose ``join`` re-raises what its target raised."""
+
+    def run(self) -> None:
+        self.exception: BaseException | None = None
+        try:
+            super().run()
+        except BaseException as e:  # noqa: BLE001 - handed to join()
+            self.exception = e
+
+    def join(self, timeout: float | None = None) -> None:
+        super().join(timeout)
+        if getattr(self, "exception", None) is not None:
+            raise self.exception  # type: ignore[misc]
+
+
+def terminate_process(process: Any) -> None:
+    process.terminate()
+    process.join(30)
+    if process.is_alive():
+        process.kill()
+        process.join(30)
+
+
+def __getattr__(name: str) -> Any:
+    from compat.shim import Missing, placeholder_allowed
+
+    if not placeholder_allowed(name):
+        raise AttributeError(name)
+    return Missing(f"pathway.tests.utils.{name}")
