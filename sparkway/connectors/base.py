@@ -101,7 +101,7 @@ def record_ids(source: str, file: str, ordinals: Sequence[int]) -> list[int]:
     """The row ids of rows without primary key: their source, file and ordinal in the
     file (the line number where the record starts, for line formats).
 
-    >>> record_ids("logs", "a.csv", [2, 3])[1] == record_id("logs", "a.csv", 3)
+    >>> record_ids("logs", "a.csv", [2, 3])[1] == record_ids("logs", "a.csv", [3])[0]
     True
     """
     base = hashlib.blake2b(digest_size=8)
@@ -113,10 +113,6 @@ def record_ids(source: str, file: str, ordinals: Sequence[int]) -> list[int]:
         ids.append(int.from_bytes(h.digest(), "little", signed=True))
     return ids
 
-
-def record_id(source: str, file: str, ordinal: int) -> int:
-    """``record_ids`` of one row."""
-    return record_ids(source, file, [ordinal])[0]
 
 
 @dataclass
