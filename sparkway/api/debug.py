@@ -242,23 +242,19 @@ def table_from_rows(schema: type[Schema], rows: list[tuple], unsafe_trusted_ids:
 
 def table_from_pandas(df: pd.DataFrame, id_from: list[str] | None = None, schema: type[Schema] | None = None, **_: Any) -> Table:
     """A table from a pandas DataFrame; ids come from the index (or ``id_from`` columns)."""
-    records = df.to_dict("records")
-    records = [{k: (None if _is_nan(v) else v) for k, v in r.items()} for r in records]
+    rows = [{k: _python(v) for k, v in r.items()} for r in df.to_dict("records")]
     names = [c for c in df.columns if c not in ("__time__", "__diff__")]
     if schema is not None:
         columns = schema.typehints()
     else:
-        columns = {str(c): _column_type([_python(r.get(c)) for r in records]) for c in names}
-    rows = [{k: _python(v) for k, v in r.items()} for r in records]
+        columns = {str(c): _column_type([r.get(c) for r in rows]) for c in names}
     return _rows_table(columns, rows, id_from, [_python(i) for i in df.index])
 
 
-def _is_nan(value: Any) -> bool:
-    return isinstance(value, float) and value != value
-
-
 def _python(value: Any) -> Any:
-    """A pandas cell as a plain Python value (missing values are None)."""
+    """A pandas cell as a plain Python value (missing values, NaN too, are None)."""
+    if isinstance(value, float) and value != value:
+        return None
     if isinstance(value, pd.Timestamp):
         return value.to_pydatetime()
     if isinstance(value, pd.Timedelta):
