@@ -14,11 +14,12 @@ from sparkway.api.table import GroupedTable, JoinMode, JoinResult, Table
 from sparkway.api.thisclass import left, right, this
 from sparkway.api.reducers import BaseCustomAccumulator
 from sparkway.api.udfs import UDF, apply_async, udf
+from sparkway.core.expression import ColumnRef as ColumnReference, Expr as ColumnExpression
 from sparkway.core.dtypes import DateTimeNaive, DateTimeUtc, Duration, Json, Pointer
 from sparkway.io import moved_csv as csv
 
 __all__ = [
-    "BaseCustomAccumulator", "DateTimeNaive", "DateTimeUtc", "Duration", "GroupedTable", "JoinMode", "JoinResult",
+    "BaseCustomAccumulator", "ColumnExpression", "ColumnReference", "DateTimeNaive", "DateTimeUtc", "Duration", "GroupedTable", "JoinMode", "JoinResult",
     "Json", "MonitoringLevel", "Pointer", "Schema", "Table", "UDF", "apply", "apply_async",
     "apply_with_type", "cast", "coalesce", "column_definition", "csv", "debug", "errors",
     "if_else", "io", "left", "make_tuple", "persistence", "reducers", "require", "right", "run",

@@ -12,6 +12,7 @@ True
 
 from __future__ import annotations
 
+import builtins
 import os
 import sys
 
@@ -50,8 +51,37 @@ class ComputationError(SparkwayError, RuntimeError):
     """Computing a step failed: a user function raised, or a value broke an operator.
 
     The message names the operator and the line of the program that built it; the
-    original exception's type and message follow.
+    original exception's type and message follow.  When that type is one of Python's
+    built-in exceptions, the error is also an instance of it (as in Pathway, where the
+    user function's own exception comes out of ``pw.run``): ``except ZeroDivisionError``
+    catches a division by zero in a step.
+
+    >>> import sparkway as pw
+    >>> error = pw.errors.ComputationError.of("ZeroDivisionError", "select at p.py:3: division by zero")
+    >>> isinstance(error, ZeroDivisionError), isinstance(error, pw.errors.ComputationError)
+    (True, True)
     """
+
+    @staticmethod
+    def of(kind: str, message: str) -> "ComputationError":
+        """A ``ComputationError`` that is also the built-in exception named ``kind``."""
+        return _computation_error_class(kind)(message)
+
+
+_computation_errors: dict[str, type[ComputationError]] = {}
+
+
+def _computation_error_class(kind: str) -> type[ComputationError]:
+    if kind not in _computation_errors:
+        builtin = getattr(builtins, kind, None)
+        cls = ComputationError
+        if isinstance(builtin, type) and issubclass(builtin, Exception) and not issubclass(builtin, ComputationError):
+            try:
+                cls = type("ComputationError", (ComputationError, builtin), {"__module__": __name__})
+            except TypeError:  # a built-in whose instances are laid out differently (OSError...)
+                pass
+        _computation_errors[kind] = cls
+    return _computation_errors[kind]
 
 
 def user_frame() -> str:

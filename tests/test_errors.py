@@ -70,5 +70,30 @@ def test_unwrap_of_none_names_the_select_and_its_line() -> None:
     t = pw.debug.table_from_markdown("a\n1\nNone")
     where = here()
     result = t.select(b=pw.unwrap(pw.this.a))
-    with pytest.raises(errors.ComputationError, match=f"^select at {where}: pw.unwrap: the value is None$"):
+    with pytest.raises(errors.ComputationError, match=f"^select at {where}: ValueError: cannot unwrap a None value") as info:
         pw.debug.table_to_pandas(result)
+    assert isinstance(info.value, ValueError)
+
+
+def test_a_failure_in_a_step_is_also_the_exception_python_raised() -> None:
+    def lookup(key: str) -> int:
+        return {"a": 1}[key]
+
+    t = pw.debug.table_from_markdown("key | a | b\na | 1 | 0")
+    with pytest.raises(KeyError) as info:  # from a user function on an executor
+        pw.debug.table_to_pandas(t.select(x=pw.apply(lookup, pw.this.a.to_string())))
+    assert isinstance(info.value, errors.ComputationError)
+    with pytest.raises(ZeroDivisionError):  # from Spark SQL's own arithmetic
+        pw.debug.table_to_pandas(t.select(x=pw.this.a // pw.this.b))
+    # a kind that is not Python's own keeps the plain ComputationError
+    assert type(errors.ComputationError.of("PySparkTypeError", "x")) is errors.ComputationError
+
+
+def test_run_all_computes_tables_no_output_reads() -> None:
+    t = pw.debug.table_from_markdown("a\n2\n0")
+    read = t.select(a=pw.this.a + 1)
+    pw.io.null.write(read)
+    pw.run()  # computes only what outputs read: no division
+    t.select(inverse=1 // pw.this.a)
+    with pytest.raises(ZeroDivisionError):
+        pw.run_all()

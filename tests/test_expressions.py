@@ -614,8 +614,8 @@ def test_json_values_convert_to_python_types_or_refuse():
 
     t = pw.debug.table_from_rows(Data, [({"n": 41, "tags": ["x"]},)])
     assert_rows(t.select(r=count_plus_one(pw.this.data)), [(42,)])
-    assert pw.Json({"s": "a"})["s"].as_str() == "a" and pw.Json(1.5).as_float() == 1.5
-    with pytest.raises(ValueError, match="cannot convert Json 'a' to int"):
+    assert pw.Json({"s": "a"})["s"].as_str() == "a" and pw.Json(1.5).as_float() == 1.5 and pw.Json(3).as_float() == 3.0
+    with pytest.raises(ValueError, match="Cannot convert Json a to <class 'int'>"):
         pw.Json("a").as_int()
 
 
@@ -669,3 +669,47 @@ def test_udf_classes_async_functions_batches_caches_and_retries(tmp_path):
     ).await_futures()
     assert [str(k) for k in result.typehints().values()] == ["int"] * 5
     assert_rows(result, [(3, 10, 2, -1, 10), (4, 20, 2, -2, 0), (5, 30, 4, -3, 10)])
+
+
+def test_to_string_writes_values_as_pathway_does():
+    # expected texts recorded with Pathway 0.33.0
+    t = pw.debug.table_from_markdown("a  | b      | c\n1  | 1.0    | True\n-2 | 2.5e20 | False")
+    text = t.select(
+        a=pw.this.a.to_string(), b=pw.this.b.to_string(), c=pw.this.c.to_string(),
+        small=(pw.this.a * 1e-8).to_string(), big=(pw.this.a * 1e10 + 0.5).to_string(),
+    )
+    assert_rows(text, [("1", "1.0", "True", "1e-8", "10000000000.5"), ("-2", "2.5e20", "False", "-2e-8", "-19999999999.5")])
+    spans = pw.debug.table_from_markdown("ms\n0\n1000\n86400000\n-5").select(
+        d=(pw.this.ms.dt.from_timestamp("ms") - pw.this.ms.dt.from_timestamp("s")).to_string(),
+        n=pw.if_else(pw.this.ms > 0, pw.this.ms, None).to_string(),
+    )
+    assert_rows(spans, [("", "None"), ("-16m -39s", "1000"), ("-999d", "86400000"), ("4s 995000000ns", "None")])
+
+
+def test_json_as_type_takes_a_default_or_unwraps():
+    Data = pw.schema_from_types(j=pw.Json, n=int)
+    t = pw.debug.table_from_rows(Data, [(pw.Json(42), 1), (pw.Json(None), 2), (None, 3)])
+    result = t.select(
+        a=pw.this.j.as_int(), b=pw.this.j.as_int(default=5), c=pw.this.j.as_float(default=pw.this.n),
+    )
+    assert {k: str(v) for k, v in result.typehints().items()} == {"a": "Optional[int]", "b": "int", "c": "float"}
+    assert_rows(result, [(42, 42, 42.0), (None, 5, 2.0), (None, 5, 3.0)])
+    with pytest.raises(TypeError, match="type of default <class 'str'> is not compatible with <class 'int'>"):
+        t.select(r=pw.this.j.as_int(default="x"))
+    with pytest.raises(TypeError, match="can only be applied to JSON columns, but column has type <class 'int'>"):
+        t.select(r=pw.this.n.as_int())
+    t.select(r=pw.this.j.as_int(unwrap=True))
+    with pytest.raises(ValueError, match="cannot unwrap a None value"):
+        pw.run_all()
+
+
+def test_json_values_follow_python_protocols_in_udfs():
+    @pw.udf
+    def describe(j: pw.Json) -> str:
+        return f"{len(j['l'])} {bool(j['e'])} {int(j['n']) + 1} {float(j['n'])} {next(reversed(j['l'])).value}"
+
+    Data = pw.schema_from_types(j=pw.Json)
+    t = pw.debug.table_from_rows(Data, [(pw.Json({"l": [1, 2, 3], "e": {}, "n": 4}),)])
+    assert_rows(t.select(d=describe(pw.this.j)), [("3 False 5 4.0 3",)])
+    with pytest.raises(TypeError, match="object of type 'int' has no len()"):
+        len(pw.Json(42))

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import itertools
 
-from sparkway.api.table import Table
+from sparkway.api.table import Table, built_nodes, forget_built
 from sparkway.connectors.base import Sink, Source
+from sparkway.connectors.writers import NullSink
 from sparkway.plan import nodes as n
 
 _outputs: list[n.Output] = []
@@ -36,6 +37,22 @@ def outputs() -> list[n.Output]:
     return list(_outputs)
 
 
+def outputs_and_unused_tables() -> list[n.Output]:
+    """Every output, and an output discarding the changes of each table built that no
+    output and no other table reads: what ``pw.run_all`` computes."""
+    built = built_nodes()
+    read: set[int] = set()
+    pending = [i for node in built for i in node.inputs] + [out.input for out in _outputs]
+    while pending:
+        node = pending.pop()
+        if id(node) not in read:
+            read.add(id(node))
+            pending.extend(node.inputs)
+    unused = [node for node in built if id(node) not in read]
+    return outputs() + [n.Output(dict(node.columns), node, NullSink()) for node in unused]
+
+
 def clear() -> None:
-    """Forget every output defined so far (tests build several programs in one process)."""
+    """Forget every table and output built so far (tests build several programs in one process)."""
     _outputs.clear()
+    forget_built()

@@ -7,7 +7,7 @@ import logging
 import sys
 from typing import Any
 
-from sparkway.api.graph import outputs
+from sparkway.api.graph import outputs, outputs_and_unused_tables
 from sparkway.engine.runner import Runner, RunOptions
 from sparkway.persistence.config import Config
 from sparkway.plan import nodes as n
@@ -50,13 +50,19 @@ def run_outputs(
 
 
 def run_all(**kwargs: Any) -> None:
-    """``pw.run`` (sparkway always computes every output defined, which is what Pathway's
-    ``run_all`` adds to ``run``).
+    """``pw.run`` that also computes every table no output reads (their changes are
+    discarded; a failure in them still stops the run).
 
     >>> import sparkway as pw
-    >>> pw.run_all(monitoring_level=pw.MonitoringLevel.NONE)  # doctest: +SKIP
+    >>> t = pw.debug.table_from_markdown("a\\n2\\n0")
+    >>> unused = t.select(inverse=1 // pw.this.a)
+    >>> try:
+    ...     pw.run_all(monitoring_level=pw.MonitoringLevel.NONE)
+    ... except ZeroDivisionError:
+    ...     print("a row divides by zero")
+    a row divides by zero
     """
-    run(**kwargs)
+    _run(outputs_and_unused_tables(), **kwargs)
 
 
 def run(
@@ -78,11 +84,14 @@ def run(
     >>> import sparkway as pw
     >>> pw.run(monitoring_level=pw.MonitoringLevel.NONE)  # doctest: +SKIP
     """
-    selected = outputs()
+    _run(outputs(), persistence_config=persistence_config, spark_master=spark_master, **kwargs)
+
+
+def _run(selected: list[n.Output], **kwargs: Any) -> None:
     if not selected:  # as Pathway: nothing to compute is not an error, but likely a mistake
         _configure_logging()
         logging.getLogger("sparkway").warning(
             "nothing to run: no output is defined (e.g. pw.io.csv.write(table, 'out.csv'))"
         )
         return
-    run_outputs(selected, persistence_config=persistence_config, spark_master=spark_master, **kwargs)
+    run_outputs(selected, **kwargs)

@@ -50,6 +50,19 @@ class Universe:
         return False
 
 
+# every table the program built, used or not: ``pw.run_all`` computes them all
+_built: dict[int, n.Node] = {}
+
+
+def built_nodes() -> list[n.Node]:
+    """The plan nodes of every table built since the last ``graph.clear()``."""
+    return list(_built.values())
+
+
+def forget_built() -> None:
+    _built.clear()
+
+
 class Table:
     """A table whose contents change over time; columns are attributes.
 
@@ -68,6 +81,7 @@ class Table:
     ) -> None:
         self._node = node
         self._label = label
+        _built[id(node)] = node
         # plan nodes whose columns this table also answers for (a window's source table)
         self._equivalents = equivalents
         self._universe = universe or Universe()

@@ -158,9 +158,10 @@ class UDF:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Apply:
         fn = self.__wrapped__
-        if kwargs:
-            fn = functools.partial(fn, **kwargs)
-        return Apply(self._row_function(fn), tuple(wrap(a) for a in args), self._result_type(), self.propagate_none)
+        if kwargs:  # keyword arguments are columns too: passed by position, named again here
+            fn = _with_keywords(fn, len(args), tuple(kwargs))
+        arguments = tuple(wrap(a) for a in (*args, *kwargs.values()))
+        return Apply(self._row_function(fn), arguments, self._result_type(), self.propagate_none)
 
     def _result_type(self) -> DType:
         if self.return_type is not None:
@@ -212,6 +213,18 @@ def udf(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
 def apply_async(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Apply:
     """``pw.apply`` for a coroutine function."""
     return udf(fn)(*args, **kwargs)
+
+
+def _with_keywords(fn: Callable[..., Any], positional: int, names: tuple[str, ...]) -> Callable[..., Any]:
+    """``fn`` called with its last ``len(names)`` arguments as keywords (a coroutine
+    function stays one)."""
+    def call(*values: Any) -> Any:
+        return fn(*values[:positional], **dict(zip(names, values[positional:])))
+
+    async def call_async(*values: Any) -> Any:
+        return await call(*values)
+
+    return call_async if inspect.iscoroutinefunction(fn) else call
 
 
 def _blocking(fn: Callable[..., Any], timeout: float | None, retries: AsyncRetryStrategy) -> Callable[..., Any]:

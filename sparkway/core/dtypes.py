@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import json as _json
+import operator
 import pickle
 import types
 import typing
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -35,6 +37,29 @@ class Json:
 
     def __getitem__(self, key: Any) -> "Json":
         return Json(self.value[key])
+
+    # Python's protocols act on the value, with Python's errors for a value of the wrong
+    # kind (len(Json(42)) is "object of type 'int' has no len()"); items come out as Json
+    def __int__(self) -> int:
+        return int(self.value)
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __index__(self) -> int:
+        return operator.index(self.value)
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+    def __iter__(self) -> Iterator["Json"]:
+        return (Json(item) for item in iter(self.value))
+
+    def __reversed__(self) -> Iterator["Json"]:
+        return (Json(item) for item in reversed(self.value))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Json) and self.value == other.value
@@ -80,9 +105,12 @@ class Json:
         return self._as(dict)
 
     def _as(self, kind: type) -> Any:
-        # an isinstance check, as Pathway's: Json(True).as_int() is True
+        # an isinstance check, as Pathway's: Json(True).as_int() is True, and any number
+        # (bools too) is a float
+        if kind is float and isinstance(self.value, int):
+            return float(self.value)
         if not isinstance(self.value, kind):
-            raise ValueError(f"cannot convert Json {self.value!r} to {kind.__name__}")
+            raise ValueError(f"Cannot convert Json {self.value} to {kind}")
         return self.value
 
 
@@ -149,6 +177,15 @@ class DType:
         if self.name == "tuple":
             return pa.struct([(f"_{i}", t.arrow_type()) for i, t in enumerate(self.items)])
         raise PlanTypeError(f"no Arrow type for {self}")
+
+
+def python_name(dtype: DType) -> str:
+    """How Python names the type of the values of ``dtype`` (``<class 'int'>``), as errors
+    about a column's type show it."""
+    simple = {"int": int, "float": float, "str": str, "bool": bool, "bytes": bytes}.get(dtype.name)
+    if simple is None or dtype.items:
+        return str(dtype)
+    return f"Optional[{simple}]" if dtype.optional else str(simple)
 
 
 INT = DType("int")

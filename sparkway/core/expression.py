@@ -79,10 +79,40 @@ class Expr:
     def is_not_none(self) -> "IsNone":
         return IsNone(self, negate=True)
 
-    def as_int(self) -> "Call": return Call("json_as_int", (self,))
-    def as_float(self) -> "Call": return Call("json_as_float", (self,))
-    def as_str(self) -> "Call": return Call("json_as_str", (self,))
-    def as_bool(self) -> "Call": return Call("json_as_bool", (self,))
+    def to_string(self) -> "Call":
+        """The value as text, as Pathway writes it (``None`` for a missing value).
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("x\\n2.5\\nNone")
+        >>> pw.debug.compute_and_print(t.select(s=pw.this.x.to_string()), include_id=False)
+        s
+        2.5
+        None
+        """
+        return Call("to_string", (self,))
+
+    def as_int(self, default: Any = None, unwrap: bool = False) -> "Expr":
+        """A Json value as an int: None for JSON null, unless ``default`` (a value or a
+        column) is given; ``unwrap=True`` makes a null an error.  ``as_float``,
+        ``as_str`` and ``as_bool`` alike.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_rows(pw.schema_from_types(j=pw.Json), [(pw.Json(3),), (pw.Json(None),)])
+        >>> pw.debug.compute_and_print(t.select(n=pw.this.j.as_int(default=0)), include_id=False)
+        n
+        0
+        3
+        """
+        return _json_as("int", self, default, unwrap)
+
+    def as_float(self, default: Any = None, unwrap: bool = False) -> "Expr":
+        return _json_as("float", self, default, unwrap)
+
+    def as_str(self, default: Any = None, unwrap: bool = False) -> "Expr":
+        return _json_as("str", self, default, unwrap)
+
+    def as_bool(self, default: Any = None, unwrap: bool = False) -> "Expr":
+        return _json_as("bool", self, default, unwrap)
 
     @property
     def str(self) -> "StrNamespace":
@@ -207,6 +237,11 @@ class ReducerExpr(Expr):
     kind: str
     args: tuple[Expr, ...]
     params: tuple[Any, ...] = ()
+
+
+def _json_as(kind: str, expr: Expr, default: Any, unwrap: bool) -> Expr:
+    converted = Call(f"json_as_{kind}", (expr,) if default is None else (expr, wrap(default)))
+    return Unwrap(converted) if unwrap else converted
 
 
 def wrap(value: Any) -> Expr:

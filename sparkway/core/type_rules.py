@@ -152,7 +152,25 @@ def _parse(result: DType) -> Callable[[list[DType], tuple], DType]:
 
 
 def _json_as(result: DType) -> Callable[[list[DType], tuple], DType]:
-    return lambda types, params: result.with_optional(True)
+    """Json to ``result``; optional unless a non-optional default (of a type that converts
+    to ``result``) replaces nulls."""
+    def rule(types: list[DType], params: tuple) -> DType:
+        source, *default = types
+        if source.name not in ("Json", "Any"):
+            raise PlanTypeError(
+                f"as_{result.name}() can only be applied to JSON columns, but column has type "
+                f"{dt.python_name(source)}. Convert other types with .to_string() or pw.cast()"
+            )
+        if not default:
+            return result.with_optional(True)
+        given = default[0].with_optional(False)
+        if given != result and not (result == dt.FLOAT and given == dt.INT):
+            raise PlanTypeError(
+                f"type of default {dt.python_name(given)} is not compatible with {dt.python_name(result)}."
+                f" Give a default of type {result.name}"
+            )
+        return result.with_optional(default[0].optional)
+    return rule
 
 
 def _strptime(types: list[DType], params: tuple) -> DType:
@@ -183,6 +201,7 @@ FUNCTION_TYPES: dict[str, Callable[[list[DType], tuple], DType]] = {
     "dt.nanoseconds": _fixed(dt.INT),
     "num.round": _same,
     "window.starts": lambda types, params: dt.DType("list", (types[0].with_optional(False),)),
+    "to_string": lambda types, params: dt.STR,
     "json_as_int": _json_as(dt.INT), "json_as_float": _json_as(dt.FLOAT),
     "json_as_str": _json_as(dt.STR), "json_as_bool": _json_as(dt.BOOL),
 }

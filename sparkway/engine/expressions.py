@@ -24,6 +24,7 @@ from sparkway.core.expression import (
     MakeTuple, PointerFrom, Require, UnOp, Unwrap,
 )
 from sparkway.core.type_rules import infer
+from sparkway.core.text import text_of
 from sparkway.engine.failures import failures_named
 
 
@@ -177,7 +178,10 @@ def _require(e: Require, scope: Scope) -> Column:
 
 def _unwrap(e: Unwrap, scope: Scope) -> Column:
     value = compile_expr(e.arg, scope)
-    failure = F.raise_error(F.lit(f"{scope.where}: pw.unwrap: the value is None"))
+    failure = F.raise_error(F.lit(
+        f"{scope.where}: ValueError: cannot unwrap a None value: use pw.coalesce() to supply a default, "
+        "or filter out the rows with None first"
+    ))
     return F.when(value.isNull(), failure).otherwise(value)
 
 
@@ -312,7 +316,26 @@ def _json_as(kind: type, spark_type: str):
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise ValueError(f"JSON value {text[:80]} is not a {kind.__name__}")
         return value
-    return _udf1(convert, spark_type)
+    convert_column = _udf1(convert, spark_type)
+
+    def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+        converted = convert_column(args, params, types, where)
+        return converted if len(args) == 1 else F.coalesce(converted, args[1].cast(spark_type))
+    return build
+
+
+def _to_string(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+    kind = types[0].with_optional(False)
+    if kind == dt.STR:
+        text = args[0]
+    elif kind in (dt.INT, dt.POINTER):
+        text = args[0].cast("string")
+    elif kind == dt.BOOL:
+        text = F.when(args[0], F.lit("True")).otherwise(F.lit("False"))
+    else:
+        value = dt.to_python(kind)
+        text = F.udf(lambda v: None if v is None else text_of(value(v)), "string", useArrow=True)(args[0])
+    return F.coalesce(text, F.lit("None"))
 
 
 def _parse(cast_to: str, optional_from: int = 0):
@@ -327,7 +350,7 @@ def _parse(cast_to: str, optional_from: int = 0):
         if params and params[0]:
             return parsed
         return F.when(parsed.isNull() & args[0].isNotNull(), F.raise_error(
-            F.concat(F.lit(f"{where}: cannot parse as {cast_to}: "), args[0]))).otherwise(parsed)
+            F.concat(F.lit(f"{where}: ValueError: cannot parse as {cast_to}: "), args[0]))).otherwise(parsed)
     return build
 
 
@@ -486,6 +509,7 @@ FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], str], Column]] 
     "dt.nanoseconds": lambda a, p, t, w: (_duration_micros(a[0]) * F.lit(1000)).cast("long"),
     "num.round": lambda a, p, t, w: F.round(a[0], p[0]),
     "window.starts": _window_starts,
+    "to_string": _to_string,
     "json_as_int": _json_as(int, "long"),
     "json_as_float": _json_as(float, "double"),
     "json_as_str": _json_as(str, "string"),

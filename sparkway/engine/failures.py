@@ -22,6 +22,19 @@ _MARKED = re.compile(r"sparkway\.errors\.ComputationError: (.*)")
 _RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] (.*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
 # the last line of a Python traceback (not a JVM exception's)
 _PYTHON = re.compile(r"^(?!org\.|java\.|scala\.|py4j\.)(\w[\w.]*(?:Error|Exception): .+)$", re.MULTILINE)
+# "...: ZeroDivisionError: ...": the exception type a message names
+_KIND = re.compile(r"(?:^|: )(\w+(?:Error|Exception)): ")
+# Spark SQL's own errors, as the exception Python raises for the same fault
+_SPARK_KINDS = {
+    "DIVIDE_BY_ZERO": "ZeroDivisionError",
+    "REMAINDER_BY_ZERO": "ZeroDivisionError",
+    "INTERVAL_DIVIDED_BY_ZERO": "ZeroDivisionError",
+    "INVALID_ARRAY_INDEX": "IndexError",
+    "INVALID_ARRAY_INDEX_IN_ELEMENT_AT": "IndexError",
+    "ARITHMETIC_OVERFLOW": "OverflowError",
+    "CAST_INVALID_INPUT": "ValueError",
+}
+_SPARK_ERROR = re.compile(r"\[([A-Z_]+)\]")
 
 
 @contextmanager
@@ -33,21 +46,29 @@ def failures_named(where: str) -> Iterator[None]:
         raise
     except Exception as error:
         text = " ".join(str(error).split())  # one line: the driver reads it back from text
-        raise ComputationError(f"{where}: {type(error).__name__}: {text}") from error
+        raise ComputationError.of(type(error).__name__, f"{where}: {type(error).__name__}: {text}") from error
 
 
 def computation_error(error: BaseException) -> ComputationError:
-    """The user's part of a failed Spark job's exception."""
+    """The user's part of a failed Spark job's exception, as an error of the type the
+    user's code (or Python, for a division by zero) raised."""
     log.debug("the step's Spark job failed", exc_info=error)
     text = str(error)
+    message = _user_message(text, type(error).__name__)
+    kind = next((k for k in _KIND.findall(message) if k != "ComputationError"), "")
+    spark_kind = next((_SPARK_KINDS[k] for k in _SPARK_ERROR.findall(text) if k in _SPARK_KINDS), "")
+    return ComputationError.of(kind or spark_kind, message)
+
+
+def _user_message(text: str, error_type: str) -> str:
     marked = _MARKED.findall(text)
     if marked:
-        return ComputationError(marked[-1].strip())
+        return marked[-1].strip()
     raised = _RAISED.search(text)
     if raised:
-        return ComputationError(raised.group(1).strip())
+        return raised.group(1).strip()
     python = _PYTHON.findall(text)
     if python:
-        return ComputationError(f"the step's Spark job failed: {python[-1].strip()}")
-    first = next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
-    return ComputationError(f"the step's Spark job failed: {first} (the whole error is logged at DEBUG level)")
+        return f"the step's Spark job failed: {python[-1].strip()}"
+    first = next((line.strip() for line in text.splitlines() if line.strip()), error_type)
+    return f"the step's Spark job failed: {first} (the whole error is logged at DEBUG level)"

@@ -99,3 +99,5 @@ def _quiet_task_failures(spark: SparkSession) -> None:
     level = jvm.org.apache.logging.log4j.Level.OFF
     for logger in ("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager"):
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(logger, level)
+    # PySpark's own report of a failed DataFrame query (JSON with the Java stack, on stderr)
+    logging.getLogger("DataFrameQueryContextLogger").disabled = True
