@@ -459,10 +459,14 @@ def test_inner_join_select_forms():
     assert_rows(sides, [row + (row[1] + row[2],) for row in INNER])
 
 
-def test_this_is_ambiguous_in_a_join_when_both_sides_have_the_column():
+def test_this_reads_a_column_both_sides_have_when_the_join_compares_them():
+    # as Pathway 0.33.0: the column compared is either side's (None only where both are)
     left, right = pw.debug.table_from_markdown(LEFT), pw.debug.table_from_markdown(RIGHT)
+    outer = left.join_outer(right, left.k == right.k).select(pw.this.k, pw.this.a, pw.this.b)
+    assert str(outer.typehints()["k"]) == "Optional[int]"
+    assert_rows(outer, [(1, "x", None), (2, "y", "p"), (2, "z", "p"), (3, None, "q"), (4, "w", "r"), (4, "w", "s")])
     with pytest.raises(ValueError, match="ambiguous"):
-        left.join(right, left.k == right.k).select(pw.this.k)
+        left.join(right, left.a == right.b).select(pw.this.k)
 
 
 def test_left_right_and_outer_joins_pad_with_none():
@@ -1045,3 +1049,45 @@ def test_session_windows_by_predicate_and_tables_unpacked_as_mappings():
     with pytest.raises(pw.errors.PlanError, match="either max_gap= or predicate="):
         pw.temporal.session()
     assert_rows(t.select(**t, u=pw.this.t + 1), [(v, v + 1) for v in times])
+
+
+WINDOW_JOIN_LEFT = """
+x | t  | k
+1 | 1  | 1
+2 | 5  | 1
+3 | 6  | 2
+4 | 12 | 1
+"""
+WINDOW_JOIN_RIGHT = """
+y  | t  | k
+7  | 2  | 1
+8  | 6  | 1
+9  | 7  | 2
+10 | 30 | 1
+"""
+
+
+def test_window_join_pairs_rows_per_window_and_keeps_unmatched_rows_per_window():
+    # expected rows recorded with Pathway 0.33.0
+    a, b = pw.debug.table_from_markdown(WINDOW_JOIN_LEFT), pw.debug.table_from_markdown(WINDOW_JOIN_RIGHT)
+    joined = a.window_join_outer(b, a.t, b.t, pw.temporal.sliding(hop=2, duration=4), a.k == b.k)
+    result = joined.select(a.x, b.y, pw.this.k, s=pw.this._pw_window_start)
+    assert_rows(result, [
+        (None, 8, 1, 6), (None, 10, 1, 28), (None, 10, 1, 30), (1, None, 1, -2), (1, 7, 1, 0), (2, 7, 1, 2),
+        (2, 8, 1, 4), (3, 9, 2, 4), (3, 9, 2, 6), (4, None, 1, 10), (4, None, 1, 12),
+    ])
+
+
+def test_session_window_join_makes_sessions_from_both_tables_times():
+    a, b = pw.debug.table_from_markdown(WINDOW_JOIN_LEFT), pw.debug.table_from_markdown(WINDOW_JOIN_RIGHT)
+    joined = a.window_join_left(b, a.t, b.t, pw.temporal.session(max_gap=3), pw.left.k == pw.right.k)
+    result = joined.select(a.x, b.y, pw.this.k, s=pw.this._pw_window_start, e=pw.this._pw_window_end)
+    assert_rows(result, [(1, 7, 1, 1, 2), (2, 8, 1, 5, 6), (3, 9, 2, 6, 7), (4, None, 1, 12, 12)])
+
+
+def test_window_join_refuses_times_and_windows_of_different_kinds_and_keys_of_different_types():
+    a, b = pw.debug.table_from_markdown(WINDOW_JOIN_LEFT), pw.debug.table_from_markdown(WINDOW_JOIN_RIGHT)
+    with pytest.raises(TypeError, match=r"Arguments \(left_time_expression, right_time_expression, window.hop\)"):
+        a.window_join(b, a.t, b.t, pw.temporal.tumbling(dt.timedelta(days=1)))
+    with pytest.raises(TypeError, match="compares values of types int and str"):
+        a.window_join(b, a.t, b.t, pw.temporal.tumbling(2), a.k == b.k.to_string())

@@ -40,6 +40,18 @@ def cast(target: Any, value: Any) -> Cast:
     return Cast(dtype_of(target), wrap(value))
 
 
+def declare_type(target: Any, value: Any) -> Cast:
+    """The value, said to be of type ``target`` (e.g. an Optional column known to have
+    no None): types only, the value stays as it is where it fits the type.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("a\\n1\\nNone").filter(pw.this.a.is_not_none())
+    >>> t.select(a=pw.declare_type(int, pw.this.a)).typehints()["a"].name
+    'int'
+    """
+    return Cast(dtype_of(target), wrap(value), declared=True)
+
+
 def make_tuple(*args: Any) -> MakeTuple:
     """A tuple of the values."""
     return MakeTuple(tuple(wrap(a) for a in args))

@@ -7,11 +7,12 @@ import enum
 from typing import Any, Callable, Iterable
 
 from sparkway.api.schema import Schema, schema_from_columns
+from sparkway.api.temporal import check_window_join_types
 from sparkway.api.thisclass import AllColumns, Placeholder, left, right, this
 from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
-from sparkway.core.expression import Apply, Cast, ColumnRef, Expr, PointerFrom, ReducerExpr, transform, walk, wrap
+from sparkway.core.expression import Apply, Cast, Coalesce, ColumnRef, Expr, PointerFrom, ReducerExpr, transform, walk, wrap
 from sparkway.core.type_rules import infer, reducer_type
 from sparkway.errors import PlanError, PlanTypeError
 from sparkway.plan import nodes as n
@@ -490,6 +491,45 @@ class Table:
     def interval_join_outer(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
         return self.interval_join(other, *args, how="outer", **kwargs)
 
+    def window_join(
+        self, other: "Table", self_time: Expr, other_time: Expr, window: Any, *on: Expr,
+        how: Any = JoinMode.INNER, **kwargs: Any,
+    ) -> "JoinResult":
+        """Pairs of rows whose ``on`` conditions hold and that are in the same window
+        (``pw.temporal.tumbling/sliding/session``); a row in several sliding windows
+        pairs once per window.  The result has ``_pw_window_start``, ``_pw_window_end``
+        and ``_pw_window``; in left/right/outer joins a row without a partner in a
+        window comes out once for that window.
+
+        >>> import sparkway as pw
+        >>> a = pw.debug.table_from_markdown("x | t\\n1 | 1\\n2 | 5")
+        >>> b = pw.debug.table_from_markdown("y | t\\n7 | 2")
+        >>> pw.debug.compute_and_print(
+        ...     a.window_join_left(b, a.t, b.t, pw.temporal.tumbling(4)).select(a.x, b.y, pw.this._pw_window_start),
+        ...     include_id=False)
+        x | y | _pw_window_start
+        1 | 7 | 0
+        2 |   | 4
+        """
+        self_time, other_time = _placeholders_as_this(self_time), _placeholders_as_this(other_time)
+        check_window_join_types(window, self, other, self_time, other_time)
+        left, right = window.join_sides(self, other, self_time, other_time, on)
+        same_window = tuple(ColumnRef(left, c) == ColumnRef(right, c) for c in ("_pw_window_start", "_pw_window_end"))
+        mode = getattr(how, "value", how) or "inner"
+        return JoinResult(left, right, (*on, *same_window), mode, None, shared=("_pw_window",))
+
+    def window_join_inner(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
+        return self.window_join(other, *args, how="inner", **kwargs)
+
+    def window_join_left(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
+        return self.window_join(other, *args, how="left", **kwargs)
+
+    def window_join_right(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
+        return self.window_join(other, *args, how="right", **kwargs)
+
+    def window_join_outer(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
+        return self.window_join(other, *args, how="outer", **kwargs)
+
     def windowby(
         self,
         time_expr: Expr,
@@ -692,19 +732,18 @@ class JoinResult:
 
     def __init__(
         self, left_table: Table, right_table: Table, on: tuple, how: str, id_from: Any,
-        interval: tuple[Any, Any, Any, Any] | None = None,
+        interval: tuple[Any, Any, Any, Any] | None = None, shared: tuple[str, ...] = (),
     ) -> None:
         self._left, self._right = left_table, right_table
-        sides = {id(left_table._node): 0, id(right_table._node): 1}
+        sides = _join_sides(left_table, right_table)
         cols = [left_table._node.columns, right_table._node.columns]
         left_keys, right_keys = [], []
+        # columns named alike on both sides of an equality: pw.this reads them from either
+        self._shared = set(shared)
         for cond in on:
-            a = bind(cond.left, sides, None, cols)
-            b = bind(cond.right, sides, None, cols)
-            if getattr(cond, "op", None) != "==":
-                raise PlanError("join conditions must be equalities: left.col == right.col")
-            if _input_of(a) == 1:
-                a, b = b, a
+            a, b = _condition_sides(cond, sides, cols)
+            if isinstance(a, ColumnRef) and isinstance(b, ColumnRef) and a.name == b.name:
+                self._shared.add(a.name)
             left_keys.append(_to_side(a, 0))
             right_keys.append(_to_side(b, 1))
         id_side = None
@@ -755,8 +794,13 @@ class JoinResult:
 
     def _bind_pair(self, expr: Any) -> Expr:
         """The expression reading the joined pairs' columns (``_l_<name>``, ``_r_<name>``)."""
-        sides = {id(self._left._node): 0, id(self._right._node): 1}
+        sides = _join_sides(self._left, self._right)
         cols = [self._left._node.columns, self._right._node.columns]
+
+        def either_side(e: Expr) -> Expr | None:
+            if isinstance(e, ColumnRef) and e.table is this and e.name in self._shared:
+                return Coalesce((ColumnRef(self._left, e.name), ColumnRef(self._right, e.name)))
+            return None
 
         def to_joined(e: Expr) -> Expr | None:
             if isinstance(e, ColumnRef) and isinstance(e.table, n.InputRef):
@@ -764,7 +808,50 @@ class JoinResult:
                 return ColumnRef(n.InputRef(0), prefix + e.name)
             return None
 
-        return transform(bind(wrap(expr), sides, None, cols), to_joined)
+        return transform(bind(transform(wrap(expr), either_side), sides, None, cols), to_joined)
+
+
+def _join_sides(left: Table, right: Table) -> dict[int, int]:
+    """Plan nodes (by identity) whose columns are read from the left (0) or right (1) side."""
+    return {
+        **{node: 0 for node in (id(left._node), *left._equivalents)},
+        **{node: 1 for node in (id(right._node), *right._equivalents)},
+    }
+
+
+def _condition_sides(cond: Any, sides: dict[int, int], cols: list[dict]) -> tuple[Expr, Expr]:
+    """A join condition's two sides, bound to the inputs: (left's, right's)."""
+    if getattr(cond, "op", None) != "==":
+        raise PlanError("join conditions must be equalities: left.col == right.col")
+    a, b = bind(cond.left, sides, None, cols), bind(cond.right, sides, None, cols)
+    a, b = (b, a) if _input_of(a) == 1 else (a, b)
+    kinds = infer(_to_side(a, 0), [cols[0]]), infer(_to_side(b, 1), [cols[1]])
+    if not dt.related(*kinds):
+        raise PlanTypeError(
+            f"a join condition compares values of types {kinds[0]} and {kinds[1]}: "
+            "convert one side (pw.cast, .to_string()) so that both sides have one type"
+        )
+    return a, b
+
+
+def join_keys(left: Table, right: Table, on: tuple) -> tuple[list[Expr], list[Expr]]:
+    """The keys the ``on`` conditions compare, as expressions over each table alone."""
+    sides = _join_sides(left, right)
+    cols = [left._node.columns, right._node.columns]
+    pairs = [_condition_sides(cond, sides, cols) for cond in on]
+    return [_as_this(a) for a, _ in pairs], [_as_this(b) for _, b in pairs]
+
+
+def _placeholders_as_this(e: Any) -> Expr:
+    """``pw.left.t`` or ``pw.right.t``, said of one table, as ``pw.this.t``."""
+    return transform(
+        wrap(e), lambda x: ColumnRef(this, x.name) if isinstance(x, ColumnRef) and (x.table is left or x.table is right) else None
+    )
+
+
+def _as_this(e: Expr) -> Expr:
+    """An expression bound to a join's input, as one over ``pw.this`` of that input."""
+    return transform(e, lambda x: ColumnRef(this, x.name) if isinstance(x, ColumnRef) else None)
 
 
 def _input_of(e: Expr) -> int:

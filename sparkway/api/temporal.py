@@ -1,4 +1,5 @@
-"""``pw.temporal``: windows for ``table.windowby(time, window=..., instance=...)``."""
+"""``pw.temporal``: windows for ``table.windowby(time, window=..., instance=...)`` and
+``table.window_join(other, time, other_time, window, ...)``."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from sparkway.core import dtypes as dt
-from sparkway.core.expression import BinOp, Call, ColumnRef, Const, Expr
+from sparkway.core.expression import BinOp, Call, ColumnRef, Const, Expr, MakeTuple
 from sparkway.core.type_rules import infer
-from sparkway.errors import PlanError
+from sparkway.errors import PlanError, PlanTypeError
 from sparkway.plan import nodes as n
 
 
@@ -33,11 +34,38 @@ class SessionWindow:
     max_gap: Any
 
     def assign(self, table: Any, time_expr: Expr, instance: Any) -> Any:
+        return _grouped(self._windowed(table, time_expr, instance), table, instance)
+
+    def _windowed(self, table: Any, time_expr: Expr, instance: Any) -> Any:
         time = table._bind(time_expr)
         time_type = infer(time, [table._node.columns]).with_optional(False)
         columns = {**table._node.columns, **_window_columns(table, time_type, instance)}
         node = n.SessionWindow(columns, table._node, time, table._bind(instance) if instance is not None else None, self.max_gap)
-        return _grouped(table._derive(node, equivalent=table), table, instance)
+        return table._derive(node, equivalent=table)
+
+    def type_parameters(self) -> dict[str, Any]:
+        return {} if callable(self.max_gap) else {"max_gap": self.max_gap}
+
+    def join_sides(self, left: Any, right: Any, left_time: Expr, right_time: Expr, on: tuple) -> tuple[Any, Any]:
+        """Both tables, each row with the session it is in: sessions are made of the
+        times of both tables together, per value of the join keys."""
+        from sparkway.api.table import join_keys
+
+        left_keys, right_keys = join_keys(left, right, on)
+        rows = [
+            side.select(_pw_time=time, _pw_key=MakeTuple(tuple(keys)), _pw_side=index, _pw_row=side.id)
+            for index, (side, time, keys) in enumerate(((left, left_time, left_keys), (right, right_time, right_keys)))
+        ]
+        sessions = self._windowed(rows[0].concat_reindex(rows[1]), ColumnRef(n.InputRef(0), "_pw_time"), ColumnRef(n.InputRef(0), "_pw_key"))
+        sides = []
+        for index, side in enumerate((left, right)):
+            mine = sessions.filter(ColumnRef(n.InputRef(0), "_pw_side") == index)
+            joined = side.join(mine, side.id == ColumnRef(mine, "_pw_row"), id=side.id).select(
+                *(ColumnRef(side, c) for c in side._node.columns),
+                _pw_window_start=ColumnRef(mine, "_pw_window_start"), _pw_window_end=ColumnRef(mine, "_pw_window_end"),
+            )
+            sides.append(_with_window_tuple(joined, side))
+        return sides[0], sides[1]
 
 
 @dataclass(frozen=True)
@@ -49,6 +77,9 @@ class SlidingWindow:
     origin: Any = None
 
     def assign(self, table: Any, time_expr: Expr, instance: Any) -> Any:
+        return _grouped(self._windowed(table, time_expr, instance), table, instance)
+
+    def _windowed(self, table: Any, time_expr: Expr, instance: Any) -> Any:
         time = table._bind(time_expr)
         time_type = infer(time, [table._node.columns]).with_optional(False)
         starts = Call("window.starts", (time,), (self.hop, self.duration, self.origin))
@@ -66,8 +97,52 @@ class SlidingWindow:
         end = BinOp("+", ColumnRef(n.InputRef(0), "_pw_window_start"), Const(self.duration))
         columns = {**flat._node.columns, "_pw_window_end": time_type}
         exprs = tuple((c, ColumnRef(n.InputRef(0), c)) for c in flat._node.columns) + (("_pw_window_end", end),)
-        windowed = table._derive(n.Select(columns, flat._node, exprs), equivalent=table)
-        return _grouped(windowed, table, instance)
+        return table._derive(n.Select(columns, flat._node, exprs), equivalent=table)
+
+    def type_parameters(self) -> dict[str, Any]:
+        given = {"hop": self.hop} if self.hop == self.duration else {"hop": self.hop, "duration": self.duration}
+        return given if self.origin is None else {**given, "origin": self.origin}
+
+    def join_sides(self, left: Any, right: Any, left_time: Expr, right_time: Expr, on: tuple) -> tuple[Any, Any]:
+        """Each table with one row per window its rows are in."""
+        return tuple(  # type: ignore[return-value]
+            _with_window_tuple(self._windowed(side, time, None).without("_pw_instance"), side)
+            for side, time in ((left, left_time), (right, right_time))
+        )
+
+
+def _with_window_tuple(windowed: Any, original: Any) -> Any:
+    """``windowed`` with ``_pw_window`` = (start, end), answering for ``original``'s columns."""
+    start, end = (ColumnRef(n.InputRef(0), c) for c in ("_pw_window_start", "_pw_window_end"))
+    window = MakeTuple((start, end))
+    columns = {**windowed._node.columns, "_pw_window": infer(window, [windowed._node.columns])}
+    exprs = tuple((c, ColumnRef(n.InputRef(0), c)) for c in windowed._node.columns) + (("_pw_window", window),)
+    return original._derive(n.Select(columns, windowed._node, exprs), equivalent=original)
+
+
+def check_window_join_types(window: Any, left: Any, right: Any, left_time: Expr, right_time: Expr) -> None:
+    """Times must be numbers with number parameters, or date-times of one kind with
+    durations (and an origin of that kind)."""
+    times = [
+        infer(table._bind(time), [table._node.columns]).with_optional(False)
+        for table, time in ((left, left_time), (right, right_time))
+    ]
+    parameters = window.type_parameters()
+    kinds = {name: dt.dtype_of_value(value) for name, value in parameters.items()}
+    numbers = all(k in (dt.INT, dt.FLOAT) for k in (*times, *kinds.values()))
+    dates = times[0] == times[1] and times[0] in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC) and all(
+        kind == (times[0] if name == "origin" else dt.DURATION) for name, kind in kinds.items()
+    )
+    if not (numbers or dates):
+        names = ", ".join(["left_time_expression", "right_time_expression", *(f"window.{p}" for p in parameters)])
+        wanted = " or ".join(
+            f"({', '.join([t, t, *('Duration' if p != 'origin' else t for p in parameters)])})"
+            for t in ("DateTimeNaive", "DateTimeUtc")
+        )
+        found = ", ".join(map(str, [*times, *kinds.values()]))
+        raise PlanTypeError(
+            f"Arguments ({names}) have to be of types (int or float, ...) or {wanted} but are of types ({found})"
+        )
 
 
 @dataclass(frozen=True)

@@ -183,6 +183,8 @@ class Unwrap(Expr):
 class Cast(Expr):
     dtype: DType
     arg: Expr
+    #: ``pw.declare_type``: the type is exactly ``dtype`` (no None added from the argument's)
+    declared: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -353,7 +355,7 @@ def replace_children(expr: Expr, new: tuple[Expr, ...]) -> Expr:
         case BinOp(op, _, _): return BinOp(op, *new)
         case UnOp(op, _): return UnOp(op, new[0])
         case Unwrap(_): return Unwrap(new[0])
-        case Cast(t, _): return Cast(t, new[0])
+        case Cast(t, _, declared): return Cast(t, new[0], declared)
         case IsNone(_, neg): return IsNone(new[0], neg)
         case IfElse(): return IfElse(*new)
         case Coalesce(): return Coalesce(new)

@@ -54,8 +54,8 @@ def infer(expr: Expr, inputs: Columns) -> DType:
             return infer(value, inputs).with_optional(True)
         case Unwrap(a):
             return infer(a, inputs).with_optional(False)
-        case Cast(target, a):
-            return target.with_optional(target.optional or infer(a, inputs).optional)
+        case Cast(target, a, declared):
+            return target if declared else target.with_optional(target.optional or infer(a, inputs).optional)
         case IsNone():
             return dt.BOOL
         case MakeTuple(args):

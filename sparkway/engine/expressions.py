@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import pickle
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from sparkway.core import dtypes as dt
 from sparkway.core import durations
@@ -254,6 +256,15 @@ def _json_get_udf(checked: bool, where: str):
         return json.dumps(item)
 
     return F.udf(get, "string", useArrow=True)
+
+
+def as_type(value: Column, pickled: bool, target: DType) -> Column:
+    """``value`` with ``target``'s Spark type; ``pickled``: the values are of type Any
+    (pickled Python objects, e.g. a column of only None), read back into ``target``."""
+    if pickled and target.spark_type() != T.BinaryType():
+        convert = dt.from_python(target)
+        return F.udf(lambda b: None if b is None else convert(pickle.loads(b)), target.spark_type(), useArrow=True)(value)
+    return value.cast(target.spark_type())
 
 
 # -- Python functions ---------------------------------------------------------------------

@@ -20,7 +20,7 @@ from sparkway.core.changes import DIFF, ID, spark_schema
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import Expr
 from sparkway.core.type_rules import infer
-from sparkway.engine.expressions import Scope, col, compile_expr, pointer_of
+from sparkway.engine.expressions import Scope, as_type, col, compile_expr, pointer_of
 from sparkway.engine.kernels.join import join_groups
 from sparkway.engine.kernels.merge import merge_groups
 from sparkway.engine.kernels.ordered import deduplicate_groups, sort_groups
@@ -74,9 +74,13 @@ def _typed(node: n.Node, frame: DataFrame) -> DataFrame:
     """The frame with exactly the node's Spark types (kernels and unions need them)."""
     return frame.select(
         col(ID).cast("long").alias(ID),
-        *[col(name).cast(kind.spark_type()).alias(name) for name, kind in node.columns.items()],
+        *[as_type(col(name), _pickled(frame, name), kind).alias(name) for name, kind in node.columns.items()],
         col(DIFF),
     )
+
+
+def _pickled(frame: DataFrame, name: str) -> bool:
+    return isinstance(frame.schema[name].dataType, T.BinaryType)
 
 
 def _input(node: n.Input, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -91,7 +95,10 @@ def _input(node: n.Input, frames: list[DataFrame], ctx: StepContext) -> DataFram
 
 def _select(node: n.Select, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     scope = Scope.of(node.input.columns, where=node.label)
-    compiled = {name: compile_expr(e, scope).cast(node.columns[name].spark_type()) for name, e in node.exprs}
+    compiled = {
+        name: as_type(compile_expr(e, scope), infer(e, [node.input.columns]).name == "Any", node.columns[name])
+        for name, e in node.exprs
+    }
     return _changes(frames[0], compiled)
 
 
