@@ -36,6 +36,8 @@ class Placeholder:
     'word'
     """
 
+    is_placeholder = True  # how expressions tell it from a table (core cannot import this layer)
+
     def __init__(self, label: str) -> None:
         self._label = label
 

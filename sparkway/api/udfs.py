@@ -177,8 +177,7 @@ class UDF:
         if inspect.iscoroutinefunction(fn):
             call = _blocking(fn, self.executor.timeout, self.executor.retry_strategy or NoRetryStrategy())
         if self.max_batch_size is not None:
-            batch = call
-            call = lambda *values: batch(*([v] for v in values))[0]  # noqa: E731
+            call = _one_row_of_batch(call)
         if self.cache_strategy is not None:
             call = _remembered(call, getattr(self.cache_strategy, "max_size", None))
         return call
@@ -218,17 +217,28 @@ def apply_async(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Apply:
 def _with_keywords(fn: Callable[..., Any], positional: int, names: tuple[str, ...]) -> Callable[..., Any]:
     """``fn`` called with its last ``len(names)`` arguments as keywords (a coroutine
     function stays one)."""
+    @functools.wraps(fn)
     def call(*values: Any) -> Any:
         return fn(*values[:positional], **dict(zip(names, values[positional:])))
 
+    @functools.wraps(fn)
     async def call_async(*values: Any) -> Any:
         return await call(*values)
 
     return call_async if inspect.iscoroutinefunction(fn) else call
 
 
+def _one_row_of_batch(batch: Callable[..., Any]) -> Callable[..., Any]:
+    """A function of lists of values (one list per argument) as a function of one row."""
+    @functools.wraps(batch)
+    def call(*values: Any) -> Any:
+        return batch(*([v] for v in values))[0]
+    return call
+
+
 def _blocking(fn: Callable[..., Any], timeout: float | None, retries: AsyncRetryStrategy) -> Callable[..., Any]:
     """A coroutine function as a function that waits for its result."""
+    @functools.wraps(fn)
     def call(*values: Any) -> Any:
         for delay in [*retries.delays_s(), None]:
             try:
@@ -244,6 +254,7 @@ def _remembered(fn: Callable[..., Any], max_size: int | None) -> Callable[..., A
     """``fn`` with its results remembered by arguments (the ``max_size`` latest)."""
     memory: OrderedDict[Any, Any] = OrderedDict()
 
+    @functools.wraps(fn)
     def call(*values: Any) -> Any:
         key = repr(values)  # values may be unhashable (lists, Json)
         if key in memory:

@@ -6,6 +6,7 @@ Spark column, and ``sparkway.core.type_rules`` gives each node its type.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -58,6 +59,9 @@ class Expr:
     def __neg__(self) -> "UnOp": return UnOp("neg", self)
     def __invert__(self) -> "UnOp": return UnOp("not", self)
     def __abs__(self) -> "UnOp": return UnOp("abs", self)
+
+    def __repr__(self) -> str:
+        return expression_text(self)
 
     def __bool__(self) -> bool:
         raise PlanTypeError(
@@ -127,59 +131,56 @@ class Expr:
         return NumNamespace(self)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class ColumnRef(Expr):
     """A column of a table: ``table.col``, ``pw.this.col``, ``pw.left.col``."""
 
     table: Any  # a Table, or a ThisPlaceholder
     name: str
 
-    def __repr__(self) -> str:
-        return f"<{getattr(self.table, '_label', 'table')}>.{self.name}"
 
-
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Const(Expr):
     value: Any
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class BinOp(Expr):
     op: str
     left: Expr
     right: Expr
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class UnOp(Expr):
     op: str
     arg: Expr
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class IfElse(Expr):
     cond: Expr
     then: Expr
     otherwise: Expr
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Coalesce(Expr):
     args: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Require(Expr):
     value: Expr
     args: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Unwrap(Expr):
     arg: Expr
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Cast(Expr):
     dtype: DType
     arg: Expr
@@ -187,18 +188,18 @@ class Cast(Expr):
     declared: bool = False
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class IsNone(Expr):
     arg: Expr
     negate: bool
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class MakeTuple(Expr):
     args: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class GetItem(Expr):
     arg: Expr
     key: Expr
@@ -206,7 +207,7 @@ class GetItem(Expr):
     checked: bool
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Apply(Expr):
     """A Python function applied row by row (``pw.apply``, ``pw.udf``)."""
 
@@ -216,7 +217,7 @@ class Apply(Expr):
     propagate_none: bool = False
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Call(Expr):
     """A named built-in function (string, date-time, JSON and pointer methods)."""
 
@@ -225,14 +226,14 @@ class Call(Expr):
     params: tuple[Any, ...] = ()
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class PointerFrom(Expr):
     """The id a row with these key values gets (``table.pointer_from(...)``)."""
 
     args: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class ReducerExpr(Expr):
     """An aggregate over a group, e.g. ``pw.reducers.sum(pw.this.x)``."""
 
@@ -378,3 +379,113 @@ def transform(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
     if not kids:
         return expr
     return replace_children(expr, tuple(transform(k, fn) for k in kids))
+
+
+# -- expressions as text, as Pathway prints them (in errors and ``repr``) ----------------------
+
+_UNARY = {"neg": "-", "not": "~"}
+_REDUCER_PARAMETERS = {"tuple": ("skip_nones",), "sorted_tuple": ("skip_nones",)}
+#: Call names printed as ``pathway.<name>(...)`` rather than as a method of their first argument
+_FUNCTION_NAMES = {"json_as_int": "as_int", "json_as_float": "as_float", "json_as_str": "as_str", "json_as_bool": "as_bool"}
+
+
+def expression_text(expr: Expr) -> str:
+    """``expr`` as Pathway writes it: tables are numbered ``<table1>``, ``<table2>``... in
+    the order the expression mentions them.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("a | b\\n1 | 2")
+    >>> pw.if_else(t.a > 1, -t.b, pw.this.a.str.lower())
+    pathway.if_else((<table1>.a > 1), (-<table1>.b), (pathway.this.a).str.lower())
+    """
+    return _Printer().text(expr)
+
+
+class _Printer:
+    def __init__(self) -> None:
+        self.tables: dict[int, int] = {}
+
+    def text(self, e: Any) -> str:
+        if not isinstance(e, Expr):
+            return repr(e)
+        return getattr(self, "_" + type(e).__name__.lower())(e)
+
+    def _all(self, args: Any) -> str:
+        return ", ".join(self.text(a) for a in args)
+
+    def _columnref(self, e: ColumnRef) -> str:
+        if getattr(type(e.table), "is_placeholder", False):  # pw.this, pw.left, pw.right
+            return f"pathway.{e.table._label}.{e.name}"
+        number = self.tables.setdefault(id(e.table), len(self.tables) + 1)
+        return f"<table{number}>.{e.name}"
+
+    def _const(self, e: Const) -> str:
+        return repr(e.value)
+
+    def _binop(self, e: BinOp) -> str:
+        return f"({self.text(e.left)} {e.op} {self.text(e.right)})"
+
+    def _unop(self, e: UnOp) -> str:
+        if e.op in _UNARY:
+            return f"({_UNARY[e.op]}{self.text(e.arg)})"
+        return f"{e.op}({self.text(e.arg)})"
+
+    def _ifelse(self, e: IfElse) -> str:
+        return f"pathway.if_else({self._all((e.cond, e.then, e.otherwise))})"
+
+    def _coalesce(self, e: Coalesce) -> str:
+        return f"pathway.coalesce({self._all(e.args)})"
+
+    def _require(self, e: Require) -> str:
+        return f"pathway.require({self._all((e.value, *e.args))})"
+
+    def _unwrap(self, e: Unwrap) -> str:
+        return f"pathway.unwrap({self.text(e.arg)})"
+
+    def _cast(self, e: Cast) -> str:
+        kind = "declare_type" if e.declared else "cast"
+        return f"pathway.{kind}({dtype_text(e.dtype)}, {self.text(e.arg)})"
+
+    def _isnone(self, e: IsNone) -> str:
+        return f"({self.text(e.arg)}).{'is_not_none' if e.negate else 'is_none'}()"
+
+    def _maketuple(self, e: MakeTuple) -> str:
+        return f"pathway.make_tuple({self._all(e.args)})"
+
+    def _getitem(self, e: GetItem) -> str:
+        if e.checked:
+            return f"({self.text(e.arg)})[{self.text(e.key)}]"
+        return f"({self.text(e.arg)}).get({self._all((e.key, e.default))})"
+
+    def _apply(self, e: Apply) -> str:
+        fn = inspect.unwrap(e.fn)
+        kind = "apply_async" if inspect.iscoroutinefunction(fn) else "apply"
+        return f"pathway.{kind}({getattr(fn, '__name__', repr(fn))}, {self._all(e.args)})"
+
+    def _call(self, e: Call) -> str:
+        arguments = self._all((*e.args[1:], *(p for p in e.params if p is not None)))
+        if e.name in _FUNCTION_NAMES:
+            return f"pathway.{_FUNCTION_NAMES[e.name]}({self._all(e.args)})"
+        return f"({self.text(e.args[0])}).{e.name}({arguments})"
+
+    def _pointerfrom(self, e: PointerFrom) -> str:
+        return f"pathway.pointer_from({self._all(e.args)})"
+
+    def _reducerexpr(self, e: ReducerExpr) -> str:
+        names = _REDUCER_PARAMETERS.get(e.kind, ())
+        params = [f"{name}={value!r}" for name, value in zip(names, e.params)] or [repr(p) for p in e.params]
+        return f"pathway.reducers.{e.kind}({', '.join([self._all(e.args), *params])})"
+
+
+_DTYPE_NAMES = {
+    "DateTimeNaive": "DATE_TIME_NAIVE", "DateTimeUtc": "DATE_TIME_UTC", "Duration": "DURATION",
+    "Pointer": "POINTER", "Json": "JSON", "Any": "ANY",
+}
+
+
+def dtype_text(dtype: DType) -> str:
+    """A type as Pathway names it in expressions: ``INT``, ``Optional(STR)``."""
+    base = _DTYPE_NAMES.get(dtype.name, dtype.name.upper())
+    if dtype.items:
+        base = f"{base}({', '.join(dtype_text(t) for t in dtype.items)})"
+    return f"Optional({base})" if dtype.optional else base
