@@ -472,6 +472,8 @@ class _Printer:
         return f"pathway.pointer_from({self._all(e.args)})"
 
     def _reducerexpr(self, e: ReducerExpr) -> str:
+        if e.kind in ("argmin", "argmax"):  # Pathway's take the id as a second argument
+            return f"pathway.reducers.{e.kind}({self._all(e.args)}, pathway.this.id)"
         names = _REDUCER_PARAMETERS.get(e.kind, ())
         params = [f"{name}={value!r}" for name, value in zip(names, e.params)] or [repr(p) for p in e.params]
         return f"pathway.reducers.{e.kind}({', '.join([self._all(e.args), *params])})"
