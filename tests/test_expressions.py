@@ -713,3 +713,20 @@ def test_json_values_follow_python_protocols_in_udfs():
     assert_rows(t.select(d=describe(pw.this.j)), [("3 False 5 4.0 3",)])
     with pytest.raises(TypeError, match="object of type 'int' has no len()"):
         len(pw.Json(42))
+
+
+def test_expressions_print_as_pathway_prints_them():
+    # texts as Pathway 0.33.0 prints them
+    t = pw.debug.table_from_markdown("pet | age\n1   | 10")
+    other = t.copy()
+    assert repr(t.pet + other.age) == "(<table1>.pet + <table2>.age)"
+    assert repr(pw.if_else(t.pet == 1, other.pet, -t.age)) == "pathway.if_else((<table1>.pet == 1), <table2>.pet, (-<table1>.age))"
+    assert repr(pw.reducers.tuple(t.pet, skip_nones=True)) == "pathway.reducers.tuple(<table1>.pet, skip_nones=True)"
+    assert repr(pw.cast(float, t.pet)) == "pathway.cast(FLOAT, <table1>.pet)"
+    assert repr(pw.this.owner.get(2, "x")) == "(pathway.this.owner).get(2, 'x')"
+
+    @pw.udf
+    def foo(a: int) -> int:
+        return a
+
+    assert repr(foo(age=t.age)) == "pathway.apply(foo, <table1>.age)"
