@@ -13,8 +13,12 @@ True
 from __future__ import annotations
 
 import builtins
+import functools
+import inspect
+import linecache
 import os
 import sys
+from typing import Any, Callable
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -82,6 +86,51 @@ def _computation_error_class(kind: str) -> type[ComputationError]:
                 pass
         _computation_errors[kind] = cls
     return _computation_errors[kind]
+
+
+def note_origin(error: BaseException, origin: str) -> None:
+    """Adds to ``error`` the line of the program at fault (``origin``, ``file:line``), as
+    a note Python prints under the traceback; once, the innermost origin wins."""
+    if not origin or getattr(error, "_pathway_trace_note", None) is not None:
+        return
+    filename, _, line = origin.rpartition(":")
+    text = linecache.getline(filename, int(line)).strip() if line.isdigit() else ""
+    note = f"Occurred here:\n    Line: {text}\n    File: {origin}"
+    error._pathway_trace_note = note  # type: ignore[attr-defined]  # where Pathway's errors keep it
+    error.add_note(note)
+
+
+def traced(api: Any) -> Any:
+    """Makes a public function, or every public method of a class, note the user's line
+    on the errors it raises (a call with wrong arguments too).
+
+    >>> @traced
+    ... class Thing:
+    ...     def fail(self) -> None:
+    ...         raise ValueError("bad")
+    >>> try:
+    ...     Thing().fail()
+    ... except ValueError as error:
+    ...     print(error.__notes__[0].splitlines()[0])
+    Occurred here:
+    """
+    if inspect.isfunction(api):
+        return _noting_origin(api)
+    for name, member in list(vars(api).items()):
+        if (not name.startswith("_") or name in ("__getattr__", "__getitem__")) and inspect.isfunction(member):
+            setattr(api, name, _noting_origin(member))
+    return api
+
+
+def _noting_origin(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except Exception as error:
+            note_origin(error, user_frame())
+            raise
+    return call
 
 
 def user_frame() -> str:

@@ -97,3 +97,19 @@ def test_run_all_computes_tables_no_output_reads() -> None:
     t.select(inverse=1 // pw.this.a)
     with pytest.raises(ZeroDivisionError):
         pw.run_all()
+
+
+def test_errors_show_the_program_line_that_caused_them() -> None:
+    t = pw.debug.table_from_markdown("v\n1\n0")
+    where = here(2)
+    with pytest.raises(TypeError) as built:
+        t.select(r=pw.this.v <= "foo")
+    assert built.value.__notes__ == [f"Occurred here:\n    Line: t.select(r=pw.this.v <= \"foo\")\n    File: {where}"]
+    where = here()
+    t.select(r=1 / pw.this.v)
+    with pytest.raises(ZeroDivisionError) as computed:
+        pw.run_all()
+    assert computed.value.__notes__[0].endswith(f"Line: t.select(r=1 / pw.this.v)\n    File: {where}")
+    with pytest.raises(TypeError) as called:
+        pw.io.csv.read()  # a call with wrong arguments names the caller's line
+    assert "pw.io.csv.read()" in called.value.__notes__[0]

@@ -19,7 +19,7 @@ from sparkway.core import changes
 from sparkway.core import dtypes as dt
 from sparkway.core.changes import DIFF, ID
 from sparkway.core.dtypes import DType
-from sparkway.errors import PlanError
+from sparkway.errors import PlanError, traced
 from sparkway.plan import nodes as n
 
 # A hidden column holding each row's label (its markdown label, pandas index, or position):
@@ -181,6 +181,7 @@ def _rows_table(
     return table if stored is columns else table.select(*(table[c] for c in columns))
 
 
+@traced
 def table_from_markdown(text: str, id_from: list[str] | None = None, schema: type[Schema] | None = None, **_: Any) -> Table:
     """A table from a markdown-like text; the header names the columns.
 
@@ -224,6 +225,7 @@ def table_from_markdown(text: str, id_from: list[str] | None = None, schema: typ
     return _rows_table(columns, records, id_from, labels if labelled else list(range(len(records))))
 
 
+@traced
 def table_from_rows(schema: type[Schema], rows: list[tuple], unsafe_trusted_ids: bool = False, is_stream: bool = False) -> Table:
     """A table from tuples of values in the order of the schema's columns; with
     ``is_stream``, each tuple ends with the row's ``__time__`` and ``__diff__``.
@@ -240,6 +242,7 @@ def table_from_rows(schema: type[Schema], rows: list[tuple], unsafe_trusted_ids:
     return _rows_table(schema.typehints(), records, None, list(range(len(records))))
 
 
+@traced
 def table_from_pandas(df: pd.DataFrame, id_from: list[str] | None = None, schema: type[Schema] | None = None, **_: Any) -> Table:
     """A table from a pandas DataFrame; ids come from the index (or ``id_from`` columns)."""
     rows = [{k: _python(v) for k, v in r.items()} for r in df.to_dict("records")]
@@ -264,6 +267,7 @@ def _python(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
+@traced
 def compute(table: Table, **run_kwargs: Any) -> list[OutputBatch]:
     """Runs just what ``table`` needs and returns its batches of changes, time by time."""
     from sparkway.api.run import run_outputs
@@ -296,6 +300,7 @@ def _final_state(batches: list[OutputBatch], columns: dict[str, DType]) -> dict[
     return state
 
 
+@traced
 def table_to_pandas(table: Table, *, include_id: bool = True, **run_kwargs: Any) -> pd.DataFrame:
     """The table's contents after all its input was processed.
 
@@ -354,6 +359,7 @@ def _order(row: list[Any]) -> tuple:
     return tuple(key(v) for v in row)
 
 
+@traced
 def compute_and_print(table: Table, *, include_id: bool = True, short_pointers: bool = True, n_rows: int | None = None, **run_kwargs: Any) -> None:
     """Prints the table's final contents, one row per line, sorted."""
     state = _final_state(compute(table, **run_kwargs), table.typehints())
@@ -363,6 +369,7 @@ def compute_and_print(table: Table, *, include_id: bool = True, short_pointers: 
     _print_rows(([""] if include_id else []) + names, rows[:n_rows] if n_rows else rows)
 
 
+@traced
 def compute_and_print_update_stream(table: Table, *, include_id: bool = True, short_pointers: bool = True, n_rows: int | None = None, **run_kwargs: Any) -> None:
     """Prints every change of the table: its rows with ``__time__`` and ``__diff__``."""
     names = table.column_names()

@@ -14,7 +14,7 @@ from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import Apply, Cast, Coalesce, ColumnRef, Expr, PointerFrom, ReducerExpr, transform, walk, wrap
 from sparkway.core.type_rules import infer, reducer_type
-from sparkway.errors import PlanError, PlanTypeError
+from sparkway.errors import PlanError, PlanTypeError, traced
 from sparkway.plan import nodes as n
 
 
@@ -64,6 +64,7 @@ def forget_built() -> None:
     _built.clear()
 
 
+@traced
 class Table:
     """A table whose contents change over time; columns are attributes.
 
@@ -674,6 +675,7 @@ def _types(exprs: Iterable[tuple[str, Expr]], inputs: list[dict]) -> dict[str, D
     return {name: infer(e, inputs) for name, e in exprs}
 
 
+@traced
 class GroupedTable:
     """A table grouped by key columns; ``reduce`` gives one row per group."""
 
@@ -727,6 +729,7 @@ def _aggregate_type(agg: n.Aggregate, inputs: list[dict]) -> DType:
     return reducer_type(agg.kind, [infer(a, inputs) for a in agg.args], agg.params)
 
 
+@traced
 class JoinResult:
     """Matched pairs of two tables' rows; ``select`` builds the output table."""
 

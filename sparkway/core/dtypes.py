@@ -299,8 +299,12 @@ def related(a: DType, b: DType) -> bool:
 
     >>> related(INT.with_optional(), INT), related(ANY, STR), related(INT, STR)
     (True, True, False)
+    >>> related(DType("tuple", (INT, FLOAT)), DType("tuple", (FLOAT, INT)))
+    True
     """
     base_a, base_b = a.with_optional(False), b.with_optional(False)
+    if base_a.items and base_a.name == base_b.name and len(base_a.items) == len(base_b.items):
+        return all(related(x, y) for x, y in zip(base_a.items, base_b.items))  # tuples item by item
     return base_a == base_b or ANY in (base_a, base_b) or {base_a, base_b} == {INT, FLOAT}
 
 

@@ -91,10 +91,18 @@ def return_type(fn: Callable[..., Any]) -> DType:
 _COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
 
 
+_OPERATOR_NAMES = {
+    "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge", "+": "add", "-": "sub",
+    "*": "mul", "/": "truediv", "//": "floordiv", "%": "mod", "**": "pow", "&": "and_", "|": "or_", "^": "xor",
+}
+
+
 def _binop_type(op: str, a: DType, b: DType) -> DType:
     optional = a.optional or b.optional
     base_a, base_b = a.with_optional(False), b.with_optional(False)
     if op in _COMPARISONS:
+        if not dt.related(base_a, base_b):
+            raise _unsupported(op, base_a, base_b)
         return dt.BOOL.with_optional(optional)
     if op in ("&", "|", "^"):
         return dt.BOOL.with_optional(optional) if base_a == dt.BOOL else base_a.with_optional(optional)
@@ -120,7 +128,17 @@ def _binop_type(op: str, a: DType, b: DType) -> DType:
         return dt.DURATION.with_optional(optional)
     if base_a == dt.ANY or base_b == dt.ANY:
         return dt.ANY.with_optional(optional)
-    return dt.unify(base_a, base_b).with_optional(optional)
+    try:
+        return dt.unify(base_a, base_b).with_optional(optional)
+    except PlanTypeError:
+        raise _unsupported(op, base_a, base_b) from None
+
+
+def _unsupported(op: str, a: DType, b: DType) -> PlanTypeError:
+    return PlanTypeError(
+        f"binary operator {_OPERATOR_NAMES[op]} is not supported on columns of types "
+        f"{dt.python_name(a)}, {dt.python_name(b)}: convert one side first (pw.cast, .to_string())"
+    )
 
 
 def _getitem_type(container: DType, key: Expr, default: Expr | None, checked: bool, inputs: Columns) -> DType:

@@ -113,6 +113,13 @@ def _duration_division(op: str, a: Column, b: Column, tb: DType) -> Column:
     return _micros_duration((ma.cast("double") / b.cast("double")).cast("long"))
 
 
+def _nonzero(divisor: Column, where: str) -> Column:
+    """The divisor, failing the step with Python's error where it is zero (Spark's own
+    error would not say which operator of the program divided)."""
+    failure = F.raise_error(F.lit(f"{where}: ZeroDivisionError: division by zero"))
+    return F.when(divisor == 0, failure).otherwise(divisor)
+
+
 def _binop(e: BinOp, scope: Scope) -> Column:
     a, b = compile_expr(e.left, scope), compile_expr(e.right, scope)
     ta, tb = _type(e.left, scope).with_optional(False), _type(e.right, scope).with_optional(False)
@@ -128,6 +135,8 @@ def _binop(e: BinOp, scope: Scope) -> Column:
         return F.repeat(a, b) if ta == dt.STR else F.repeat(b, a)
     if ta == dt.DURATION and op in ("/", "//", "%"):
         return _duration_division(op, a, b, tb)
+    if op in ("/", "//", "%"):
+        b = _nonzero(b, scope.where)
     if op == "/":
         return a.cast("double") / b.cast("double")
     if op == "//":

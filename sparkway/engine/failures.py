@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sparkway.errors import ComputationError
+from sparkway.errors import ComputationError, note_origin
 
 log = logging.getLogger("sparkway")
 
@@ -34,6 +34,7 @@ _SPARK_KINDS = {
     "ARITHMETIC_OVERFLOW": "OverflowError",
     "CAST_INVALID_INPUT": "ValueError",
 }
+_ORIGIN = re.compile(r"^\w+ at (\S+:\d+): ")
 _SPARK_ERROR = re.compile(r"\[([A-Z_]+)\]")
 
 
@@ -57,7 +58,10 @@ def computation_error(error: BaseException) -> ComputationError:
     message = _user_message(text, type(error).__name__)
     kind = next((k for k in _KIND.findall(message) if k != "ComputationError"), "")
     spark_kind = next((_SPARK_KINDS[k] for k in _SPARK_ERROR.findall(text) if k in _SPARK_KINDS), "")
-    return ComputationError.of(kind or spark_kind, message)
+    failure = ComputationError.of(kind or spark_kind, message)
+    origin = _ORIGIN.search(message)  # "select at prog.py:12: ...": the line that built the operator
+    note_origin(failure, origin.group(1) if origin else "")
+    return failure
 
 
 def _user_message(text: str, error_type: str) -> str:

@@ -8,8 +8,10 @@ from typing import Any
 from sparkway.api import graph
 from sparkway.api.table import Table
 from sparkway.connectors.callbacks import CallbackSink
+from sparkway.errors import traced
 
 
+@traced
 def subscribe(
     table: Table,
     on_change: Callable[..., Any] | None = None,

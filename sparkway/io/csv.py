@@ -8,10 +8,12 @@ from sparkway.api.schema import Schema
 from sparkway.api.table import Table
 from sparkway.connectors.formats.csv import CsvParserSettings
 from sparkway.io._files import read_files, write_file
+from sparkway.errors import traced
 
 __all__ = ["read", "write", "CsvParserSettings"]
 
 
+@traced
 def read(path: Any, *, schema: type[Schema], mode: str = "streaming", csv_settings: CsvParserSettings | None = None, **kwargs: Any) -> Table:
     """Rows of the CSV files under ``path`` (a file or a directory); the header names columns.
 
@@ -28,6 +30,7 @@ def read(path: Any, *, schema: type[Schema], mode: str = "streaming", csv_settin
     return read_files(path, format="csv", schema=schema, mode=mode, csv_settings=csv_settings, **kwargs)
 
 
+@traced
 def write(table: Table, filename: Any, **kwargs: Any) -> None:
     """Writes every change of ``table`` to a CSV file: its columns, then ``time`` and ``diff``.
 

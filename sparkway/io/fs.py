@@ -7,8 +7,10 @@ from typing import Any
 from sparkway.api.schema import Schema
 from sparkway.api.table import Table
 from sparkway.io._files import read_files, write_file
+from sparkway.errors import traced
 
 
+@traced
 def read(path: Any, *, format: str, schema: type[Schema] | None = None, mode: str = "streaming", **kwargs: Any) -> Table:
     """Rows of the files under ``path`` in the given format.
 
@@ -19,6 +21,7 @@ def read(path: Any, *, format: str, schema: type[Schema] | None = None, mode: st
     return read_files(path, format=format, schema=schema, mode=mode, **kwargs)
 
 
+@traced
 def write(table: Table, filename: Any, *, format: str, **kwargs: Any) -> None:
     """Writes every change of ``table`` as csv or json lines, with ``time`` and ``diff``."""
     write_file(table, filename, format=format, **kwargs)

@@ -7,8 +7,10 @@ from typing import Any
 from sparkway.api.schema import Schema
 from sparkway.api.table import Table
 from sparkway.io._files import read_files, write_file
+from sparkway.errors import traced
 
 
+@traced
 def read(path: Any, *, schema: type[Schema], mode: str = "streaming", **kwargs: Any) -> Table:
     """Rows of the JSON-lines files under ``path``; object keys name the columns.
 
@@ -21,6 +23,7 @@ def read(path: Any, *, schema: type[Schema], mode: str = "streaming", **kwargs: 
     return read_files(path, format="json", schema=schema, mode=mode, **kwargs)
 
 
+@traced
 def write(table: Table, filename: Any, **kwargs: Any) -> None:
     """Writes every change as a JSON object with the columns, ``diff`` and ``time``.
 

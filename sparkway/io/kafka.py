@@ -10,12 +10,13 @@ from sparkway.api.table import Table
 from sparkway.connectors.kafka import KafkaSink, KafkaSource
 from sparkway.core.columns import Column
 from sparkway.core.expression import ColumnRef
-from sparkway.errors import PlanError
+from sparkway.errors import PlanError, traced
 from sparkway.io._common import persistent_name
 
 __all__ = ["read", "write"]
 
 
+@traced
 def read(
     rdkafka_settings: dict[str, Any],
     topic: str | list[str] | None = None,
@@ -76,6 +77,7 @@ def _one_topic(topic: str | list[str] | None) -> str:
     return topic
 
 
+@traced
 def write(
     table: Table,
     rdkafka_settings: dict[str, Any],

@@ -6,8 +6,10 @@ from typing import Any
 
 from sparkway.api.table import Table
 from sparkway.io._files import write_null
+from sparkway.errors import traced
 
 
+@traced
 def write(table: Table, **kwargs: Any) -> None:
     """Computes ``table`` in ``pw.run`` without writing it anywhere.
 

@@ -6,8 +6,10 @@ from typing import Any
 
 from sparkway.api.table import Table
 from sparkway.io._files import read_files
+from sparkway.errors import traced
 
 
+@traced
 def read(path: Any, *, mode: str = "streaming", **kwargs: Any) -> Table:
     """One row per line, in a ``data: str`` column.
 

@@ -13,11 +13,12 @@ from sparkway.connectors.postgres import (
     INIT_MODES, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, PostgresSink, sql_type,
 )
 from sparkway.core.expression import ColumnRef
-from sparkway.errors import PlanError, PlanTypeError
+from sparkway.errors import PlanError, PlanTypeError, traced
 
 __all__ = ["write", "write_snapshot"]
 
 
+@traced
 def write(
     table: Table,
     postgres_settings: dict,
@@ -64,6 +65,7 @@ def write(
     graph.write_to_sink(table, sink)
 
 
+@traced
 def write_snapshot(
     table: Table,
     postgres_settings: dict,

@@ -8,12 +8,13 @@ from sparkway.api import graph
 from sparkway.api.schema import Schema
 from sparkway.api.table import Table
 from sparkway.connectors.python import ConnectorSubject, PythonSource
-from sparkway.errors import PlanTypeError
+from sparkway.errors import PlanTypeError, traced
 from sparkway.io._common import persistent_name
 
 __all__ = ["ConnectorSubject", "read"]
 
 
+@traced
 def read(
     subject: ConnectorSubject,
     *,
