@@ -1091,3 +1091,9 @@ def test_window_join_refuses_times_and_windows_of_different_kinds_and_keys_of_di
         a.window_join(b, a.t, b.t, pw.temporal.tumbling(dt.timedelta(days=1)))
     with pytest.raises(TypeError, match="compares values of types int and str"):
         a.window_join(b, a.t, b.t, pw.temporal.tumbling(2), a.k == b.k.to_string())
+
+
+def test_windowby_refuses_times_and_windows_of_different_kinds():
+    t = pw.debug.table_from_markdown("t\n1")
+    with pytest.raises(TypeError, match=r"Arguments \(time_expr, window.hop, window.duration\) have to be of types"):
+        t.windowby(t.t, window=pw.temporal.sliding(hop=dt.timedelta(seconds=1), duration=dt.timedelta(seconds=2)))

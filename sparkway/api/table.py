@@ -7,7 +7,7 @@ import enum
 from typing import Any, Callable, Iterable
 
 from sparkway.api.schema import Schema, schema_from_columns
-from sparkway.api.temporal import check_window_join_types
+from sparkway.api.temporal import check_window_types
 from sparkway.api.thisclass import AllColumns, Placeholder, left, right, this
 from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
@@ -513,7 +513,7 @@ class Table:
         2 |   | 4
         """
         self_time, other_time = _placeholders_as_this(self_time), _placeholders_as_this(other_time)
-        check_window_join_types(window, self, other, self_time, other_time)
+        check_window_types(window, {"left_time_expression": (self, self_time), "right_time_expression": (other, other_time)})
         left, right = window.join_sides(self, other, self_time, other_time, on)
         same_window = tuple(ColumnRef(left, c) == ColumnRef(right, c) for c in ("_pw_window_start", "_pw_window_end"))
         mode = getattr(how, "value", how) or "inner"
@@ -546,6 +546,7 @@ class Table:
             if instance is not None:
                 raise PlanError("give instance= or its older name shard=, not both")
             instance = shard
+        check_window_types(window, {"time_expr": (self, time_expr)})
         return window.assign(self, time_expr, instance)
 
     # -- plumbing ------------------------------------------------------------------------------

@@ -120,29 +120,24 @@ def _with_window_tuple(windowed: Any, original: Any) -> Any:
     return original._derive(n.Select(columns, windowed._node, exprs), equivalent=original)
 
 
-def check_window_join_types(window: Any, left: Any, right: Any, left_time: Expr, right_time: Expr) -> None:
-    """Times must be numbers with number parameters, or date-times of one kind with
-    durations (and an origin of that kind)."""
-    times = [
-        infer(table._bind(time), [table._node.columns]).with_optional(False)
-        for table, time in ((left, left_time), (right, right_time))
-    ]
+def check_window_types(window: Any, times: dict[str, tuple[Any, Expr]]) -> None:
+    """Times (by argument name: ``table, time``) must be numbers with number parameters,
+    or date-times of one kind with durations (and an origin of that kind)."""
+    kinds = [infer(table._bind(time), [table._node.columns]).with_optional(False) for table, time in times.values()]
     parameters = window.type_parameters()
-    kinds = {name: dt.dtype_of_value(value) for name, value in parameters.items()}
-    numbers = all(k in (dt.INT, dt.FLOAT) for k in (*times, *kinds.values()))
-    dates = times[0] == times[1] and times[0] in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC) and all(
-        kind == (times[0] if name == "origin" else dt.DURATION) for name, kind in kinds.items()
+    given = {name: dt.dtype_of_value(value) for name, value in parameters.items()}
+    numbers = all(k in (dt.INT, dt.FLOAT) for k in (*kinds, *given.values()))
+    dates = len(set(kinds)) == 1 and kinds[0] in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC) and all(
+        kind == (kinds[0] if name == "origin" else dt.DURATION) for name, kind in given.items()
     )
     if not (numbers or dates):
-        names = ", ".join(["left_time_expression", "right_time_expression", *(f"window.{p}" for p in parameters)])
+        names = ", ".join([*times, *(f"window.{p}" for p in parameters)])
         wanted = " or ".join(
-            f"({', '.join([t, t, *('Duration' if p != 'origin' else t for p in parameters)])})"
+            f"({', '.join([*(t for _ in times), *('Duration' if p != 'origin' else t for p in parameters)])})"
             for t in ("DateTimeNaive", "DateTimeUtc")
         )
-        found = ", ".join(map(str, [*times, *kinds.values()]))
-        raise PlanTypeError(
-            f"Arguments ({names}) have to be of types (int or float, ...) or {wanted} but are of types ({found})"
-        )
+        found = ", ".join(map(str, [*kinds, *given.values()]))
+        raise PlanTypeError(f"Arguments ({names}) have to be of types (int or float, ...) or {wanted} but are of types ({found})")
 
 
 @dataclass(frozen=True)
