@@ -587,9 +587,9 @@ def test_json_lines_sink_text(tmp_path: Path) -> None:
     ))
     sink.close()
     assert out.read_text() == (
-        '{"word": "a", "count": 2, "data": {"x": [1, 2]}, "at": "2023-11-29T15:01:32", '
-        '"diff": 1, "time": 1701270092168}\n'
-        '{"word": "é", "count": 3, "data": null, "at": null, "diff": 1, "time": 1701270092168}\n'
+        '{"word":"a","count":2,"data":{"x":[1,2]},"at":"2023-11-29T15:01:32.000000000",'
+        '"diff":1,"time":1701270092168}\n'
+        '{"word":"é","count":3,"data":null,"at":null,"diff":1,"time":1701270092168}\n'
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -60,3 +61,43 @@ def test_json_lines_in_csv_out_through_fs(tmp_path: Path) -> None:
         rows = list(csv.DictReader(f))
     assert [list(r) for r in rows[:1]] == [["item", "total", "time", "diff"]]
     assert sorted((r["item"], float(r["total"]), r["diff"]) for r in rows) == [("cake", 4.0, "1"), ("tea", 3.5, "1")]
+
+
+def test_json_lines_and_csv_write_every_type_as_pathway_does(tmp_path: Path) -> None:
+    # JSON lines recorded with Pathway 0.33.0 (same program); CSV keeps the seeds' layout
+    class Row(pw.Schema):
+        i: int
+        f: float
+        s: str
+        o: int | None
+        j: pw.Json
+        t: tuple[int, str]
+        dn: pw.DateTimeNaive
+        du: pw.DateTimeUtc
+        d: pw.Duration
+
+    rows = [
+        (1, 2.5, 'he said "hi", ok', None, pw.Json({"a": [1, 2], "b": "ż"}), (1, "x"),
+         dt.datetime(2024, 1, 2, 3, 4, 5, 123456), dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc),
+         dt.timedelta(seconds=90)),
+        (-2, 1e20, "", 7, pw.Json(None), (2, "y,z"), dt.datetime(2024, 1, 2), dt.datetime(2024, 1, 2, tzinfo=dt.timezone.utc),
+         dt.timedelta(0)),
+    ]
+    table = pw.debug.table_from_rows(Row, rows)
+    pw.io.jsonlines.write(table, tmp_path / "out.jsonl")
+    pw.io.csv.write(table, tmp_path / "out.csv")
+    pw.run()
+    assert sorted((tmp_path / "out.jsonl").read_text().splitlines()) == [
+        '{"i":-2,"f":1e+20,"s":"","o":7,"j":null,"t":[2,"y,z"],"dn":"2024-01-02T00:00:00.000000000",'
+        '"du":"2024-01-02T00:00:00.000000000+0000","d":0,"diff":1,"time":0}',
+        '{"i":1,"f":2.5,"s":"he said \\"hi\\", ok","o":null,"j":{"a":[1,2],"b":"ż"},"t":[1,"x"],'
+        '"dn":"2024-01-02T03:04:05.123456000","du":"2024-01-02T03:04:05.000000000+0000","d":90000000000,'
+        '"diff":1,"time":0}',
+    ]
+    header, *lines = (tmp_path / "out.csv").read_text().splitlines()
+    assert header == "i,f,s,o,j,t,dn,du,d,time,diff"
+    assert sorted(lines) == [
+        '-2,1e20,"",7,"null","[2,""y,z""]",2024-01-02T00:00:00.000000000,2024-01-02T00:00:00.000000000+0000,0,0,1',
+        '1,2.5,"he said ""hi"", ok",,"{""a"":[1,2],""b"":""ż""}","[1,""x""]",2024-01-02T03:04:05.123456000,'
+        '2024-01-02T03:04:05.000000000+0000,90000000000,0,1',
+    ]

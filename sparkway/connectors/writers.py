@@ -4,16 +4,21 @@ Each output batch (one time's changes) is appended with a single ``write`` call,
 flushed and fsynced, so that a batch is either wholly in the file or (after a crash
 during the write) cut at its end.
 
-Value formats (the same in both files unless said otherwise):
+Values are written as Pathway 0.33 writes them (unless said otherwise):
 
 * str: CSV ``"text"`` (always quoted, inner quotes doubled); JSON string
-* int, float, bool: CSV ``12``, ``1.5`` (``repr``), ``True``/``False``; JSON numbers, booleans
+* int, bool: CSV ``12``, ``True``/``False``; JSON numbers, booleans
+* float: CSV as Pathway prints floats (``2.5``, ``1e20``); JSON numbers
 * None: CSV empty field; JSON ``null``
-* Json (declared in ``dtypes``): CSV its JSON text as a quoted string; JSON the value itself
+* Json (declared in ``dtypes``): CSV its compact JSON text, quoted; JSON the value itself
 * bytes: base64 text (quoted in CSV)
-* DateTimeNaive / DateTimeUtc: ISO 8601 text (``datetime.isoformat``), unquoted in CSV
-* Duration: integer microseconds
-* list / tuple: JSON array (quoted in CSV)
+* DateTimeNaive / DateTimeUtc: ``2024-01-02T03:04:05.123456000`` (nine fraction digits;
+  ``+0000`` after a UTC time), unquoted in CSV, a string in JSON
+* Duration: integer nanoseconds
+* list / tuple: compact JSON array (quoted in CSV)
+
+CSV keeps the layout of the seed documents (header and numbers unquoted); JSON lines are
+compact (``{"word":"a","count":2,...}``), as Pathway 0.33 writes them.
 """
 
 from __future__ import annotations
@@ -33,10 +38,12 @@ import pyarrow as pa
 from sparkway.connectors.base import OutputBatch, Sink
 from sparkway.core.dtypes import DType
 from sparkway.core.durations import micros
+from sparkway.core.text import text_of
 
 log = logging.getLogger("sparkway")
 
 Formatter = Callable[[Any], Any]
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def _plain(value: Any) -> Any:
@@ -44,9 +51,9 @@ def _plain(value: Any) -> Any:
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
     if isinstance(value, dt.datetime):
-        return value.isoformat()
+        return text_of(value)
     if isinstance(value, dt.timedelta):
-        return micros(value)
+        return micros(value) * 1000
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if isinstance(value, dict):  # an Arrow struct holds a tuple as {"_0": .., "_1": ..}
@@ -127,8 +134,8 @@ def _csv_object(value: Any) -> str:
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, (int, float)):
-        return repr(value)
-    return _csv_quote(value if isinstance(value, str) else json.dumps(_plain(value), default=str))
+        return text_of(value)
+    return _csv_quote(value if isinstance(value, str) else _compact(_plain(value)))
 
 
 def _csv_formatter(arrow_type: pa.DataType) -> Formatter:
@@ -139,15 +146,13 @@ def _csv_formatter(arrow_type: pa.DataType) -> Formatter:
     elif t.is_boolean(arrow_type):
         base = lambda v: "True" if v else "False"  # noqa: E731
     elif t.is_floating(arrow_type):
-        base = repr
+        base = text_of
     elif t.is_binary(arrow_type) or t.is_large_binary(arrow_type):
         base = lambda v: _csv_quote(base64.b64encode(v).decode())  # noqa: E731
-    elif t.is_timestamp(arrow_type) or t.is_date(arrow_type):
-        base = lambda v: v.isoformat()  # noqa: E731
-    elif t.is_duration(arrow_type):
-        base = lambda v: str(micros(v))  # noqa: E731
+    elif t.is_timestamp(arrow_type) or t.is_date(arrow_type) or t.is_duration(arrow_type):
+        base = lambda v: str(_plain(v))  # noqa: E731
     elif t.is_list(arrow_type) or t.is_large_list(arrow_type) or t.is_struct(arrow_type):
-        base = lambda v: _csv_quote(json.dumps(_plain(v)))  # noqa: E731
+        base = lambda v: _csv_quote(_compact(_plain(v)))  # noqa: E731
     else:
         base = str
     return lambda v: "" if v is None else base(v)
@@ -171,6 +176,8 @@ class CsvSink(_FileSink):
 
 
     def _formatter(self, table: pa.Table, name: str) -> Formatter:
+        if self._is_json(name):
+            return lambda v: "" if v is None else _csv_quote(_compact(json.loads(v)))
         if self._is_any(name):
             return lambda v: "" if v is None else _csv_object(pickle.loads(v))
         return _csv_formatter(table.schema.field(name).type)
@@ -181,14 +188,13 @@ class JsonLinesSink(_FileSink):
     ``time``; Json columns (given in ``dtypes``) are embedded as JSON values.
 
     >>> sink = JsonLinesSink("out.jsonl", ["word", "count"])   # doctest: +SKIP
-    >>> # a batch appends lines like: {"word": "a", "count": 2, "diff": 1, "time": 1701270092168}
+    >>> # a batch appends lines like: {"word":"a","count":2,"diff":1,"time":1701270092168}
     """
 
     def format_batch(self, table: pa.Table) -> str:
         names = [*self.columns, "diff", "time"]
         columns = [self._values(table, n) for n in names]
-        dumps = json.JSONEncoder(ensure_ascii=False).encode
-        return "".join(dumps(dict(zip(names, row))) + "\n" for row in zip(*columns))
+        return "".join(_compact(dict(zip(names, row))) + "\n" for row in zip(*columns))
 
     def _values(self, table: pa.Table, name: str) -> list[Any]:
         values = table.column(name).to_pylist()
