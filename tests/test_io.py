@@ -101,3 +101,17 @@ def test_json_lines_and_csv_write_every_type_as_pathway_does(tmp_path: Path) -> 
         '1,2.5,"he said ""hi"", ok",,"{""a"":[1,2],""b"":""ż""}","[1,""x""]",2024-01-02T03:04:05.123456000,'
         '2024-01-02T03:04:05.000000000+0000,90000000000,0,1',
     ]
+
+
+def test_durations_read_as_nanoseconds_as_they_are_written(tmp_path: Path) -> None:
+    # Pathway 0.33.0 reads 90000000000 in a Duration column as 90 seconds, in CSV and JSON
+    class Span(pw.Schema):
+        d: pw.Duration
+        k: int
+
+    (tmp_path / "in.csv").write_text("d,k\n90000000000,1\n")
+    (tmp_path / "in.jsonl").write_text('{"d":1500,"k":2}\n')
+    spans = pw.io.csv.read(tmp_path / "in.csv", schema=Span, mode="static").concat_reindex(
+        pw.io.jsonlines.read(tmp_path / "in.jsonl", schema=Span, mode="static")
+    )
+    assert sorted(pw.debug.table_to_pandas(spans)["d"]) == [dt.timedelta(microseconds=1), dt.timedelta(seconds=90)]

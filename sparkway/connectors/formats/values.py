@@ -16,7 +16,8 @@ bytes                     ``bytes``
 Json                      JSON text (``json.dumps`` of the parsed value)
 DateTimeNaive             naive ``datetime``
 DateTimeUtc               ``datetime`` in UTC
-Duration                  ``timedelta``; in text input, an integer number of microseconds
+Duration                  ``timedelta``; in text and JSON input, an integer number of
+                          nanoseconds (as Pathway writes and reads them), cut to microseconds
 list[T]                   ``list``
 tuple[T, ...]             ``dict`` with keys ``_0``, ``_1``, ... (an Arrow struct)
 Any                       ``pickle.dumps`` of the value
@@ -131,8 +132,8 @@ def _utc(value: dt.datetime) -> dt.datetime:
     return value.astimezone(dt.timezone.utc)
 
 
-def _micros(value: int) -> dt.timedelta:
-    return duration(_checked_int(value))
+def _nanoseconds(value: int) -> dt.timedelta:
+    return duration(_checked_int(value) // 1000)
 
 
 _TEXT_PARSERS: dict[str, Callable[[str], Any]] = {
@@ -145,7 +146,7 @@ _TEXT_PARSERS: dict[str, Callable[[str], Any]] = {
     "Json": _text_json,
     "DateTimeNaive": lambda t: _naive(dt.datetime.fromisoformat(t)),
     "DateTimeUtc": lambda t: _utc(dt.datetime.fromisoformat(t)),
-    "Duration": lambda t: _micros(int(t)),
+    "Duration": lambda t: _nanoseconds(int(t)),
     "Any": pickle.dumps,
 }
 
@@ -220,7 +221,7 @@ def _json_base_converter(dtype: DType) -> Callable[[Any], Any]:
     if name == "Duration":
         def to_duration(v: Any) -> dt.timedelta:
             _expect(isinstance(v, int) and not isinstance(v, bool), dtype, v)
-            return _micros(v)
+            return _nanoseconds(v)
         return to_duration
     if name == "list":
         item = json_converter(dtype.items[0])
