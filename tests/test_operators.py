@@ -1097,3 +1097,15 @@ def test_windowby_refuses_times_and_windows_of_different_kinds():
     t = pw.debug.table_from_markdown("t\n1")
     with pytest.raises(TypeError, match=r"Arguments \(time_expr, window.hop, window.duration\) have to be of types"):
         t.windowby(t.t, window=pw.temporal.sliding(hop=dt.timedelta(seconds=1), duration=dt.timedelta(seconds=2)))
+
+
+def test_join_results_group_and_reduce_like_tables():
+    left, right = pw.debug.table_from_markdown(LEFT), pw.debug.table_from_markdown(RIGHT)
+    joined = left.join(right, left.k == right.k)
+    grouped = joined.groupby(pw.this.k).reduce(pw.this.k, n=pw.reducers.count(), bs=pw.reducers.sorted_tuple(right.b))
+    assert_rows(grouped, [(2, 2, ("p", "p")), (4, 2, ("r", "s"))])
+    assert_rows(joined.reduce(n=pw.reducers.count()), [(4,)])
+    by_letter = joined.groupby(pw.left.a).reduce(pw.this.a, n=pw.reducers.count())
+    assert_rows(by_letter, [("y", 1), ("z", 1), ("w", 2)])
+    with pytest.raises(ValueError, match="group by pw.left.k or pw.right.k"):
+        left.join_outer(right, left.k == right.k).groupby(pw.this.k)

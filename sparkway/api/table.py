@@ -680,10 +680,15 @@ def _types(exprs: Iterable[tuple[str, Expr]], inputs: list[dict]) -> dict[str, D
 class GroupedTable:
     """A table grouped by key columns; ``reduce`` gives one row per group."""
 
-    def __init__(self, table: Table, keys: list[tuple[str, Expr]], aliases: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, table: Table, keys: list[tuple[str, Expr]], aliases: dict[str, str] | None = None,
+        bind: Callable[[Expr], Expr] | None = None,
+    ) -> None:
         self._table = table
         self._keys = keys
-        self._aliases = aliases or {}  # source column name -> key column name (windows)
+        self._aliases = aliases or {}  # source column name -> key column name (windows, joins)
+        # how the expressions of reduce() are read (a join's: from the joined pairs)
+        self._bind = bind or (lambda e: e)
 
     def reduce(self, *args: Any, **kwargs: Any) -> Table:
         """One row per group: group columns and reducers such as ``pw.reducers.count()``.
@@ -694,7 +699,7 @@ class GroupedTable:
         ['w', 'total']
         """
         table = self._table
-        exprs = _named_exprs(args, kwargs, [table])
+        exprs = [(name, self._bind(e)) for name, e in _named_exprs(args, kwargs, [table])]
         key_names = [k for k, _ in self._keys]
         aggregates: list[tuple[str, n.Aggregate]] = []
 
@@ -778,6 +783,48 @@ class JoinResult:
         bound = [(name, self._bind_pair(e)) for name, e in exprs]
         node = n.Select(_types(bound, [self._node.columns]), self._node, tuple(bound))
         return Table(node, self._left._label)
+
+    def groupby(self, *args: Any, instance: Any = None, **kwargs: Any) -> GroupedTable:
+        """Groups the joined pairs by the given columns (of either table); ``reduce`` follows.
+
+        >>> import sparkway as pw
+        >>> a = pw.debug.table_from_markdown("k | x\\n1 | 10\\n1 | 11")
+        >>> b = pw.debug.table_from_markdown("k | y\\n1 | 20")
+        >>> pw.debug.compute_and_print(
+        ...     a.join(b, a.k == b.k).groupby(b.y).reduce(b.y, total=pw.reducers.sum(a.x)), include_id=False)
+        y  | total
+        20 | 21
+        """
+        keys = [(k.name, self._bind_group_key(k)) for k in (*args, *([instance] if instance is not None else []))]
+        aliases = {bound.name: name for name, bound in keys}
+        shared_keys = {name for name, _ in keys if name in self._shared}
+
+        def bind(e: Expr) -> Expr:  # a key compared in the join is read where the key was
+            return self._bind_pair(transform(e, lambda x: self._group_key_side(x) if (
+                isinstance(x, ColumnRef) and x.table is this and x.name in shared_keys) else None))
+
+        return GroupedTable(Table(self._node, self._left._label), keys, aliases, bind)
+
+    def _bind_group_key(self, key: Any) -> Expr:
+        if isinstance(key, ColumnRef) and key.table is this and key.name in self._shared:
+            key = self._group_key_side(key)
+        bound = self._bind_pair(key)
+        if not isinstance(bound, ColumnRef):
+            raise PlanError(f"groupby on a join takes columns of either table, not {key!r}")
+        return bound
+
+    def _group_key_side(self, key: ColumnRef) -> Expr:
+        """A column both sides have and the join compares: in an inner join, either side's."""
+        if self._how != "inner":
+            raise PlanError(
+                f"pw.this.{key.name} in a {self._how} join may be either side's: group by pw.left.{key.name} "
+                f"or pw.right.{key.name}"
+            )
+        return ColumnRef(self._left, key.name)
+
+    def reduce(self, *args: Any, **kwargs: Any) -> Table:
+        """Aggregates of all joined pairs in one row."""
+        return self.groupby().reduce(*args, **kwargs)
 
     def filter(self, predicate: Expr) -> "JoinResult":
         """The pairs where ``predicate`` holds; ``select`` follows.
