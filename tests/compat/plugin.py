@@ -17,6 +17,7 @@ import json
 import os
 import re
 import threading
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -154,6 +155,8 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         return (yield)
     finally:
         watchdog.cancel()
+        if time.time() > _config()["deadline"]:  # the runner's budget: the rest count as not run
+            item.session.shouldstop = "the time budget of the compatibility run is spent"
 
 
 @pytest.hookimpl(wrapper=True)
