@@ -730,3 +730,15 @@ def test_expressions_print_as_pathway_prints_them():
         return a
 
     assert repr(foo(age=t.age)) == "pathway.apply(foo, <table1>.age)"
+
+
+def test_assert_table_has_schema_checks_columns_and_types():
+    t = pw.debug.table_from_markdown("a | b\n1 | x")
+    pw.assert_table_has_schema(t, pw.schema_from_types(a=float))  # int is narrower than float
+    pw.assert_table_has_schema(t, pw.schema_from_types(a=Optional[int], b=str), allow_superset=False)
+    with pytest.raises(AssertionError, match="column 'a' is of type int, not float"):
+        pw.assert_table_has_schema(t, pw.schema_from_types(a=float), allow_subtype=False)
+    with pytest.raises(AssertionError, match="columns the schema does not: b"):
+        pw.assert_table_has_schema(t, pw.schema_from_types(a=int), allow_superset=False)
+    with pytest.raises(AssertionError, match="no column 'c'"):
+        pw.assert_table_has_schema(t, pw.schema_from_types(c=int))

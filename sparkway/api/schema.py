@@ -142,3 +142,43 @@ def schema_from_types(_name: str = "Schema", **types: Any) -> type[Schema]:
     ['word', 'count']
     """
     return schema_from_columns({n: Column(n, dtype_of(t)) for n, t in types.items()}, _name)
+
+
+def assert_table_has_schema(
+    table: Any, schema: type[Schema], *, allow_superset: bool = True, ignore_primary_keys: bool = True,
+    allow_subtype: bool = True,
+) -> None:
+    """Raises ``AssertionError`` unless ``table`` has the columns and types of ``schema``:
+    more columns pass when ``allow_superset``; a narrower type (``int`` for ``float``, ``T``
+    for ``Optional[T]``, any type for ``Any``) passes when ``allow_subtype``.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("a | b\\n1 | x")
+    >>> pw.assert_table_has_schema(t, pw.schema_from_types(a=float))
+    >>> pw.assert_table_has_schema(t, pw.schema_from_types(a=str))
+    Traceback (most recent call last):
+    ...
+    AssertionError: column 'a' is of type int, not str
+    """
+    # AssertionError, as Pathway raises; not ``assert``, which ``python -O`` removes
+    have, want = table.typehints(), schema.typehints()
+    missing = [c for c in want if c not in have]
+    if missing:
+        raise AssertionError(f"the table has no column {', '.join(map(repr, missing))}; its columns: {', '.join(have)}")
+    extra = [c for c in have if c not in want]
+    if extra and not allow_superset:
+        raise AssertionError(f"the table has columns the schema does not: {', '.join(extra)}")
+    for name, wanted in want.items():
+        given = have[name]
+        if given != wanted and not (allow_subtype and _is_subtype(given, wanted)):
+            raise AssertionError(f"column {name!r} is of type {given}, not {wanted}")
+    keys = table.schema.primary_key_columns()
+    if not ignore_primary_keys and keys != schema.primary_key_columns():
+        raise AssertionError(f"primary key {keys} differs from {schema.primary_key_columns()}")
+
+
+def _is_subtype(given: DType, wanted: DType) -> bool:
+    if given.optional and not wanted.optional:
+        return False
+    base_given, base_wanted = given.with_optional(False), wanted.with_optional(False)
+    return base_given == base_wanted or base_wanted.name == "Any" or (base_given.name, base_wanted.name) == ("int", "float")

@@ -67,29 +67,14 @@ def run(**kwargs: Any) -> None:
     _pw().run(**_run_kwargs(kwargs))
 
 
+def empty_from_schema(schema: Any) -> Any:
+    """Pathway's ``pathway.internals.table_io.empty_from_schema`` (an internal its tests use)."""
+    return _pw().debug.table_from_rows(schema, [])
+
+
 def run_all(**kwargs: Any) -> None:
-    """``pw.run_all`` with the tests' defaults.
-
-    Without ``run_all`` in sparkway, ``pw.run`` stands in: the same when the test defined
-    outputs; without outputs (run_all computes every table anyway) it is missing API."""
-    sparkway = _sparkway()
-    if hasattr(sparkway, "run_all"):
-        sparkway.run_all(**_run_kwargs(kwargs))
-        return
-    try:
-        run(**kwargs)
-    except sparkway.errors.PlanError as e:
-        if "nothing to run" not in str(e):
-            raise
-        from compat.shim import MissingAPI
-
-        raise MissingAPI("pathway.run_all: not in sparkway (and the test defines no output)") from e
-
-
-def _sparkway() -> Any:
-    import sparkway
-
-    return sparkway
+    """``pw.run_all`` with the tests' defaults."""
+    _pw().run_all(**_run_kwargs(kwargs))
 
 
 def _hashable(value: Any) -> Hashable:

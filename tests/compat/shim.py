@@ -43,6 +43,7 @@ ALIASES: dict[str, str | None] = {
     "pathway.internals.join_mode": "sparkway.api.table",
     "pathway.internals.monitoring": "sparkway.api.run",
     "pathway.internals.reducers": "sparkway.api.reducers",
+    "pathway.internals.table_io": "compat.pathway_utils",  # empty_from_schema, for tests
     "pathway.internals.api": None,  # the Rust engine's API
     "pathway.engine": None,  # the Rust engine (not sparkway.engine, which is internal)
 }
