@@ -18,6 +18,7 @@ import inspect
 import linecache
 import os
 import sys
+import warnings
 from typing import Any, Callable
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -29,6 +30,12 @@ class SparkwayError(Exception):
 
 class PlanError(SparkwayError, ValueError):
     """The program cannot be built: an unknown column, a bad argument, a misuse of an operator."""
+
+
+class UnknownColumnError(PlanError, KeyError):
+    """A column the table (or either side of a join) does not have, or has twice."""
+
+    __str__ = Exception.__str__  # KeyError's would quote the message
 
 
 class PlanTypeError(PlanError, TypeError):
@@ -81,7 +88,8 @@ def _computation_error_class(kind: str) -> type[ComputationError]:
         cls = ComputationError
         if isinstance(builtin, type) and issubclass(builtin, Exception) and not issubclass(builtin, ComputationError):
             try:
-                cls = type("ComputationError", (ComputationError, builtin), {"__module__": __name__})
+                # Exception's __str__: KeyError's would quote the whole message
+                cls = type("ComputationError", (ComputationError, builtin), {"__module__": __name__, "__str__": Exception.__str__})
             except TypeError:  # a built-in whose instances are laid out differently (OSError...)
                 pass
         _computation_errors[kind] = cls
@@ -138,9 +146,21 @@ def user_frame() -> str:
     asked for what is being built (shown in errors about it); "" when there is none."""
     frame = sys._getframe(1)
     while frame is not None:
-        filename = frame.f_code.co_filename
-        # "<string>": code Python generates, such as a dataclass's __init__
-        if not filename.startswith(("<frozen", "<string>")) and not os.path.abspath(filename).startswith(_PACKAGE):
-            return f"{filename}:{frame.f_lineno}"
+        if _is_users(frame):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return ""
+
+
+def warn_user(message: str) -> None:
+    """A ``UserWarning`` shown at the line of the user's program that caused it."""
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and not _is_users(frame):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, UserWarning, stacklevel=level if frame is not None else 2)
+
+
+def _is_users(frame: Any) -> bool:
+    filename = frame.f_code.co_filename
+    # "<string>": code Python generates, such as a dataclass's __init__
+    return not filename.startswith(("<frozen", "<string>")) and not os.path.abspath(filename).startswith(_PACKAGE)

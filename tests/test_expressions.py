@@ -53,7 +53,7 @@ def test_select_keeps_ids_and_star_expansion():
 
 def test_column_of_another_table_is_rejected():
     a = pw.debug.table_from_markdown("x\n1")
-    b = pw.debug.table_from_markdown("y\n2")
+    b = pw.debug.table_from_markdown("y\n2\n3")  # other ids (tables with the same ids share them)
     with pytest.raises(ValueError, match="another table"):
         a.select(z=b.y)
     # a filter may lack rows of its input: its columns are not the input's
@@ -77,6 +77,37 @@ def test_columns_of_tables_with_the_same_ids_are_read_row_by_row():
 
 
 # -- arithmetic ----------------------------------------------------------------------------------
+
+def test_int_power_is_exact_and_wraps_around_and_shifts_take_the_count_modulo_64():
+    t = pw.debug.table_from_markdown(
+        """
+        a  | b
+        3  | 39
+        2  | 63
+        3  | 40
+        -1 | 63
+        2  | -1
+        -1 | -3
+        1  | 64
+        """
+    )
+    result = t.select(pw.this.a, pw.this.b, p=pw.this.a ** pw.this.b, l=pw.this.a << 3, r=pw.this.a >> 1)
+
+    def wrapped(value: int) -> int:  # 64-bit two's complement, as Pathway's ints
+        return (value + 2**63) % 2**64 - 2**63
+
+    def power(a: int, b: int) -> int:  # a negative exponent: the integer part of 1 / a**-b
+        return wrapped(a**b) if b >= 0 else int(1 / a**-b)
+
+    expected = [(a, b, power(a, b), a * 8, a >> 1) for a, b in
+                [(3, 39), (2, 63), (3, 40), (-1, 63), (2, -1), (-1, -3), (1, 64)]]
+    assert_rows(result, expected)
+    assert power(3, 40) == -6289078614652622815  # as Pathway 0.33 prints it
+    shifted = pw.debug.table_from_markdown("a | n\n1 | 64\n1 | 63").select(l=pw.this.a << pw.this.n)
+    assert_rows(shifted, [(1,), (-(2**63),)])  # a count of 64 shifts by 0, as in Pathway
+    with pytest.raises(TypeError):
+        t.select(pw.this.a << 1.5)
+
 
 def test_int_arithmetic_with_python_semantics_for_negatives():
     t = pw.debug.table_from_markdown(
@@ -330,7 +361,19 @@ def test_apply_sees_none_unless_udf_propagates_it():
         return "none" if v is None else str(v)
 
     result = t.select(pw.this.a, shown=pw.apply(show, pw.this.x), inc=inc(pw.this.x))
+    assert str(result.typehints()["inc"]) == "Optional[int]"  # a None argument gives None
     assert_rows(result, [(1, "10", 11), (-2, "none", None), (3, "none", None)])
+
+
+def test_batch_udfs_return_lists_and_are_not_fully_async():
+    @pw.udf(max_batch_size=4)
+    def total(a: list[int]) -> int:
+        return sum(a)
+
+    with pytest.raises(ValueError, match="A batch UDF has to return a list but is annotated as returning <class 'int'>"):
+        pw.debug.table_from_markdown("a\n1").select(t=total(pw.this.a))
+    with pytest.raises(ValueError, match="not supported for fully asynchronous"):
+        pw.udf(max_batch_size=4, executor=pw.udfs.fully_async_executor())(lambda a: a)
 
 
 def test_apply_with_tuple_and_json_arguments():

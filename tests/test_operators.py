@@ -94,11 +94,45 @@ def test_concat_and_concat_reindex():
     assert reindexed.index.is_unique
 
 
-def test_concat_needs_the_same_columns():
+def test_concat_needs_the_same_columns_in_any_order():
     a = pw.debug.table_from_markdown("x\n1")
     b = pw.debug.table_from_markdown("y\n1")
     with pytest.raises(ValueError, match="same columns"):
         a.concat(b)
+    lower_upper = pw.debug.table_from_markdown("lower | upper\na | A")
+    upper_lower = pw.debug.table_from_markdown("upper | lower\nB | b")
+    both = lower_upper.concat_reindex(upper_lower)
+    assert both.column_names() == ["lower", "upper"]
+    assert_rows(both, [("a", "A"), ("b", "B")])
+
+
+def test_table_from_columns_of_tables_with_the_same_ids():
+    t = pw.debug.table_from_markdown("  | a | b\n1 | 1 | x\n2 | 2 | y")
+    u = pw.debug.table_from_markdown("  | c\n1 | 10\n2 | 20")
+    assert_rows(pw.Table.from_columns(t.a, u.c, d=t.b), [(1, 10, "x"), (2, 20, "y")])
+    with pytest.raises(ValueError):  # two columns named a
+        pw.Table.from_columns(t.a, t.a)
+    with pytest.raises(ValueError):  # other ids
+        pw.Table.from_columns(t.a, pw.debug.table_from_markdown("  | c\n1 | 10\n3 | 30").c)
+
+
+def test_append_only_tables_and_the_latest_reducer_warning():
+    inserts = pw.debug.table_from_markdown("a | b\n1 | 2\n1 | 3")
+    updates = pw.debug.table_from_markdown(
+        """
+        a | b | __time__ | __diff__
+        1 | 2 |     2    |     1
+        1 | 2 |     4    |    -1
+        1 | 3 |     4    |     1
+        """
+    )
+    assert inserts.is_append_only and inserts.filter(pw.this.b > 2).select(c=pw.this.b).is_append_only
+    assert not updates.is_append_only
+    assert not inserts.groupby(pw.this.a).reduce(pw.this.a).is_append_only
+    assert inserts.join(inserts.copy(), pw.left.a == pw.right.a).select(pw.left.b).is_append_only
+    assert not inserts.join_left(inserts.copy(), pw.left.a == pw.right.a).select(pw.left.b).is_append_only
+    with pytest.warns(UserWarning, match="the latest reducer requires an append-only input"):
+        updates.groupby(pw.this.a).reduce(pw.this.a, last=pw.reducers.latest(pw.this.b))
 
 
 def test_flatten_lists_tuples_and_json_arrays():
@@ -508,6 +542,38 @@ def test_join_on_two_columns_and_id_from_a_side():
     assert {i: r[0] for i, r in frame_rows(frame).items()} == {i: r[2] for i, r in source.items() if r[2] != "x"}
 
 
+def test_chained_joins_read_every_table_joined_and_the_pairs():
+    a = pw.debug.table_from_markdown("k | x\n1 | 10\n2 | 11")
+    b = pw.debug.table_from_markdown("k | y\n1 | 20\n2 | 21\n2 | 22")
+    c = pw.debug.table_from_markdown("y | z\n20 | 30\n22 | 32")
+    ab = a.join(b, a.k == b.k)
+    abc = ab.join(c, pw.left.y == pw.right.y)
+    # *pw.this: each column once (k and y are compared, so either side's); original tables readable
+    assert_rows(abc.select(*pw.this), [(1, 10, 20, 30), (2, 11, 22, 32)])
+    assert abc.select(*pw.this).column_names() == ["k", "x", "y", "z"]
+    assert_rows(abc.select(a.x, b.y, c.z), [(10, 20, 30), (11, 22, 32)])
+    # pw.left.id is the id of the first join's pair
+    pairs = ab.select(pw.this.x, pw.this.y, pair=pw.this.id)
+    matched = {(x, pair) for x, y, pair in rows(pairs) if y in (20, 22)}
+    assert set(rows(abc.select(pw.this.x, pair=pw.left.id))) == matched
+    # a join on the right of a join, and a filter between joins
+    nested = a.join(b.join(c, b.y == c.y), a.k == b.k).select(a.x, c.z)
+    assert_rows(nested, [(10, 30), (11, 32)])
+    filtered = a.join(b, a.k == b.k).filter(pw.this.y > 20).join(c, pw.left.y == pw.right.y).select(pw.this.x)
+    assert_rows(filtered, [(11,)])
+    with pytest.raises(KeyError):  # a column neither side has
+        a.join(b, a.k == b.k).join(c, pw.left.y == pw.right.y).select(pw.this.q)
+
+
+def test_placeholders_expand_to_every_column_under_a_prefix_or_suffix():
+    a = pw.debug.table_from_markdown("col | on\na | 11\nb | 12")
+    b = pw.debug.table_from_markdown("col | on\nd | 12\ne | 13")
+    both = a.join(b, a.on == b.on).select(**pw.left.with_suffix("_l").with_prefix("t"), **pw.right.with_suffix("_r"))
+    assert both.column_names() == ["tcol_l", "ton_l", "col_r", "on_r"]
+    assert_rows(both, [("b", 12, "d", 12)])
+    assert a.select(*pw.this.with_prefix("p_"), **pw.this).column_names() == ["p_col", "p_on", "col", "on"]
+
+
 def test_join_filter_and_self_join():
     left, right = pw.debug.table_from_markdown(LEFT), pw.debug.table_from_markdown(RIGHT)
     joined = left.join(right, left.k == right.k)
@@ -616,6 +682,68 @@ def test_ix_with_argmax_finds_the_row():
     t = pw.debug.table_from_markdown(GROUPS)
     best = t.groupby(pw.this.k).reduce(pw.this.k, at=pw.reducers.argmax(pw.this.v))
     assert_rows(best.select(pw.this.k, s=t.ix(best.at).s, f=t.ix(best.at).f), [("a", "x", 1.5), ("b", "z", 4.0)])
+
+
+def test_ix_with_a_pointer_read_in_the_operation_that_uses_it():
+    t = pw.debug.table_from_markdown(GROUPS)
+    # pw.this.ix(argmax) in reduce: the grouped table's row with the largest v
+    best = t.groupby(pw.this.k).reduce(pw.this.k, s=pw.this.ix(pw.reducers.argmax(pw.this.v)).s)
+    assert_rows(best, [("a", "x"), ("b", "z")])
+    # t.ix(reducer) names its table; arithmetic over the looked-up column works too
+    best = t.groupby(pw.this.k).reduce(pw.this.k, f=t.ix(pw.reducers.argmin(pw.this.v)).f * 2)
+    assert_rows(best, [("a", 5.0), ("b", 8.0)])
+    # t.ix(pw.this.p) in select: the pointer is a column of the selecting table
+    linked = t.select(pw.this.v, p=t.pointer_from(pw.this.v))
+    by_v = t.with_id_from(pw.this.v).select(w=pw.this.v * 10)
+    assert_rows(linked.select(pw.this.v, w=by_v.ix(pw.this.p).w), [(3, 30), (1, 10), (2, 20), (7, 70)])
+
+
+def test_optional_pointers_lookups_and_filters_that_make_columns_not_optional():
+    animals = pw.debug.table_from_markdown("  | genus\n1 | upupa\n2 | bubo")
+    birds = pw.debug.table_from_markdown("  | desc | ref\n1 | hoopoe | 1\n2 | owl | 2\n3 | none |").with_columns(
+        ref=animals.pointer_from(pw.this.ref, optional=True))
+    assert str(birds.typehints()["ref"]) == "Optional[Pointer]"
+    latin = birds.select(pw.this.desc, *animals.ix(pw.this.ref, optional=True)[["genus"]])
+    assert str(latin.typehints()["genus"]) == "Optional[str]"
+    assert_rows(latin, [("hoopoe", "upupa"), ("owl", "bubo"), ("none", None)])
+    known = latin.filter(pw.this.genus.is_not_none() & (pw.this.desc != "x"))
+    assert str(known.typehints()["genus"]) == "str"  # as Pathway: the filter rules None out
+    assert_rows(known, [("hoopoe", "upupa"), ("owl", "bubo")])
+
+
+def test_groupby_with_id_uses_the_pointer_column_as_the_ids():
+    t = pw.debug.table_from_markdown(GROUPS).with_columns(g=pw.this.pointer_from(pw.this.k))
+    sums = t.groupby(id=t.g).reduce(t.g, total=pw.reducers.sum(t.v))
+    assert_rows(sums.select(pw.this.total), [(6,), (7,)])
+    frame = pw.debug.table_to_pandas(sums)
+    assert all(row_id == g for row_id, g in zip(frame.index, frame["g"]))  # id = the group's pointer
+    with pytest.raises(pw.errors.PlanError):  # an expression is not a column of pointers
+        t.groupby(id=t.g + 1)
+    with pytest.raises(TypeError):
+        t.groupby(id=t.k)
+
+
+def test_with_id_takes_the_pointer_as_it_is():
+    t = pw.debug.table_from_markdown(GROUPS)
+    moved = t.with_id(t.pointer_from(pw.this.v))
+    frame = pw.debug.table_to_pandas(moved.select(pw.this.v, p=t.pointer_from(pw.this.v)))
+    assert {row_id for row_id in frame.index} == set(frame["p"])
+
+
+def test_static_tables_with_the_same_ids_share_their_columns():
+    # as Pathway: debug tables with equal ids have one universe; other ids need a promise
+    letters = pw.debug.table_from_markdown("  | lower\n1 | a\n2 | b")
+    flags = pw.debug.table_from_markdown("  | keep\n1 | True\n2 | False")
+    others = pw.debug.table_from_markdown("  | keep\n1 | True\n3 | False")
+    assert_rows(letters.filter(flags.keep), [("a",)])
+    assert_rows(letters.with_columns(*flags), [("a", True), ("b", False)])
+    with pytest.raises(pw.errors.PlanError):
+        letters.filter(others.keep)
+    # a filter keeping every row: the program cannot know; with_universe_of says so
+    every = flags.filter(pw.this.keep | ~pw.this.keep)
+    with pytest.raises(pw.errors.PlanError):
+        letters.select(every.keep)
+    assert_rows(letters.select(pw.this.lower, every.with_universe_of(letters).keep), [("a", True), ("b", False)])
 
 
 # -- ordered operators ----------------------------------------------------------------------------

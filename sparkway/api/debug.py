@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sparkway.api import graph
 from sparkway.api.schema import Schema
@@ -120,6 +121,7 @@ class _DebugSource(MemorySource):
     ) -> None:
         super().__init__(columns, transactions, key_columns=key_columns)
         self.times = times
+        self.append_only = all(pc.all(pc.greater(t.column(DIFF), 0)).as_py() is not False for t in transactions)
 
     def open(self, storage: Any) -> None:
         super().open(storage)
@@ -177,7 +179,9 @@ def _rows_table(
         rows = [{**row, _LABEL: label} for row, label in zip(rows, labels)]
     timed = _transactions(stored, rows)
     source = _DebugSource(stored, [t for _, t in timed], [time for time, _ in timed], keys)
-    table = graph.table_from_source(source)
+    stream = ("__time__", "__diff__")
+    ids_key = tuple(sorted(repr([row.get(k) for k in (*keys, *stream)]) for row in rows))
+    table = graph.table_from_source(source, ids_key=(tuple(keys) if id_from else None, ids_key))
     return table if stored is columns else table.select(*(table[c] for c in columns))
 
 
@@ -331,6 +335,12 @@ def _short(row_id: int) -> str:
     return "^" + format(row_id & 0xFFFFFFFFFFFFFFFF, "016X")[:8]
 
 
+def _printed(row: dict[str, Any], table: Table) -> list[Any]:
+    """The row's values in column order; pointers as Pathway prints them (``^`` and digits)."""
+    pointers = {c for c, kind in table.typehints().items() if kind.with_optional(False) == dt.POINTER}
+    return [_short(row[c]) if c in pointers and row[c] is not None else row[c] for c in table.column_names()]
+
+
 def _cell_text(value: Any) -> str:
     """A printed value, as Pathway prints it (durations in pandas' notation)."""
     if value is None:
@@ -364,7 +374,7 @@ def compute_and_print(table: Table, *, include_id: bool = True, short_pointers: 
     """Prints the table's final contents, one row per line, sorted."""
     state = _final_state(compute(table, **run_kwargs), table.typehints())
     names = table.column_names()
-    rows = [([_short(i)] if include_id else []) + [row[c] for c in names] for i, (row, _) in state.items()]
+    rows = [([_short(i)] if include_id else []) + _printed(row, table) for i, (row, _) in state.items()]
     rows.sort(key=_order)
     _print_rows(([""] if include_id else []) + names, rows[:n_rows] if n_rows else rows)
 
@@ -376,5 +386,5 @@ def compute_and_print_update_stream(table: Table, *, include_id: bool = True, sh
     rows = []
     for batch in compute(table, **run_kwargs):
         for row_id, row in zip(batch.ids.to_pylist(), _rows(batch, table.typehints())):
-            rows.append(([_short(row_id)] if include_id else []) + [row[c] for c in names] + [row["time"], row["diff"]])
+            rows.append(([_short(row_id)] if include_id else []) + _printed(row, table) + [row["time"], row["diff"]])
     _print_rows(([""] if include_id else []) + names + ["__time__", "__diff__"], rows[:n_rows] if n_rows else rows)

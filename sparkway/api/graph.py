@@ -8,23 +8,28 @@ from __future__ import annotations
 
 import itertools
 
-from sparkway.api.table import Table, built_nodes, forget_built
+from sparkway.api.table import Table, Universe, built_nodes, forget_built
 from sparkway.connectors.base import Sink, Source
 from sparkway.connectors.writers import NullSink
 from sparkway.plan import nodes as n
 
 _outputs: list[n.Output] = []
 _source_sequence = itertools.count()
+# static tables with the same ids share one universe (as in Pathway), by a key of their ids
+_static_universes: dict[object, Universe] = {}
 
 
-def table_from_source(source: Source, label: str = "table") -> Table:
+def table_from_source(source: Source, label: str = "table", ids_key: object = None) -> Table:
     """The table ``source`` feeds, with the source's columns.
 
     Sources without a persistent id are named in the order they were created, so the
-    source is numbered here.
+    source is numbered here.  Sources whose rows are known up front give ``ids_key``
+    (what their ids are made from): tables with equal keys have the same ids, so their
+    columns may be used in each other's operations.
     """
     source.sequence = next(_source_sequence)
-    return Table(n.Input(dict(source.columns), source), label)
+    universe = None if ids_key is None else _static_universes.setdefault(ids_key, Universe())
+    return Table(n.Input(dict(source.columns), source), label, universe=universe)
 
 
 def write_to_sink(table: Table, sink: Sink) -> None:
@@ -55,4 +60,5 @@ def outputs_and_unused_tables() -> list[n.Output]:
 def clear() -> None:
     """Forget every table and output built so far (tests build several programs in one process)."""
     _outputs.clear()
+    _static_universes.clear()
     forget_built()

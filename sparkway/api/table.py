@@ -8,13 +8,15 @@ from typing import Any, Callable, Iterable
 
 from sparkway.api.schema import Schema, schema_from_columns
 from sparkway.api.temporal import check_window_types
-from sparkway.api.thisclass import AllColumns, Placeholder, left, right, this
+from sparkway.api.thisclass import AllColumns, PendingIx, Placeholder, left, right, this
 from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
-from sparkway.core.expression import Apply, Cast, Coalesce, ColumnRef, Expr, PointerFrom, ReducerExpr, transform, walk, wrap
+from sparkway.core.expression import (
+    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, PointerFrom, ReducerExpr, transform, walk, wrap,
+)
 from sparkway.core.type_rules import infer, reducer_type
-from sparkway.errors import PlanError, PlanTypeError, traced
+from sparkway.errors import PlanError, PlanTypeError, UnknownColumnError, traced, warn_user
 from sparkway.plan import nodes as n
 
 
@@ -126,6 +128,18 @@ class Table:
         return self.select(*self, *other)
 
     @property
+    def is_append_only(self) -> bool:
+        """Whether rows of this table are only ever inserted, never updated or deleted,
+        as far as the program can tell from its sources and operators.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("a\\n1\\n2")
+        >>> t.is_append_only, t.groupby(t.a).reduce(t.a).is_append_only
+        (True, False)
+        """
+        return n.is_append_only(self._node)
+
+    @property
     def schema(self) -> type[Schema]:
         return schema_from_columns({k: Column(k, v) for k, v in self._node.columns.items()})
 
@@ -165,7 +179,9 @@ class Table:
         kind = infer(bound, [base._node.columns]).with_optional(False)
         if kind not in (dt.BOOL, dt.ANY):
             raise PlanTypeError(f"filter needs a boolean expression, got one of type {kind}")
-        filtered = self._derive(n.Filter(dict(base._node.columns), base._node, bound), universe=Universe(self._universe))
+        required = _not_none(bound)
+        columns = {c: kind.with_optional(False) if c in required else kind for c, kind in base._node.columns.items()}
+        filtered = self._derive(n.Filter(columns, base._node, bound), universe=Universe(self._universe))
         if base is self:
             return filtered
         return filtered.select(**{c: filtered[c] for c in self._node.columns})  # drop looked-up columns
@@ -261,12 +277,49 @@ class Table:
         return self._derive(n.Reindex(dict(self._node.columns), self._node, keys))
 
     def with_id(self, new_id: Expr) -> "Table":
-        """Same rows, with ids taken from a pointer column."""
-        return self.with_id_from(new_id)
+        """Same rows, with ids taken from a pointer column (its values must be distinct).
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("k | v\\n1 | a")
+        >>> moved = t.with_id(t.pointer_from(t.k))
+        >>> pw.debug.compute_and_print(moved.select(same=moved.id == t.pointer_from(pw.this.k)), include_id=False)
+        same
+        True
+        """
+        pointer = self._bind(new_id)
+        kind = infer(pointer, [self._node.columns])
+        if kind.with_optional(False) not in (dt.POINTER, dt.ANY):
+            raise PlanTypeError(f"with_id needs a pointer column (e.g. t.pointer_from(...)), got one of type {kind}")
+        return self._derive(n.Reindex(dict(self._node.columns), self._node, (pointer,), use_pointer=True))
 
     def pointer_from(self, *args: Any, optional: bool = False) -> PointerFrom:
-        """The id that ``groupby(...).reduce`` or ``with_id_from`` give to these values."""
-        return PointerFrom(tuple(wrap(a) for a in args))
+        """The id that ``groupby(...).reduce`` or ``with_id_from`` give to these values;
+        with ``optional``, None where a value is None."""
+        return PointerFrom(tuple(wrap(a) for a in args), optional)
+
+    @staticmethod
+    def from_columns(*args: ColumnRef, **kwargs: ColumnRef) -> "Table":
+        """A table of columns of tables with the same ids (one universe); named ones are renamed.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("a | b\\n1 | 2")
+        >>> pw.Table.from_columns(t.a, c=t.b).column_names()
+        ['a', 'c']
+        """
+        columns = [*args, *kwargs.values()]
+        if not columns or not all(isinstance(c, ColumnRef) and isinstance(c.table, Table) for c in columns):
+            raise PlanError("Table.from_columns takes columns of tables, e.g. Table.from_columns(t.a, u.b)")
+        names = [c.name for c in args] + list(kwargs)
+        if len(set(names)) != len(names):
+            raise PlanError(f"Table.from_columns: two columns are named alike in {names}; rename one (name=t.column)")
+        base: Table = columns[0].table
+        for c in columns[1:]:
+            if not (base._universe.is_subset_of(c.table._universe) and c.table._universe.is_subset_of(base._universe)):
+                raise PlanError(
+                    f"Table.from_columns: column {c.name!r} belongs to a table with other ids; "
+                    "use with_universe_of() if the ids are in fact equal"
+                )
+        return base.select(*args, **kwargs)
 
     def concat(self, *others: "Table") -> "Table":
         """Rows of all tables; their ids must be disjoint."""
@@ -277,8 +330,8 @@ class Table:
         return self._concat(others, reindex=True)
 
     def _concat(self, others: Iterable["Table"], reindex: bool) -> "Table":
-        tables = (self, *others)
         columns = dict(self._node.columns)
+        tables = (self, *(_in_order(t, list(columns)) for t in others))
         for t in tables[1:]:
             if list(t._node.columns) != list(columns):
                 raise PlanError(
@@ -297,12 +350,19 @@ class Table:
         ['w', 'count']
         """
         keys = [a for a in args] + ([instance] if instance is not None else [])
+        if id is not None and not any(isinstance(k, ColumnRef) and k.name == getattr(id, "name", None) for k in keys):
+            keys.append(id)
         for k in keys:
             if not isinstance(k, ColumnRef):
                 raise PlanError(
                     f"groupby takes columns, not {k!r}: compute the value with with_columns() first"
                 )
-        return GroupedTable(self, [(k.name, self._bind(k)) for k in keys])
+        id_key = None
+        if id is not None:
+            id_key = id.name
+            if infer(self._bind(id), [self._node.columns]).with_optional(False) not in (dt.POINTER, dt.ANY):
+                raise PlanTypeError(f"groupby(id=...) needs a pointer column (e.g. t.pointer_from(...)), got {id!r}")
+        return GroupedTable(self, [(k.name, self._bind(k)) for k in keys], id_key=id_key)
 
     def reduce(self, *args: Any, **kwargs: Any) -> "Table":
         """Aggregates of the whole table in one row."""
@@ -364,20 +424,55 @@ class Table:
         """The rows whose ids the given pointer columns of another table name."""
         return self.ix(indexers[0], optional=True).filter(this.id.is_not_none())
 
-    def ix(self, expression: Expr, *, optional: bool = False, context: Any = None) -> "Table":
+    def ix(
+        self, expression: Expr, *, optional: bool = False, context: Any = None, allow_misses: bool = False
+    ) -> "Table | PendingIx":
         """Rows of this table looked up by a pointer column of another table.
 
-        The result has the rows (and ids) of the table that ``expression`` reads.
+        The result has the rows (and ids) of the table that ``expression`` reads.  A
+        pointer over ``pw.this`` or reducers is read in the operation that uses the
+        result's columns (``t.ix(pw.this.p).name`` in ``select``); ``allow_misses`` (or
+        ``optional``) gives None where no row has the id.
+
+        >>> import sparkway as pw
+        >>> people = pw.debug.table_from_markdown("  | name\\n1 | Ann\\n2 | Bob")
+        >>> pets = pw.debug.table_from_markdown("pet | owner\\ncat | 2").select(
+        ...     pw.this.pet, owner=people.pointer_from(pw.this.owner))
+        >>> pw.debug.compute_and_print(pets.select(pets.pet, who=people.ix(pets.owner).name), include_id=False)
+        pet | who
+        cat | Bob
         """
-        holder = _table_of(expression)
-        pointer = holder._bind(expression)
+        optional = optional or allow_misses
+        holder = _table_of(expression) or (context if isinstance(context, Table) else None)
+        if holder is None:
+            return PendingIx(self, wrap(expression), optional)
+        return self._lookup(holder, expression, optional)
+
+    def _lookup(self, holder: "Table", pointer: Expr, optional: bool) -> "Table":
+        """For each row of ``holder``, this table's row whose id ``pointer`` gives."""
+        bound = holder._bind(pointer)
         columns = {k: v.with_optional(v.optional or optional) for k, v in self._node.columns.items()}
-        node = n.KeyedMerge(columns, (holder._node, self._node), "ix", (pointer, None), optional)
+        node = n.KeyedMerge(columns, (holder._node, self._node), "ix", (bound, None), optional)
         return self._derive(node, universe=holder._universe)  # a row per row of the holder
 
-    def ix_ref(self, *args: Any, optional: bool = False, context: Any = None) -> "Table":
+    def ix_ref(self, *args: Any, optional: bool = False, context: Any = None, instance: Any = None) -> "Table | PendingIx":
         """Rows of this table looked up by the values its ids were made from."""
-        return self.ix(PointerFrom(tuple(wrap(a) for a in args)), optional=optional)
+        keys = (*args, instance) if instance is not None else args
+        return self.ix(PointerFrom(tuple(wrap(a) for a in keys)), optional=optional, context=context)
+
+    def _resolve_ix(self, expr: Expr) -> Expr:
+        """``IxRef`` columns as columns of ``target.ix(pointer)``, the pointer read from
+        this table's rows (``pw.this`` in it, and a placeholder target, mean this table)."""
+
+        def resolve(e: Expr) -> Expr | None:
+            if not isinstance(e, IxRef):
+                return None
+            target = self if isinstance(e.target, Placeholder) else e.target
+            pointer = transform(self._resolve_ix(e.pointer), lambda x: ColumnRef(self, x.name) if (
+                isinstance(x, ColumnRef) and x.table is this) else None)
+            return ColumnRef(target._lookup(self, pointer, e.optional), e.name)
+
+        return transform(expr, resolve)
 
     def _with_lookups(self, exprs: list[tuple[str, Expr]]) -> tuple["Table", list[tuple[str, Expr]]]:
         """Columns of other tables with one row per row of this table, used in this
@@ -389,6 +484,7 @@ class Table:
         rewritten to read it.  Columns of tables whose universe may lack some of this
         table's rows are left alone: ``bind`` refuses them.
         """
+        exprs = [(name, self._resolve_ix(e)) for name, e in exprs]
         lookups: dict[int, tuple[tuple[Expr | None, ...], n.Node, bool]] = {}
         own = {id(self._node), *self._equivalents}
         for _, e in exprs:
@@ -406,7 +502,8 @@ class Table:
         prefixes: dict[int, str] = {}
         for j, (key, (keys, target, optional)) in enumerate(lookups.items()):
             prefix = prefixes[key] = f"_pw_ix{j}_"
-            columns = {**base._node.columns, **{prefix + c: t for c, t in target.columns.items()}}
+            looked_up = {prefix + c: t.with_optional(t.optional or optional) for c, t in target.columns.items()}
+            columns = {**base._node.columns, **looked_up}
             merged = n.KeyedMerge(columns, (base._node, target), "ix", keys, optional, prefix)
             base = base._derive(merged, equivalent=base, universe=base._universe)
         final = base
@@ -442,8 +539,7 @@ class Table:
         >>> a.join(b, a.k == b.k).select(a.k, b.y).column_names()
         ['k', 'y']
         """
-        mode = getattr(how, "value", how) or "inner"
-        return JoinResult(self, other, on, mode, id)
+        return _joined(self, other, on, how, id, {})
 
     def join_inner(self, other: "Table", *on: Expr, **kwargs: Any) -> "JoinResult":
         return self.join(other, *on, how="inner", **kwargs)
@@ -568,6 +664,21 @@ class Table:
         is pending (``pw.udfs.fully_async_executor``)."""
         return self
 
+    def with_universe_of(self, other: "Table") -> "Table":
+        """The same rows, declared to have exactly ``other``'s ids, so that the columns of
+        each can be used in the other's operations (not checked: a missing id stops the
+        run where a column is read).
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("  | a\\n1 | 8\\n2 | 9")
+        >>> positive = t.filter(t.a > 0).with_universe_of(t)  # a filter that keeps every row
+        >>> t.select(t.a, b=positive.a * 2).column_names()
+        ['a', 'b']
+        """
+        columns = dict(self._node.columns)
+        same = tuple((c, ColumnRef(n.InputRef(0), c)) for c in columns)
+        return self._derive(n.Select(columns, self._node, same), universe=other._universe)
+
     def promise_universe_is_subset_of(self, other: "Table") -> "Table":
         """Promises that this table's ids are all among ``other``'s; returns the table."""
         self._universe.supersets.append(other._universe)
@@ -638,37 +749,62 @@ def bind(expr: Expr, sides: dict[int, int], this_index: int | None, columns: lis
 
 
 def _side_having(name: str, columns: list[dict]) -> int:
-    sides = [i for i, cols in enumerate(columns) if name in cols or name == "id"]
-    if len(sides) != 1:
-        where = "both tables" if sides else "neither table"
-        raise PlanError(f"pw.this.{name} is ambiguous in a join: {where} have it; use pw.left or pw.right")
+    sides = [i for i, cols in enumerate(columns) if name in cols]
+    if not sides:
+        raise UnknownColumnError(f"pw.this.{name}: neither side of the join has a column {name!r}")
+    if len(sides) > 1:
+        raise UnknownColumnError(f"pw.this.{name} is ambiguous in a join: both tables have it; use pw.left or pw.right")
     return sides[0]
 
 
-def _table_of(expr: Expr) -> Table:
-    for e in walk(expr):
-        if isinstance(e, ColumnRef) and isinstance(e.table, Table):
-            return e.table
-    raise PlanError("ix needs an expression over a table's columns, e.g. other.pointer_column")
+def _in_order(table: Table, names: list[str]) -> Table:
+    """``table`` with its columns in the order of ``names`` when it has the same ones
+    (concat matches columns by name, as Pathway does)."""
+    if list(table._node.columns) == names or set(table._node.columns) != set(names):
+        return table
+    return table.select(*(table[c] for c in names))
+
+
+def _not_none(predicate: Expr) -> set[str]:
+    """The columns a filter's predicate requires to be set (``pw.this.a.is_not_none() & ...``):
+    the filtered table's are not optional, as in Pathway."""
+    if isinstance(predicate, BinOp) and predicate.op == "&":
+        return _not_none(predicate.left) | _not_none(predicate.right)
+    if isinstance(predicate, IsNone) and predicate.negate and isinstance(predicate.arg, ColumnRef):
+        return {predicate.arg.name}
+    return set()
+
+
+def _table_of(expr: Expr) -> Table | None:
+    """The table whose rows an expression reads; None when that is left to the operation
+    that uses it (``pw.this``, reducers, constants)."""
+    nodes = list(walk(wrap(expr)))
+    if any(isinstance(e, ReducerExpr) for e in nodes):
+        return None
+    return next((e.table for e in nodes if isinstance(e, ColumnRef) and isinstance(e.table, Table)), None)
 
 
 def _named_exprs(args: tuple, kwargs: dict, tables: list[Any]) -> list[tuple[str, Expr]]:
     """``select``'s arguments as (name, expression) pairs; ``*pw.this`` expands."""
     out: dict[str, Expr] = {}
-    for a in args:
+    # select(**pw.left) passes every column as one AllColumns argument (Placeholder.keys)
+    expanded = [v for v in kwargs.values() if isinstance(v, AllColumns)]
+    for a in (*args, *expanded):
         if isinstance(a, AllColumns):
             source = a.table
             if isinstance(source, Placeholder):
                 source = tables[0] if source is this else tables[0 if source is left else 1]
             for c in source._node.columns:
                 if c not in a.exclude:
-                    out[c] = ColumnRef(source, c) if isinstance(source, Table) else ColumnRef(a.table, c)
-        elif isinstance(a, ColumnRef):
+                    column = ColumnRef(source, c) if isinstance(source, Table) else ColumnRef(a.table, c)
+                    out[a.renamed(c)] = column
+        elif isinstance(a, (ColumnRef, IxRef)):
             out[a.name] = a
         else:
             raise PlanTypeError(f"select takes columns positionally and expressions by name; got {a!r}")
     for k, v in kwargs.items():
-        out[k] = wrap(v)
+        if not isinstance(v, AllColumns):
+            out[k] = wrap(v)
     return list(out.items())
 
 
@@ -682,10 +818,11 @@ class GroupedTable:
 
     def __init__(
         self, table: Table, keys: list[tuple[str, Expr]], aliases: dict[str, str] | None = None,
-        bind: Callable[[Expr], Expr] | None = None,
+        bind: Callable[[Expr], Expr] | None = None, id_key: str | None = None,
     ) -> None:
         self._table = table
         self._keys = keys
+        self._id_key = id_key  # groupby(id=p): the groups' ids are the values of key p
         self._aliases = aliases or {}  # source column name -> key column name (windows, joins)
         # how the expressions of reduce() are read (a join's: from the joined pairs)
         self._bind = bind or (lambda e: e)
@@ -705,6 +842,11 @@ class GroupedTable:
 
         def lift(e: Expr) -> Expr | None:
             if isinstance(e, ReducerExpr):
+                if e.kind in ("latest", "earliest") and not n.is_append_only(table._node):
+                    warn_user(
+                        f"the {e.kind} reducer requires an append-only input, and this one's rows may be "
+                        "updated or deleted: to choose a row by value, use pw.reducers.argmax/argmin instead"
+                    )
                 args_bound = tuple(table._bind(a) for a in e.args)
                 name = f"_pw_agg_{len(aggregates)}"
                 aggregates.append((name, n.Aggregate(e.kind, args_bound, e.params)))
@@ -724,11 +866,27 @@ class GroupedTable:
             name: _aggregate_type(a, [table._node.columns]) for name, a in aggregates
         }
         key_types = {k: infer(e, [table._node.columns]) for k, e in self._keys}
-        reduce_node = n.Reduce(
+        reduce_node: n.Node = n.Reduce(
             {**key_types, **agg_types}, table._node, tuple(self._keys), tuple(aggregates)
         )
-        select = n.Select(_types(lifted, [reduce_node.columns]), reduce_node, tuple(lifted))
-        return Table(select, table._label)
+        if self._id_key is not None:
+            new_id = (ColumnRef(n.InputRef(0), self._id_key),)
+            reduce_node = n.Reindex(dict(reduce_node.columns), reduce_node, new_id, use_pointer=True)
+        if not any(isinstance(x, IxRef) for _, e in lifted for x in walk(e)):
+            select = n.Select(_types(lifted, [reduce_node.columns]), reduce_node, tuple(lifted))
+            return Table(select, table._label)
+        # lookups by pointers computed per group (t.ix(pw.reducers.argmax(...)).name): a
+        # select over the groups' table, where a placeholder target is the grouped table
+        groups = Table(reduce_node, table._label)
+
+        def on_groups(e: Expr) -> Expr | None:
+            if isinstance(e, ColumnRef) and isinstance(e.table, n.InputRef):
+                return ColumnRef(groups, e.name)
+            if isinstance(e, IxRef) and isinstance(e.target, Placeholder):
+                return IxRef(table, transform(e.pointer, on_groups), e.name, e.optional)
+            return None
+
+        return groups.select(**{name: transform(e, on_groups) for name, e in lifted})
 
 
 def _aggregate_type(agg: n.Aggregate, inputs: list[dict]) -> DType:
@@ -742,8 +900,14 @@ class JoinResult:
     def __init__(
         self, left_table: Table, right_table: Table, on: tuple, how: str, id_from: Any,
         interval: tuple[Any, Any, Any, Any] | None = None, shared: tuple[str, ...] = (),
+        aliases: dict[int, tuple[Table, Table, dict[str, str]]] | None = None,
     ) -> None:
         self._left, self._right = left_table, right_table
+        # tables joined earlier in a chain (t1.join(t2).join(t3)): their columns are hidden
+        # columns of one side: node id -> (that table, the side's table, column -> its column)
+        self._aliases = aliases or {}
+        on = tuple(self._unalias(c) for c in on)
+        id_from = self._unalias(id_from) if id_from is not None else None
         sides = _join_sides(left_table, right_table)
         cols = [left_table._node.columns, right_table._node.columns]
         left_keys, right_keys = [], []
@@ -779,6 +943,8 @@ class JoinResult:
 
     def select(self, *args: Any, **kwargs: Any) -> Table:
         """The output columns, from ``pw.left``, ``pw.right``, ``pw.this`` or the tables."""
+        args = tuple(c for a in args for c in (
+            self._this_columns(a.exclude) if isinstance(a, AllColumns) and a.table is this else (a,)))
         exprs = _named_exprs(args, kwargs, [self._left, self._right])
         bound = [(name, self._bind_pair(e)) for name, e in exprs]
         node = n.Select(_types(bound, [self._node.columns]), self._node, tuple(bound))
@@ -826,6 +992,69 @@ class JoinResult:
         """Aggregates of all joined pairs in one row."""
         return self.groupby().reduce(*args, **kwargs)
 
+    def join(self, other: "Table | JoinResult", *on: Expr, id: Any = None, how: Any = None, **kwargs: Any) -> "JoinResult":
+        """Joins the pairs with a third table: ``pw.left`` is the pairs (the columns
+        ``pw.this`` reads, and their ids), and the tables joined so far stay readable.
+
+        >>> import sparkway as pw
+        >>> a = pw.debug.table_from_markdown("k | x\\n1 | 10")
+        >>> b = pw.debug.table_from_markdown("k | y\\n1 | 20")
+        >>> c = pw.debug.table_from_markdown("y | z\\n20 | 30")
+        >>> abc = a.join(b, a.k == b.k).join(c, pw.left.y == pw.right.y)
+        >>> pw.debug.compute_and_print(abc.select(a.x, pw.this.y, c.z), include_id=False)
+        x  | y  | z
+        10 | 20 | 30
+        """
+        pairs, aliases = self._as_table()
+        return _joined(pairs, other, on, how, id, aliases)
+
+    def join_inner(self, other: "Table | JoinResult", *on: Expr, **kwargs: Any) -> "JoinResult":
+        return self.join(other, *on, how="inner", **kwargs)
+
+    def join_left(self, other: "Table | JoinResult", *on: Expr, **kwargs: Any) -> "JoinResult":
+        return self.join(other, *on, how="left", **kwargs)
+
+    def join_right(self, other: "Table | JoinResult", *on: Expr, **kwargs: Any) -> "JoinResult":
+        return self.join(other, *on, how="right", **kwargs)
+
+    def join_outer(self, other: "Table | JoinResult", *on: Expr, **kwargs: Any) -> "JoinResult":
+        return self.join(other, *on, how="outer", **kwargs)
+
+    def _as_table(self) -> tuple[Table, dict[int, tuple[Table, Table, dict[str, str]]]]:
+        """The pairs as a table: the columns ``pw.this`` reads and, hidden, every column
+        (and id) of every table joined, so that an operation chained after still reads them."""
+        joined = [orig for orig, _, _ in self._aliases.values()]
+        sides = [t for t in (self._left, self._right) if not any(t is via for _, via, _ in self._aliases.values())]
+        hidden: dict[str, Expr] = {}
+        names: list[tuple[Table, dict[str, str]]] = []
+        for k, table in enumerate([*joined, *sides]):
+            columns = {c: f"_pw_chain{k}_{c}" for c in (*table._node.columns, "id")}
+            hidden.update({hidden_name: ColumnRef(table, c) for c, hidden_name in columns.items()})
+            names.append((table, columns))
+        pairs = self.select(*self._this_columns(frozenset()), **hidden)
+        return pairs, {id(table._node): (table, pairs, columns) for table, columns in names}
+
+    def _this_columns(self, exclude: frozenset[str]) -> list[ColumnRef]:
+        """What ``*pw.this`` gives: each side's columns, a column both sides have only when
+        the join compares it (then once); hidden columns of a chain left out."""
+        ours = [c for c in self._left._node.columns if not c.startswith("_pw_chain")]
+        theirs = [c for c in self._right._node.columns if not c.startswith("_pw_chain")]
+        names = [c for c in ours if c not in theirs or c in self._shared] + [c for c in theirs if c not in ours]
+        return [ColumnRef(this, c) for c in names if c not in exclude]
+
+    def _unalias(self, expr: Any) -> Any:
+        """Columns of tables joined earlier in a chain, as the hidden columns holding them."""
+        if not self._aliases or not isinstance(expr, Expr):
+            return expr
+
+        def hidden(e: Expr) -> Expr | None:
+            if isinstance(e, ColumnRef) and isinstance(e.table, Table) and id(e.table._node) in self._aliases:
+                _, via, columns = self._aliases[id(e.table._node)]
+                return ColumnRef(via, columns[e.name])
+            return None
+
+        return transform(expr, hidden)
+
     def filter(self, predicate: Expr) -> "JoinResult":
         """The pairs where ``predicate`` holds; ``select`` follows.
 
@@ -840,26 +1069,46 @@ class JoinResult:
         if kind not in (dt.BOOL, dt.ANY):
             raise PlanTypeError(f"filter needs a boolean expression, got one of type {kind}")
         filtered = copy.copy(self)
-        filtered._node = n.Filter(dict(self._node.columns), self._node, bound)
+        required = _not_none(bound)
+        columns = {c: kind.with_optional(False) if c in required else kind for c, kind in self._node.columns.items()}
+        filtered._node = n.Filter(columns, self._node, bound)
         return filtered
 
     def _bind_pair(self, expr: Any) -> Expr:
         """The expression reading the joined pairs' columns (``_l_<name>``, ``_r_<name>``)."""
         sides = _join_sides(self._left, self._right)
         cols = [self._left._node.columns, self._right._node.columns]
+        expr = self._unalias(wrap(expr))
+
+        pair = n.InputRef(-1)  # the joined pair itself: pw.this.id is the pair's id
 
         def either_side(e: Expr) -> Expr | None:
+            if isinstance(e, ColumnRef) and e.table is this and e.name == "id":
+                return ColumnRef(pair, "id")
             if isinstance(e, ColumnRef) and e.table is this and e.name in self._shared:
                 return Coalesce((ColumnRef(self._left, e.name), ColumnRef(self._right, e.name)))
             return None
 
         def to_joined(e: Expr) -> Expr | None:
+            if isinstance(e, ColumnRef) and e.table is pair:
+                return ColumnRef(n.InputRef(0), e.name)
             if isinstance(e, ColumnRef) and isinstance(e.table, n.InputRef):
                 prefix = "_l_" if e.table.index == 0 else "_r_"
                 return ColumnRef(n.InputRef(0), prefix + e.name)
             return None
 
         return transform(bind(transform(wrap(expr), either_side), sides, None, cols), to_joined)
+
+
+def _joined(
+    left: Table, right: "Table | JoinResult", on: tuple, how: Any, id_from: Any,
+    aliases: dict[int, tuple[Table, Table, dict[str, str]]],
+) -> JoinResult:
+    mode = getattr(how, "value", how) or "inner"
+    if isinstance(right, JoinResult):  # t1.join(t2.join(t3, ...), ...)
+        right, more = right._as_table()
+        aliases = {**aliases, **more}
+    return JoinResult(left, right, on, mode, id_from, aliases=aliases)
 
 
 def _join_sides(left: Table, right: Table) -> dict[int, int]:

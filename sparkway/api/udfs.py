@@ -20,11 +20,12 @@ import functools
 import inspect
 import random
 import time
+import typing
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from sparkway.core.dtypes import DType, dtype_of
+from sparkway.core.dtypes import ANY, DType, dtype_of
 from sparkway.core.expression import Apply, wrap
 from sparkway.core.type_rules import return_type
 
@@ -146,6 +147,8 @@ class UDF:
         executor: Executor | None = None, cache_strategy: CacheStrategy | None = None,
         max_batch_size: int | None = None,
     ) -> None:
+        if max_batch_size is not None and executor is not None and executor.kind == "fully_async":
+            raise ValueError("Batching is not supported for fully asynchronous UDFs.")
         self.return_type = return_type
         self.deterministic = deterministic
         self.propagate_none = propagate_none
@@ -167,9 +170,12 @@ class UDF:
         if self.return_type is not None:
             return dtype_of(self.return_type)
         declared = return_type(self.__wrapped__)
-        if self.max_batch_size is not None and declared.name == "list":
-            return declared.items[0]  # a batch function returns a list of results
-        return declared
+        if self.max_batch_size is None or declared == ANY:
+            return declared
+        if declared.name != "list":
+            annotation = typing.get_type_hints(self.__wrapped__).get("return")
+            raise ValueError(f"A batch UDF has to return a list but is annotated as returning {annotation!r}")
+        return declared.items[0]  # a batch function returns a list of results
 
     def _row_function(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn`` as a plain function of one row's values."""

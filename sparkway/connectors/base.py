@@ -49,6 +49,8 @@ class Source(ABC):
     wakeup: threading.Event | None = None
     #: the kind of connector in log lines, as in the seeds' logs
     connector_label: str = "Reader"
+    #: whether the source only ever inserts rows (``Table.is_append_only``)
+    append_only: bool = False
 
     @property
     def label(self) -> str:

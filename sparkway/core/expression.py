@@ -56,6 +56,11 @@ class Expr:
     def __or__(self, o: Any) -> "BinOp": return self._bin("|", o)
     def __ror__(self, o: Any) -> "BinOp": return self._bin("|", o, True)
     def __xor__(self, o: Any) -> "BinOp": return self._bin("^", o)
+    def __rxor__(self, o: Any) -> "BinOp": return self._bin("^", o, True)
+    def __lshift__(self, o: Any) -> "BinOp": return self._bin("<<", o)
+    def __rlshift__(self, o: Any) -> "BinOp": return self._bin("<<", o, True)
+    def __rshift__(self, o: Any) -> "BinOp": return self._bin(">>", o)
+    def __rrshift__(self, o: Any) -> "BinOp": return self._bin(">>", o, True)
     def __neg__(self) -> "UnOp": return UnOp("neg", self)
     def __invert__(self) -> "UnOp": return UnOp("not", self)
     def __abs__(self) -> "UnOp": return UnOp("abs", self)
@@ -68,6 +73,9 @@ class Expr:
             "a column expression has no truth value: use & | ~ instead of and/or/not, "
             "and pw.if_else instead of if"
         )
+
+    def __iter__(self) -> Any:  # without it, ``*expr`` would call __getitem__ forever
+        raise PlanTypeError(f"{self!r} is one column expression: it cannot be unpacked or iterated")
 
     def __getitem__(self, key: Any) -> "Expr":
         """JSON field or list element access: ``pw.this.data["key"]``, ``pw.this.t[0]``."""
@@ -228,9 +236,24 @@ class Call(Expr):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class PointerFrom(Expr):
-    """The id a row with these key values gets (``table.pointer_from(...)``)."""
+    """The id a row with these key values gets (``table.pointer_from(...)``); with
+    ``optional``, None when a key value is None."""
 
     args: tuple[Expr, ...]
+    optional: bool = False
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class IxRef(Expr):
+    """``target.ix(pointer).name`` whose pointer is read from the rows of the operation that
+    uses it (``pw.this.ix(...)``, ``t.ix(pw.this.p)``, ``t.ix(pw.reducers.argmax(...))``):
+    the API layer turns it into a lookup once it knows that operation's table.  ``target``
+    is a table, or a placeholder meaning that same table."""
+
+    target: Any
+    pointer: Expr
+    name: str
+    optional: bool = False
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -345,6 +368,7 @@ def children(expr: Expr) -> tuple[Expr, ...]:
         case IfElse(c, t, o): return (c, t, o)
         case Coalesce(args) | MakeTuple(args) | PointerFrom(args): return args
         case Require(v, args): return (v, *args)
+        case IxRef(_, pointer, _, _): return (pointer,)
         case GetItem(a, k, d, _): return (a, k) if d is None else (a, k, d)
         case Apply(_, args, _, _) | Call(_, args, _) | ReducerExpr(_, args, _): return args
     return ()
@@ -361,8 +385,9 @@ def replace_children(expr: Expr, new: tuple[Expr, ...]) -> Expr:
         case IfElse(): return IfElse(*new)
         case Coalesce(): return Coalesce(new)
         case MakeTuple(): return MakeTuple(new)
-        case PointerFrom(): return PointerFrom(new)
+        case PointerFrom(_, optional): return PointerFrom(new, optional)
         case Require(): return Require(new[0], new[1:])
+        case IxRef(target, _, name, optional): return IxRef(target, new[0], name, optional)
         case GetItem(_, _, d, checked): return GetItem(new[0], new[1], new[2] if d is not None else None, checked)
         case Apply(fn, _, t, p): return Apply(fn, new, t, p)
         case Call(name, _, params): return Call(name, new, params)
@@ -467,6 +492,10 @@ class _Printer:
         if e.name in _FUNCTION_NAMES:
             return f"pathway.{_FUNCTION_NAMES[e.name]}({self._all(e.args)})"
         return f"({self.text(e.args[0])}).{e.name}({arguments})"
+
+    def _ixref(self, e: IxRef) -> str:
+        target = self.text(ColumnRef(e.target, "_")).removesuffix("._")
+        return f"{target}.ix({self.text(e.pointer)}).{e.name}"
 
     def _pointerfrom(self, e: PointerFrom) -> str:
         return f"pathway.pointer_from({self._all(e.args)})"

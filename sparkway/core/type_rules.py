@@ -62,12 +62,14 @@ def infer(expr: Expr, inputs: Columns) -> DType:
             return DType("tuple", tuple(infer(a, inputs) for a in args))
         case GetItem(a, key, default, checked):
             return _getitem_type(infer(a, inputs), key, default, checked, inputs)
-        case Apply(fn, _, dtype, _):
-            return dtype if dtype is not None else return_type(fn)
+        case Apply(fn, args, dtype, propagate_none):
+            result = dtype if dtype is not None else return_type(fn)
+            # a None argument skips the call and gives None
+            return result.with_optional(True) if propagate_none and any(infer(a, inputs).optional for a in args) else result
         case Call(name, args, params):
             return FUNCTION_TYPES[name]([infer(a, inputs) for a in args], params)
-        case PointerFrom():
-            return dt.POINTER
+        case PointerFrom(args, optional):
+            return dt.POINTER.with_optional(optional and any(infer(a, inputs).optional for a in args))
         case ReducerExpr():
             raise PlanTypeError("reducers such as pw.reducers.sum can only be used in reduce()")
     raise PlanTypeError(f"unsupported expression {expr!r}")
@@ -94,6 +96,7 @@ _COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
 _OPERATOR_NAMES = {
     "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge", "+": "add", "-": "sub",
     "*": "mul", "/": "truediv", "//": "floordiv", "%": "mod", "**": "pow", "&": "and_", "|": "or_", "^": "xor",
+    "<<": "lshift", ">>": "rshift",
 }
 
 
@@ -106,6 +109,10 @@ def _binop_type(op: str, a: DType, b: DType) -> DType:
         return dt.BOOL.with_optional(optional)
     if op in ("&", "|", "^"):
         return dt.BOOL.with_optional(optional) if base_a == dt.BOOL else base_a.with_optional(optional)
+    if op in ("<<", ">>"):
+        if {base_a, base_b} <= {dt.INT, dt.ANY}:
+            return dt.INT.with_optional(optional)
+        raise _unsupported(op, base_a, base_b)
     if op == "/":
         if base_a == dt.DURATION and base_b == dt.DURATION:
             return dt.FLOAT.with_optional(optional)

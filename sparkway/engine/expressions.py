@@ -7,12 +7,16 @@ UDFs; everything else is native Spark SQL.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import pickle
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -120,6 +124,24 @@ def _nonzero(divisor: Column, where: str) -> Column:
     return F.when(divisor == 0, failure).otherwise(divisor)
 
 
+@functools.cache
+def _int_power() -> Callable[[Column, Column], Column]:
+    """``a ** b`` of ints as Pathway computes it: exact, wrapping around on overflow like
+    64-bit arithmetic (Spark's pow goes through doubles); a negative exponent gives the
+    integer part of ``1 / a ** -b``."""
+
+    def power(base: pa.Array, exponent: pa.Array) -> pa.Array:
+        missing = pc.or_(pc.is_null(base), pc.is_null(exponent))
+        a = pc.fill_null(base, 0).to_numpy(zero_copy_only=False)
+        b = pc.fill_null(exponent, 0).to_numpy(zero_copy_only=False)
+        with np.errstate(over="ignore"):
+            positive = np.power(a, np.maximum(b, 0))
+        inverse = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+        return pa.array(np.where(b < 0, inverse, positive), pa.int64(), mask=missing.to_numpy(zero_copy_only=False))
+
+    return F.arrow_udf(power, "long")
+
+
 def _binop(e: BinOp, scope: Scope) -> Column:
     a, b = compile_expr(e.left, scope), compile_expr(e.right, scope)
     ta, tb = _type(e.left, scope).with_optional(False), _type(e.right, scope).with_optional(False)
@@ -146,8 +168,11 @@ def _binop(e: BinOp, scope: Scope) -> Column:
     if op == "%":
         return _python_mod(a, b)
     if op == "**":
-        powered = F.pow(a, b)
-        return powered.cast("long") if result.with_optional(False) == dt.INT else powered
+        if result.with_optional(False) == dt.INT:
+            return _int_power()(a, b)
+        return F.pow(a, b)
+    if op in ("<<", ">>"):  # Java's shifts of a long take the count modulo 64, as Pathway's do
+        return F.call_function("shiftleft" if op == "<<" else "shiftright", a, b.cast("int"))
     if op in ("&", "|", "^") and ta == dt.BOOL:
         return {"&": lambda: a & b, "|": lambda: a | b, "^": lambda: (a & ~b) | (~a & b)}[op]()
     if op in ("&", "|", "^"):
@@ -303,7 +328,10 @@ def _apply(e: Apply, scope: Scope) -> Column:
 
 
 def _pointer_from(e: PointerFrom, scope: Scope) -> Column:
-    return pointer_of([compile_expr(a, scope) for a in e.args])
+    keys = [compile_expr(a, scope) for a in e.args]
+    if not e.optional or not keys:
+        return pointer_of(keys)
+    return F.when(functools.reduce(lambda x, y: x | y, [k.isNull() for k in keys]), F.lit(None)).otherwise(pointer_of(keys))
 
 
 def _call(e: Call, scope: Scope) -> Column:

@@ -129,7 +129,8 @@ def _flatten(node: n.Flatten, frames: list[DataFrame], ctx: StepContext) -> Data
 
 def _reindex(node: n.Reindex, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     scope = Scope.of(node.input.columns, where=node.label)
-    new_id = pointer_of([compile_expr(k, scope) for k in node.keys])
+    keys = [compile_expr(k, scope) for k in node.keys]
+    new_id = keys[0] if node.use_pointer else pointer_of(keys)
     return frames[0].select(new_id.alias(ID), *[col(c) for c in node.columns], col(DIFF))
 
 

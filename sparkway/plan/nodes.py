@@ -96,9 +96,11 @@ class Flatten(_Unary):
 
 @dataclass(frozen=True, eq=False)
 class Reindex(_Unary):
-    """New ids computed from values (``with_id_from``); ``keys`` empty keeps values' order."""
+    """New ids computed from values (``with_id_from``); ``keys`` empty keeps values' order.
+    With ``use_pointer``, the one key is a pointer that becomes the id as it is (``with_id``)."""
 
     keys: tuple[Expr, ...]
+    use_pointer: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -229,6 +231,22 @@ class KeyedMerge(_Stateful, Node):
     def describe(self) -> dict[str, Any]:
         extra = {"prefix": self.prefix} if self.prefix is not None else {}
         return {**super().describe(), "mode": self.mode, **extra}
+
+
+def is_append_only(node: Node) -> bool:
+    """Whether the node's rows are only ever inserted, never retracted, as far as the plan
+    can tell (Pathway's ``Table.is_append_only``): from sources that only insert, through
+    operators that map each change to insertions."""
+    match node:
+        case Input(source=source):
+            return bool(getattr(source, "append_only", False))
+        case Select() | Filter() | Flatten() | Reindex():
+            return is_append_only(node.input)
+        case Concat(tables=tables):
+            return all(is_append_only(t) for t in tables)
+        case Join(how="inner"):  # an outer join retracts a padded row when its match comes
+            return is_append_only(node.left) and is_append_only(node.right)
+    return False
 
 
 @dataclass(frozen=True, eq=False)
