@@ -9,7 +9,10 @@ from sparkway.api.functions import (
     apply, apply_with_type, cast, coalesce, declare_type, if_else, make_tuple, require, unwrap,
 )
 from sparkway.api.run import MonitoringLevel, run, run_all
-from sparkway.api.schema import Schema, assert_table_has_schema, column_definition, schema_builder, schema_from_types
+from sparkway.api.schema import (
+    Schema, SchemaProperties, assert_table_has_schema, column_definition, schema_builder, schema_from_csv,
+    schema_from_dict, schema_from_types,
+)
 from sparkway.api.table import GroupedTable, JoinMode, JoinResult, Table
 from sparkway.api.thisclass import left, right, this
 from sparkway.api.reducers import BaseCustomAccumulator
@@ -20,9 +23,9 @@ from sparkway.io import moved_csv as csv
 
 __all__ = [
     "BaseCustomAccumulator", "ColumnExpression", "ColumnReference", "DateTimeNaive", "DateTimeUtc", "Duration", "GroupedTable", "JoinMode", "JoinResult",
-    "Json", "MonitoringLevel", "Pointer", "Schema", "Table", "UDF", "apply", "apply_async",
+    "Json", "MonitoringLevel", "Pointer", "Schema", "SchemaProperties", "Table", "UDF", "apply", "apply_async",
     "apply_with_type", "assert_table_has_schema", "cast", "coalesce", "column_definition", "csv", "debug", "declare_type", "errors",
     "if_else", "io", "left", "make_tuple", "persistence", "reducers", "require", "right", "run",
-    "run_all", "schema_builder", "schema_from_types", "temporal", "this", "udf", "udfs",
+    "run_all", "schema_builder", "schema_from_csv", "schema_from_dict", "schema_from_types", "temporal", "this", "udf", "udfs",
     "universes", "unwrap",
 ]

@@ -449,6 +449,26 @@ def test_str_parse_methods():
     strict = t.filter(pw.this.i == "x").select(i=pw.this.i.str.parse_int())
     with pytest.raises(Exception, match="parse"):
         pw.debug.table_to_pandas(strict)
+    # own words for true and false, compared without case
+    words = t.select(b=pw.this.b.str.parse_bool(true_values=["MAYBE", "true"], false_values=["false"]))
+    assert_rows(words, [(True,), (False,), (True,)])
+
+
+def test_str_count_find_rfind_in_a_range_as_python():
+    names = ["Alice", "olice", "Hello", "World", "Zoo", "oo"]
+    t = pw.debug.table_from_markdown("name\n" + "\n".join(names))
+    ranges = [(None, None), (1, None), (1, 4), (-3, None), (-3, -1), (2, 100)]
+    columns = {}
+    for k, (start, end) in enumerate(ranges):
+        columns[f"c{k}"] = pw.this.name.str.count("o", start, end)
+        columns[f"f{k}"] = pw.this.name.str.find("o", start, end)
+        columns[f"r{k}"] = pw.this.name.str.rfind("o", start, end)
+    expected = [
+        (name, *[value for start, end in ranges for value in
+                 (name.count("o", start, end), name.find("o", start, end), name.rfind("o", start, end))])
+        for name in names
+    ]
+    assert_rows(t.select(pw.this.name, **columns), expected)
 
 
 # -- the .dt namespace ---------------------------------------------------------------------------------------

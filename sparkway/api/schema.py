@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import csv
+import itertools
 import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from sparkway.core.columns import NO_DEFAULT, Column
 from sparkway.core.dtypes import DType, dtype_of
+
+
+@dataclass(frozen=True)
+class SchemaProperties:
+    """Options of a whole schema: ``append_only`` says that its table's rows are only
+    ever inserted (``class S(pw.Schema, append_only=True)``)."""
+
+    append_only: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -18,6 +28,7 @@ class ColumnDefinition:
     default_value: Any = NO_DEFAULT
     dtype: Any = None
     name: str | None = None
+    append_only: bool | None = None
 
     @property
     def has_default(self) -> bool:
@@ -43,41 +54,76 @@ def column_definition(
     >>> S.primary_key_columns()
     ['key']
 
-    ``append_only``, ``description`` and ``example`` describe the column for people and
-    for Pathway's optimizer; sparkway accepts them and does not use them.
+    ``description`` and ``example`` describe the column for people and for Pathway's
+    optimizer; sparkway accepts them and does not use them.
     """
-    return ColumnDefinition(primary_key, default_value, dtype, name)
+    return ColumnDefinition(primary_key, default_value, dtype, name, append_only)
 
 
 class _SchemaMeta(type):
     __columns__: dict[str, Column]
 
-    def __new__(mcs, name: str, bases: tuple, namespace: dict, **kwargs: Any) -> type:
+    def __new__(mcs, name: str, bases: tuple, namespace: dict, append_only: bool | None = None, **kwargs: Any) -> type:
         cls = super().__new__(mcs, name, bases, namespace)
         columns: dict[str, Column] = {}
         for base in reversed(bases):
             columns.update(getattr(base, "__columns__", {}))
-        hints = typing.get_type_hints(cls) if "__annotations__" in namespace else {}
-        for col_name in namespace.get("__annotations__", {}):
+        annotated = namespace.get("__annotations__", {})
+        unannotated = [k for k, v in namespace.items() if isinstance(v, ColumnDefinition) and k not in annotated]
+        if unannotated:
+            raise ValueError(
+                f"definitions of columns {', '.join(unannotated)} lack type annotation; write name: type = pw.column_definition(...)"
+            )
+        hints = typing.get_type_hints(cls) if annotated else {}
+        for col_name in annotated:
             if col_name.startswith("__"):
                 continue
             definition = namespace.get(col_name, ColumnDefinition())
             if not isinstance(definition, ColumnDefinition):
-                definition = ColumnDefinition(default_value=definition)
-            annotation = definition.dtype if definition.dtype is not None else hints[col_name]
-            columns[col_name] = Column(
-                name=col_name,
-                dtype=dtype_of(annotation),
-                primary_key=definition.primary_key,
-                default_value=definition.default_value,
-                source_name=definition.name,
-            )
+                raise ValueError(
+                    f"column {col_name!r} of schema {name} is given {definition!r}: a column's default "
+                    f"is written {col_name}: ... = pw.column_definition(default_value={definition!r})"
+                )
+            columns[col_name] = _column(col_name, definition, hints[col_name], append_only)
         cls.__columns__ = columns
+        inherited = next((b.__properties__ for b in bases if hasattr(b, "__properties__")), SchemaProperties())
+        cls.__properties__ = SchemaProperties(append_only if append_only is not None else inherited.append_only)
         return cls
 
     def __repr__(cls) -> str:
         cols = ", ".join(f"{c.name}: {c.dtype}" for c in cls.__columns__.values())
         return f"<pw.Schema {cls.__name__}({cols})>"
+
+    def __eq__(cls, other: object) -> bool:
+        """Schemas are equal when their columns (in order, with types and options) and
+        their properties are; their names do not matter."""
+        if not isinstance(other, _SchemaMeta):
+            return NotImplemented
+        return list(cls.__columns__.values()) == list(other.__columns__.values()) and (
+            cls.__properties__ == other.__properties__
+        )
+
+    def __hash__(cls) -> int:
+        return hash(tuple(cls.__columns__.values()))
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"a schema ({cls.__name__}) describes columns: it is not called; use it as a type")
+
+
+def _column(name: str, definition: ColumnDefinition, annotation: Any, schema_append_only: bool | None) -> Column:
+    """The resolved column of a schema class attribute ``name: annotation = definition``."""
+    kind = dtype_of(annotation)
+    if definition.dtype is not None and dtype_of(definition.dtype) != kind:
+        raise TypeError(
+            f"column {name!r} is annotated {kind} but its definition says dtype={dtype_of(definition.dtype)}; keep one"
+        )
+    given = definition.append_only
+    if given is not None and schema_append_only is not None and given != schema_append_only:
+        raise ValueError(
+            f"ambiguous property; schema property `append_only` has value {schema_append_only} "
+            f"but column `{name}` got {given}"
+        )
+    return Column(name, kind, definition.primary_key, definition.default_value, definition.name)
 
 
 class Schema(metaclass=_SchemaMeta):
@@ -111,14 +157,20 @@ class Schema(metaclass=_SchemaMeta):
         return {c.name: c.dtype for c in cls.__columns__.values()}
 
 
-def schema_from_columns(columns: dict[str, Column], name: str = "Schema") -> type[Schema]:
+def schema_from_columns(
+    columns: dict[str, Column], name: str = "Schema", properties: SchemaProperties | None = None
+) -> type[Schema]:
     """A Schema class holding the given resolved columns."""
     cls = _SchemaMeta(name, (Schema,), {})
     cls.__columns__ = dict(columns)
+    cls.__properties__ = properties or SchemaProperties()
     return cls
 
 
-def schema_builder(columns: dict[str, ColumnDefinition], *, name: str | None = None, **_: Any) -> type[Schema]:
+def schema_builder(
+    columns: dict[str, ColumnDefinition], *, name: str | None = None, properties: SchemaProperties | None = None,
+    **_: Any,
+) -> type[Schema]:
     """A schema from column definitions, each with its ``dtype``.
 
     >>> import sparkway as pw
@@ -127,11 +179,78 @@ def schema_builder(columns: dict[str, ColumnDefinition], *, name: str | None = N
     >>> S.column_names(), S.primary_key_columns()
     (['key', 'value'], ['key'])
     """
-    resolved = {
-        col: Column(col, dtype_of(d.dtype if d.dtype is not None else Any), d.primary_key, d.default_value, d.name)
-        for col, d in columns.items()
-    }
-    return schema_from_columns(resolved, name or "Schema")
+    append_only = properties.append_only if properties is not None else None
+    resolved = {col: _column(col, d, d.dtype if d.dtype is not None else Any, append_only) for col, d in columns.items()}
+    return schema_from_columns(resolved, name or "Schema", properties)
+
+
+def schema_from_dict(
+    columns: dict[str, Any], *, name: str | None = None, properties: dict[str, Any] | SchemaProperties | None = None
+) -> type[Schema]:
+    """A schema from a dict: each column's type (a type or its name, e.g. ``"int"``), or a
+    dict of its ``pw.column_definition`` options with ``dtype``.
+
+    >>> import sparkway as pw
+    >>> S = pw.schema_from_dict({"key": {"dtype": "int", "primary_key": True}, "value": str})
+    >>> S.typehints()["key"], S.primary_key_columns()
+    (DType(name='int', items=(), optional=False), ['key'])
+    """
+    definitions = {}
+    for col, spec in columns.items():
+        options = dict(spec) if isinstance(spec, dict) else {"dtype": spec}
+        options["dtype"] = _type_named(options.get("dtype", Any))
+        definitions[col] = ColumnDefinition(**options)
+    if isinstance(properties, dict):
+        properties = SchemaProperties(**properties)
+    return schema_builder(definitions, name=name, properties=properties)
+
+
+_TYPE_NAMES = {"int": int, "float": float, "str": str, "bool": bool, "bytes": bytes, "Any": Any, "typing.Any": Any}
+
+
+def _type_named(dtype: Any) -> Any:
+    if not isinstance(dtype, str):
+        return dtype
+    if dtype not in _TYPE_NAMES:
+        raise ValueError(f"unknown type name {dtype!r}: use one of {', '.join(_TYPE_NAMES)}, or a type")
+    return _TYPE_NAMES[dtype]
+
+
+def schema_from_csv(
+    path: str, *, name: str | None = None, properties: SchemaProperties | None = None, delimiter: str = ",",
+    quote: str = '"', comment_character: str | None = None, escape: str | None = None,
+    double_quote_escapes: bool = True, num_parsed_rows: int | None = None,
+) -> type[Schema]:
+    """A schema from a CSV file's header, each column's type inferred from its values
+    (the first ``num_parsed_rows``, or all): int, float if a value is not an int, str if
+    one is not a number; Any when no row is read.
+
+    >>> import sparkway as pw, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "data.csv")
+    >>> _ = open(path, "w").write("word,count,share\\nfoo,2,0.5\\n")
+    >>> pw.schema_from_csv(path).typehints()["share"]
+    DType(name='float', items=(), optional=False)
+    """
+    with open(path, newline="") as f:
+        lines = (line for line in f if comment_character is None or not line.lstrip().startswith(comment_character))
+        reader = csv.reader(lines, delimiter=delimiter, quotechar=quote, escapechar=escape, doublequote=double_quote_escapes)
+        header = next(reader)
+        rows = list(itertools.islice(reader, num_parsed_rows))
+    types = {col: _inferred_type([row[i] for row in rows if i < len(row)]) for i, col in enumerate(header)}
+    return schema_from_columns({c: Column(c, dtype_of(t)) for c, t in types.items()}, name or "Schema", properties)
+
+
+def _inferred_type(values: list[str]) -> Any:
+    if not values:
+        return Any
+    for kind in (int, float):
+        try:
+            for value in values:
+                kind(value)
+            return kind
+        except ValueError:
+            continue
+    return str
 
 
 def schema_from_types(_name: str = "Schema", **types: Any) -> type[Schema]:

@@ -297,9 +297,12 @@ class StrNamespace(_Namespace):
     def strip(self, chars: str | None = None) -> Call: return self._call("str.strip", params=(chars,))
     def startswith(self, prefix: Any) -> Call: return self._call("str.startswith", prefix)
     def endswith(self, suffix: Any) -> Call: return self._call("str.endswith", suffix)
-    def count(self, sub: Any) -> Call: return self._call("str.count", sub)
-    def find(self, sub: Any) -> Call: return self._call("str.find", sub)
-    def rfind(self, sub: Any) -> Call: return self._call("str.rfind", sub)
+    def count(self, sub: Any, start: int | None = None, end: int | None = None) -> Call:
+        return self._call("str.count", sub, params=(start, end))
+    def find(self, sub: Any, start: int | None = None, end: int | None = None) -> Call:
+        return self._call("str.find", sub, params=(start, end))
+    def rfind(self, sub: Any, start: int | None = None, end: int | None = None) -> Call:
+        return self._call("str.rfind", sub, params=(start, end))
     def swapcase(self) -> Call: return self._call("str.swapcase")
     def title(self) -> Call: return self._call("str.title")
     def removeprefix(self, prefix: Any) -> Call: return self._call("str.removeprefix", prefix)
@@ -309,7 +312,11 @@ class StrNamespace(_Namespace):
     def slice(self, start: int, end: int) -> Call: return self._call("str.slice", params=(start, end))
     def parse_int(self, optional: bool = False) -> Call: return self._call("str.parse_int", params=(optional,))
     def parse_float(self, optional: bool = False) -> Call: return self._call("str.parse_float", params=(optional,))
-    def parse_bool(self, optional: bool = False) -> Call: return self._call("str.parse_bool", params=(optional,))
+    def parse_bool(
+        self, true_values: Any = ("on", "true", "yes", "1"), false_values: Any = ("off", "false", "no", "0"),
+        optional: bool = False,
+    ) -> Call:
+        return self._call("str.parse_bool", params=(optional, tuple(true_values), tuple(false_values)))
     def to_lowercase(self) -> Call: return self.lower()
     def to_uppercase(self) -> Call: return self.upper()
 

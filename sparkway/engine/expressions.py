@@ -389,10 +389,10 @@ def _to_string(args: list[Column], params: tuple, types: list[DType], where: str
 def _parse(cast_to: str, optional_from: int = 0):
     def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
         text = F.trim(args[0])
-        if cast_to == "boolean":
+        if cast_to == "boolean":  # the words compare without case
             lowered = F.lower(text)
-            parsed = F.when(lowered.isin("true", "1", "yes", "on"), F.lit(True)).when(
-                lowered.isin("false", "0", "no", "off"), F.lit(False))
+            true_values, false_values = ([v.lower() for v in words] for words in params[1:])
+            parsed = F.when(lowered.isin(*true_values), F.lit(True)).when(lowered.isin(*false_values), F.lit(False))
         else:
             parsed = text.try_cast(cast_to)
         if params and params[0]:
@@ -469,7 +469,24 @@ def _second_fraction(units_per_second: int):
     return build
 
 
-def _rfind(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+def _in_range(method: Callable[..., int], whole: Callable[[list[Column]], Column]):
+    """``str.count/find/rfind(sub, start, end)``: over the whole text in Spark; with a
+    range, Python's method itself (its rules for negative and out-of-range bounds)."""
+
+    def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+        start, end = params
+        if start is None and end is None:
+            return whole(args)
+
+        def call(text: str | None, sub: str | None) -> int | None:
+            return None if text is None or sub is None else method(text, sub, start, end)
+
+        return F.udf(call, "long", useArrow=True)(args[0], args[1])
+
+    return build
+
+
+def _rfind(args: list[Column]) -> Column:
     """Python's ``str.rfind``: the first match in the reversed text, counted from the end."""
     found = F.instr(F.reverse(args[0]), F.reverse(args[1]))
     last = F.char_length(args[0]) - F.char_length(args[1]) - found + 1
@@ -513,11 +530,11 @@ FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], str], Column]] 
     "str.strip": lambda a, p, t, w: F.trim(a[0]) if p[0] is None else F.btrim(a[0], F.lit(p[0])),
     "str.startswith": lambda a, p, t, w: F.startswith(a[0], a[1]),
     "str.endswith": lambda a, p, t, w: F.endswith(a[0], a[1]),
-    "str.count": lambda a, p, t, w: F.when(a[1] == "", F.char_length(a[0]) + 1).otherwise(
+    "str.count": _in_range(str.count, lambda a: F.when(a[1] == "", F.char_length(a[0]) + 1).otherwise(
         ((F.char_length(a[0]) - F.char_length(F.replace(a[0], a[1], F.lit("")))) / F.char_length(a[1]))
-    ).cast("long"),
-    "str.find": lambda a, p, t, w: (F.instr(a[0], a[1]) - 1).cast("long"),
-    "str.rfind": _rfind,
+    ).cast("long")),
+    "str.find": _in_range(str.find, lambda a: (F.instr(a[0], a[1]) - 1).cast("long")),
+    "str.rfind": _in_range(str.rfind, _rfind),
     "str.swapcase": _udf1(str.swapcase, "string"),
     "str.title": _udf1(str.title, "string"),
     "str.removeprefix": lambda a, p, t, w: F.when(

@@ -1,0 +1,101 @@
+"""Schemas: class definitions and their checks, equality, and schemas built from dicts and
+CSV headers.  Nothing here runs Spark: a schema is built before any data moves.
+
+Expected behaviour follows Pathway 0.33 (checked against it where noted).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import sparkway as pw
+
+
+def test_schema_class_checks_its_column_definitions():
+    with pytest.raises(ValueError, match="definitions of columns a, c lack type annotation"):
+        class Unannotated(pw.Schema):
+            a = pw.column_definition()
+            b: int = pw.column_definition()
+            c = pw.column_definition()
+
+    with pytest.raises(ValueError, match="pw.column_definition\\(default_value=1\\)"):
+        class PlainDefault(pw.Schema):
+            a: int = 1
+
+    with pytest.raises(TypeError):
+        class TwoTypes(pw.Schema):
+            a: int = pw.column_definition(dtype=str)
+
+    # Pathway 0.33's wording, which its tests match
+    with pytest.raises(ValueError, match="schema property `append_only` has value True but column `a` got False"):
+        class Ambiguous(pw.Schema, append_only=True):
+            a: int = pw.column_definition(append_only=False)
+
+
+def test_schemas_are_equal_when_columns_in_order_options_and_properties_are():
+    class A(pw.Schema):
+        a: int = pw.column_definition(primary_key=True)
+        b: str = pw.column_definition(default_value="foo")
+
+    class Same(pw.Schema):
+        a: int = pw.column_definition(primary_key=True)
+        b: str = pw.column_definition(default_value="foo")
+
+    class Reordered(pw.Schema):
+        b: str = pw.column_definition(default_value="foo")
+        a: int = pw.column_definition(primary_key=True)
+
+    class NoKey(pw.Schema):
+        a: int
+        b: str = pw.column_definition(default_value="foo")
+
+    class AppendOnly(pw.Schema, append_only=True):
+        a: int = pw.column_definition(primary_key=True)
+        b: str = pw.column_definition(default_value="foo")
+
+    built = pw.schema_builder(
+        {"a": pw.column_definition(primary_key=True, dtype=int), "b": pw.column_definition(default_value="foo", dtype=str)}
+    )
+    assert A == Same and A == built and hash(A) == hash(Same)
+    assert A != Reordered and A != NoKey and A != AppendOnly
+    with pytest.raises(TypeError):
+        A()
+
+
+def test_schema_from_dict_takes_types_their_names_or_column_options():
+    schema = pw.schema_from_dict(
+        {"a": Any, "b": {"dtype": "int", "default_value": 5}, "c": {"dtype": str, "primary_key": True}, "d": "typing.Any"},
+        name="S", properties={"append_only": True},
+    )
+    expected = pw.schema_builder(
+        {
+            "a": pw.column_definition(dtype=Any),
+            "b": pw.column_definition(dtype=int, default_value=5),
+            "c": pw.column_definition(dtype=str, primary_key=True),
+            "d": pw.column_definition(dtype=Any),
+        },
+        name="S", properties=pw.SchemaProperties(append_only=True),
+    )
+    assert schema == expected and schema.__name__ == "S"
+    assert schema.primary_key_columns() == ["c"]
+    with pytest.raises(ValueError, match="unknown type name"):
+        pw.schema_from_dict({"a": "integer"})
+
+
+def test_schema_from_csv_infers_int_float_str_from_the_rows_it_reads(tmp_path):
+    path = tmp_path / "data.csv"
+    path.write_text('id,value,time,diff\n"a",x,1692262484324,1\n#"b",y,1692262510368,1.1\n"c",z,1692262510368,1\n')
+    types = {name: str(kind) for name, kind in pw.schema_from_csv(str(path)).typehints().items()}
+    assert types == {"id": "str", "value": "str", "time": "int", "diff": "float"}  # "#..." is a row here
+    one_row = pw.schema_from_csv(str(path), num_parsed_rows=1).typehints()
+    assert str(one_row["diff"]) == "int"
+    without_comments = pw.schema_from_csv(str(path), comment_character="#").typehints()
+    assert str(without_comments["diff"]) == "int"
+    assert {str(t) for t in pw.schema_from_csv(str(path), num_parsed_rows=0).typehints().values()} == {"Any"}
+    assert pw.schema_from_csv(str(path), delimiter=";").column_names() == ["id,value,time,diff"]
+    quoted = tmp_path / "quoted.csv"
+    quoted.write_text('ID,"va""l""ue"\n"1","w"\n')
+    assert pw.schema_from_csv(str(quoted)).column_names() == ["ID", 'va"l"ue']
+    assert str(pw.schema_from_csv(str(quoted)).typehints()["ID"]) == "int"
