@@ -748,6 +748,24 @@ def test_static_tables_with_the_same_ids_share_their_columns():
 
 # -- ordered operators ----------------------------------------------------------------------------
 
+def test_diff_subtracts_the_previous_row_in_time_order_per_instance():
+    t = pw.debug.table_from_markdown(
+        """
+        t | i | v
+        1 | 0 | 1
+        2 | 1 | 2
+        3 | 1 | 4
+        3 | 0 | 7
+        5 | 1 | 11
+        5 | 0 | 16
+        9 | 0 | 37
+        """
+    )
+    # per instance in t order: i=0: 1, 7, 16, 37; i=1: 2, 4, 11
+    result = t.select(pw.this.i, pw.this.v) + t.diff(t.t, t.v, instance=t.i)
+    assert_rows(result, [(0, 1, None), (0, 7, 6), (0, 16, 9), (0, 37, 21), (1, 2, None), (1, 4, 2), (1, 11, 7)])
+    assert str(t.diff(t.t, t.v).typehints()["diff_v"]) == "Optional[int]"
+
 def test_sort_gives_prev_and_next_per_instance():
     t = pw.debug.table_from_markdown(
         """

@@ -200,12 +200,27 @@ class Table:
         return self.select(*(self[c] for c in self._node.columns if c not in drop))
 
     def rename(self, names: dict[Any, str] | None = None, **kwargs: Any) -> "Table":
-        """Columns renamed: ``rename(new=pw.this.old)`` or ``rename({"old": "new"})``."""
+        """Columns renamed: ``rename(new=pw.this.old)`` or ``rename({"old": "new"})``; as in
+        Pathway, the renamed columns come after the others, in the order given.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("a | b | c\\n1 | 2 | 3")
+        >>> t.rename(x=t.a).column_names()
+        ['b', 'c', 'x']
+        """
         mapping = {(k.name if isinstance(k, ColumnRef) else k): v for k, v in (names or {}).items()}
         mapping.update({(v.name if isinstance(v, ColumnRef) else v): k for k, v in kwargs.items()})
-        return self.select(**{mapping.get(c, c): self[c] for c in self._node.columns})
+        unknown = [old for old in mapping if old not in self._node.columns]
+        if unknown:
+            raise UnknownColumnError(f"Table has no column with name {unknown[0]}; its columns are: {', '.join(self._node.columns)}")
+        kept = {c: self[c] for c in self._node.columns if c not in mapping}
+        return self.select(**kept, **{new: self[old] for old, new in mapping.items()})
 
     rename_columns = rename
+
+    def rename_by_dict(self, names: dict[Any, str]) -> "Table":
+        """Columns renamed by a dict ``{old: new}``, as ``rename``."""
+        return self.rename(names)
 
     def cast_to_types(self, **types: Any) -> "Table":
         """Columns converted to other types: ``cast_to_types(x=float)``."""
@@ -392,6 +407,22 @@ class Table:
         columns = {"prev": dt.POINTER.with_optional(), "next": dt.POINTER.with_optional()}
         node = n.Sort(columns, self._node, self._bind(key), self._bind(instance) if instance is not None else None)
         return self._derive(node, universe=self._universe)  # one row per row, same ids
+
+    def diff(self, timestamp: Any, *values: ColumnRef, instance: Any = None) -> "Table":
+        """For each row, ``diff_<value>``: its value minus the value of the row before it in
+        ``timestamp`` order (per ``instance``); None for the first row.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("t | v\\n1 | 1\\n2 | 3\\n3 | 7")
+        >>> pw.debug.compute_and_print(t.diff(t.t, t.v), include_id=False)
+        diff_v
+        <BLANKLINE>
+        2
+        4
+        """
+        order = self.sort(key=timestamp, instance=instance)
+        previous = self.ix(order.prev, optional=True)
+        return self.select(**{f"diff_{v.name}": self[v.name] - previous[v.name] for v in values})
 
     def update_rows(self, other: "Table") -> "Table":
         """Rows of ``other`` replace the rows of this table with the same ids."""
