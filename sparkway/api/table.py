@@ -250,6 +250,8 @@ class Table:
         name = column.name if isinstance(column, ColumnRef) else column
         kind = self._node.columns[name].with_optional(False)
         item = kind.items[0] if kind.name == "list" else dt.JSON if kind == dt.JSON else dt.ANY
+        if kind.is_array:
+            item = dt.array_item(kind)
         columns = {**self._node.columns, name: item}
         if origin_id is not None:
             columns[origin_id] = dt.POINTER
@@ -288,8 +290,11 @@ class Table:
         return self._derive(n.Concat(columns, tuple(t._node for t in tables), reindex))
 
     # -- stateful operators ----------------------------------------------------------------
-    def groupby(self, *args: Any, id: Any = None, instance: Any = None, **kwargs: Any) -> "GroupedTable":
+    def groupby(
+        self, *args: Any, id: Any = None, instance: Any = None, sort_by: Any = None, **kwargs: Any
+    ) -> "GroupedTable":
         """Groups rows by the values of the given columns; follow with ``.reduce(...)``.
+        ``sort_by`` orders the values of ``tuple`` and ``ndarray`` reducers (else ids do).
 
         >>> import sparkway as pw
         >>> t = pw.debug.table_from_markdown("w\\na\\nb\\na")
@@ -302,7 +307,8 @@ class Table:
                 raise PlanError(
                     f"groupby takes columns, not {k!r}: compute the value with with_columns() first"
                 )
-        return GroupedTable(self, [(k.name, self._bind(k)) for k in keys])
+        order = self._bind(sort_by) if sort_by is not None else None
+        return GroupedTable(self, [(k.name, self._bind(k)) for k in keys], sort_by=order)
 
     def reduce(self, *args: Any, **kwargs: Any) -> "Table":
         """Aggregates of the whole table in one row."""
@@ -682,10 +688,11 @@ class GroupedTable:
 
     def __init__(
         self, table: Table, keys: list[tuple[str, Expr]], aliases: dict[str, str] | None = None,
-        bind: Callable[[Expr], Expr] | None = None,
+        bind: Callable[[Expr], Expr] | None = None, sort_by: Expr | None = None,
     ) -> None:
         self._table = table
         self._keys = keys
+        self._sort_by = sort_by  # orders the values of the reducers that list them
         self._aliases = aliases or {}  # source column name -> key column name (windows, joins)
         # how the expressions of reduce() are read (a join's: from the joined pairs)
         self._bind = bind or (lambda e: e)
@@ -706,8 +713,11 @@ class GroupedTable:
         def lift(e: Expr) -> Expr | None:
             if isinstance(e, ReducerExpr):
                 args_bound = tuple(table._bind(a) for a in e.args)
+                params = e.params
+                if self._sort_by is not None and e.kind in _ORDERED_BY_SORT_BY:
+                    args_bound, params = (*args_bound, self._sort_by), (*params, "sort_by")
                 name = f"_pw_agg_{len(aggregates)}"
-                aggregates.append((name, n.Aggregate(e.kind, args_bound, e.params)))
+                aggregates.append((name, n.Aggregate(e.kind, args_bound, params)))
                 return ColumnRef(n.InputRef(0), name)
             if isinstance(e, ColumnRef):
                 name = self._aliases.get(e.name, e.name)
@@ -729,6 +739,11 @@ class GroupedTable:
         )
         select = n.Select(_types(lifted, [reduce_node.columns]), reduce_node, tuple(lifted))
         return Table(select, table._label)
+
+
+# reducers whose values come in the order of groupby's sort_by (an extra last argument,
+# flagged by a last parameter "sort_by"), as in Pathway
+_ORDERED_BY_SORT_BY = ("tuple", "ndarray")
 
 
 def _aggregate_type(agg: n.Aggregate, inputs: list[dict]) -> DType:
