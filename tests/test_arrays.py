@@ -103,6 +103,8 @@ def test_arrays_take_no_elementwise_operators():
     for expression in (t.a + t.a, t.a * 2, t.a < t.a):  # Pathway rejects these too
         with pytest.raises(TypeError, match="arrays take == and !="):
             t.select(c=expression)
+    with pytest.raises(TypeError):
+        t.select(c=-t.a)
     optional = t.select(a=pw.declare_type(typing.Optional[np.ndarray], t.a))
     with pytest.raises(TypeError):
         optional.select(c=optional.a @ optional.a)
@@ -251,3 +253,23 @@ def test_float_array_columns_take_int_arrays():
     # ... and a float array in an int array column is a TypeError
     with pytest.raises(TypeError):
         pw.debug.table_from_rows(Ints, [(np.array([1.5]),)])
+
+
+def test_arrays_written_as_shape_and_elements(tmp_path):
+    t = pw.debug.table_from_pandas(
+        pd.DataFrame({"a": [np.array([1, 2]), np.array([[1.5, 2.0], [3.0, 4.0]])], "k": [1, 2]})
+    )
+    pw.io.jsonlines.write(t, str(tmp_path / "out.jsonl"))
+    pw.io.csv.write(t, str(tmp_path / "out.csv"))
+    pw.run()
+    # the oracle writes {"shape": [...], "elements": [...]} in both formats
+    lines = sorted((tmp_path / "out.jsonl").read_text().splitlines())
+    assert [line.split(',"k"')[0] for line in lines] == [
+        '{"a":{"shape":[2,2],"elements":[1.5,2.0,3.0,4.0]}',
+        '{"a":{"shape":[2],"elements":[1,2]}',
+    ]
+    csv_lines = sorted((tmp_path / "out.csv").read_text().splitlines()[1:])
+    assert [line.rsplit(",", 3)[0] for line in csv_lines] == [
+        '"{""shape"":[2,2],""elements"":[1.5,2.0,3.0,4.0]}"',
+        '"{""shape"":[2],""elements"":[1,2]}"',
+    ]

@@ -248,10 +248,7 @@ class Table:
         ['xs', 'origin']
         """
         name = column.name if isinstance(column, ColumnRef) else column
-        kind = self._node.columns[name].with_optional(False)
-        item = kind.items[0] if kind.name == "list" else dt.JSON if kind == dt.JSON else dt.ANY
-        if kind.is_array:
-            item = dt.array_item(kind)
+        item = _flattened_item(self._node.columns[name].with_optional(False))
         columns = {**self._node.columns, name: item}
         if origin_id is not None:
             columns[origin_id] = dt.POINTER
@@ -739,6 +736,19 @@ class GroupedTable:
         )
         select = n.Select(_types(lifted, [reduce_node.columns]), reduce_node, tuple(lifted))
         return Table(select, table._label)
+
+
+def _flattened_item(kind: DType) -> DType:
+    """The type of the rows ``flatten`` makes of a column of type ``kind``."""
+    if kind.name == "list":
+        return kind.items[0]
+    if kind.is_array:
+        return dt.array_item(kind)
+    if kind in (dt.JSON, dt.STR):  # JSON arrays' items; strings' characters
+        return kind
+    if kind.name in ("tuple", "Any"):
+        return dt.ANY
+    raise PlanTypeError(f"Cannot flatten column of type {kind}: flatten takes lists, strings, JSON and numpy arrays")
 
 
 # reducers whose values come in the order of groupby's sort_by (an extra last argument,

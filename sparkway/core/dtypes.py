@@ -167,6 +167,26 @@ class DType:
     def is_array(self) -> bool:
         return self.name == "Array"
 
+    def is_value_compatible(self, value: Any) -> bool:
+        """Whether a Python value is one of this type's values.
+
+        >>> DType("list", (INT,)).is_value_compatible([1, 2]), INT.is_value_compatible(1.5)
+        (True, False)
+        """
+        if value is None:
+            return self.optional or self.name == "Any"
+        if self.name == "list":
+            return isinstance(value, (list, tuple)) and all(self.items[0].is_value_compatible(v) for v in value)
+        if self.name == "tuple":
+            return (isinstance(value, (list, tuple)) and len(value) == len(self.items)
+                    and all(t.is_value_compatible(v) for t, v in zip(self.items, value)))
+        if self.is_array:
+            kinds = {"int": "iu", "float": "iuf"}.get(self.items[0].name, "iuf")
+            return (isinstance(value, np.ndarray) and value.dtype.kind in kinds
+                    and self.n_dim in (None, value.ndim))
+        check = _VALUE_CHECKS.get(self.name)
+        return check is None or check(value)
+
     @property
     def is_numeric(self) -> bool:
         return self.name in ("int", "float")
@@ -196,6 +216,24 @@ class DType:
         if self.name == "Array":
             return ARRAY_ARROW
         raise PlanTypeError(f"no Arrow type for {self}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+# per type name, whether a Python value is of the type (types not here take any value)
+_VALUE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "int": _is_int,
+    "float": lambda v: _is_int(v) or isinstance(v, (float, np.floating)),
+    "str": lambda v: isinstance(v, str),
+    "bool": lambda v: isinstance(v, (bool, np.bool_)),
+    "bytes": lambda v: isinstance(v, bytes),
+    "Pointer": _is_int,
+    "DateTimeNaive": lambda v: isinstance(v, _dt.datetime) and v.tzinfo is None,
+    "DateTimeUtc": lambda v: isinstance(v, _dt.datetime) and v.tzinfo is not None,
+    "Duration": lambda v: isinstance(v, _dt.timedelta),
+}
 
 
 def python_name(dtype: DType) -> str:
@@ -228,6 +266,9 @@ def Array(n_dim: int | None = None, wrapped: Any = None) -> DType:  # noqa: N802
     ('Array(2, int)', 'Array')
     """
     element = ANY if wrapped is None else wrapped if isinstance(wrapped, DType) else dtype_of(wrapped)
+    if element.is_array:  # an array of arrays is an array of more dimensions
+        inner = element.n_dim
+        n_dim, element = (None if n_dim is None or inner is None else n_dim + inner), element.items[0]
     return DType("Array", (element,), n_dim=n_dim)
 
 
@@ -245,14 +286,12 @@ FLOAT_ARRAY_2D = Array(2, FLOAT)
 # int64 or float64 (the other one null), so that arrays of every shape and element type
 # share one type (a column typed Array can hold int and float arrays, as in Pathway).
 _ARRAY_SPARK = T.StructType([
-    T.StructField("shape", T.ArrayType(T.LongType(), False), False),
-    T.StructField("ints", T.ArrayType(T.LongType(), False), True),
-    T.StructField("floats", T.ArrayType(T.DoubleType(), False), True),
+    T.StructField("shape", T.ArrayType(T.LongType())),
+    T.StructField("ints", T.ArrayType(T.LongType())),
+    T.StructField("floats", T.ArrayType(T.DoubleType())),
 ])
 ARRAY_ARROW = pa.struct([
-    pa.field("shape", pa.list_(pa.int64()), nullable=False),
-    pa.field("ints", pa.list_(pa.int64())),
-    pa.field("floats", pa.list_(pa.float64())),
+    ("shape", pa.list_(pa.int64())), ("ints", pa.list_(pa.int64())), ("floats", pa.list_(pa.float64())),
 ])
 
 
@@ -361,6 +400,9 @@ def dtype_of(annotation: Any) -> DType:
         f"unsupported column type {annotation!r}: use int, float, str, bool, bytes, pw.Json, "
         "pw.Pointer, pw.DateTimeNaive, pw.DateTimeUtc, pw.Duration, Optional, list, tuple or np.ndarray"
     )
+
+
+wrap = dtype_of  # Pathway's name (pw.internals.dtype.wrap)
 
 
 def _array_of_annotation(args: tuple) -> DType:

@@ -40,8 +40,11 @@ def infer(expr: Expr, inputs: Columns) -> DType:
             return _binop_type(op, infer(a, inputs), infer(b, inputs))
         case UnOp("not", a):
             return dt.BOOL.with_optional(infer(a, inputs).optional)
-        case UnOp(_, a):
-            return infer(a, inputs)
+        case UnOp(op, a):
+            kind = infer(a, inputs)
+            if kind.is_array:
+                raise PlanTypeError(f"unary operator {op} is not supported on arrays: compute it in a pw.udf with numpy")
+            return kind
         case IfElse(_, then, otherwise):
             return dt.unify(infer(then, inputs), infer(otherwise, inputs))
         case Coalesce(args):

@@ -118,6 +118,8 @@ def _flatten(node: n.Flatten, frames: list[DataFrame], ctx: StepContext) -> Data
         item = F.to_json(item)
     elif source.is_array:
         values = array_items(source, node.label)(values)
+    elif source == dt.STR:  # characters ("" has none)
+        values = F.when(values == "", F.array().cast("array<string>")).otherwise(F.split(values, ""))
     exploded = frames[0].select("*", F.posexplode(values).alias("_pos", "_item"))
     columns = {name: col(name) for name in node.input.columns} | {node.column: item}
     if node.origin_id is not None:

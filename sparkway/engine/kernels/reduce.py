@@ -92,7 +92,8 @@ def _tuple(sort_values: bool) -> Aggregator:
         if sort_values:
             source = rows.sort_by([("_g", "ascending"), (args[0], "ascending"), (ID, "ascending")])
         elif params and params[-1] == "sort_by":  # groupby's sort_by: the last argument
-            source = rows.sort_by([("_g", "ascending"), (args[-1], "ascending"), (ID, "ascending")])
+            ordered = rows.append_column("_order", _sortable(rows.column(args[-1])))
+            source = ordered.sort_by([("_g", "ascending"), ("_order", "ascending"), (ID, "ascending")])
         # lists of positions, then the values taken by position (hash_list has no kernel for structs)
         positions = pa.table({"_g": source.column("_g"), "_pos": pa.array(np.arange(source.num_rows), pa.int64())})
         owned = positions.group_by("_g", use_threads=False).aggregate([("_pos", "list")]).column("_pos_list")
@@ -103,6 +104,23 @@ def _tuple(sort_values: bool) -> Aggregator:
         lists = pa.ListArray.from_arrays(offsets, values)
         return _without_nulls(lists) if params and params[0] else lists
     return aggregate
+
+
+def _sortable(values: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+    """A column Arrow can sort by: ``values`` itself, or, for arrays and tuples (which
+    Arrow cannot sort), each value's rank in Python's order of their elements."""
+    if not pa.types.is_nested(values.type):
+        return values
+    def key(value: Any) -> tuple:
+        if value is None:
+            return (0,)
+        if values.type == ARRAY_ARROW:  # by elements, then shape
+            return (1, value["ints"] if value["ints"] is not None else value["floats"], value["shape"])
+        return (1, list(value.values()) if isinstance(value, dict) else value)
+    keys = [key(v) for v in values.to_pylist()]
+    ranks = np.empty(len(keys), np.int64)
+    ranks[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
+    return pa.array(ranks)
 
 
 def _without_nulls(lists: pa.ListArray) -> pa.ListArray:
