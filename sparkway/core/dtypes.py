@@ -153,8 +153,9 @@ class DType:
 
     def __str__(self) -> str:
         if self.name == "Array":
-            parts = ([] if self.n_dim is None else [str(self.n_dim)]) + ([] if self.items[0] == ANY else [str(self.items[0])])
-            text = f"Array({', '.join(parts)})" if parts else "Array"
+            dims = [] if self.n_dim is None else [str(self.n_dim)]
+            element = [] if self.items[0] == ANY else [str(self.items[0])]
+            text = f"Array({', '.join(dims + element)})" if dims or element else "Array"
         else:
             inner = f"[{', '.join(map(str, self.items))}]" if self.items else ""
             text = f"{self.name}{inner}"

@@ -43,7 +43,9 @@ def infer(expr: Expr, inputs: Columns) -> DType:
         case UnOp(op, a):
             kind = infer(a, inputs)
             if kind.is_array:
-                raise PlanTypeError(f"unary operator {op} is not supported on arrays: compute it in a pw.udf with numpy")
+                raise PlanTypeError(
+                    f"unary operator {op} is not supported on arrays: compute it in a pw.udf with numpy"
+                )
             return kind
         case IfElse(_, then, otherwise):
             return dt.unify(infer(then, inputs), infer(otherwise, inputs))
@@ -96,7 +98,8 @@ _COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
 
 _OPERATOR_NAMES = {
     "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge", "+": "add", "-": "sub",
-    "*": "mul", "@": "matmul", "/": "truediv", "//": "floordiv", "%": "mod", "**": "pow", "&": "and_", "|": "or_", "^": "xor",
+    "*": "mul", "@": "matmul", "/": "truediv", "//": "floordiv", "%": "mod", "**": "pow", "&": "and_",
+    "|": "or_", "^": "xor",
 }
 
 

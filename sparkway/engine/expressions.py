@@ -287,9 +287,15 @@ def _array_item_udf(item_type: DType, checked: bool, where: str):
                 return default
             with failures_named(where):
                 raise
-        return convert(item.item() if isinstance(item, np.generic) and not item_type.is_array else item)
+        return convert(_python_item(item, item_type))
 
     return F.udf(get, item_type.spark_type(), useArrow=True)
+
+
+def _python_item(item: Any, item_type: DType) -> Any:
+    """An item numpy gave (a numpy scalar, or an array of one dimension less) as stored
+    for ``item_type``: scalars as Python numbers, unless the type is an array."""
+    return item.item() if isinstance(item, np.generic) and not item_type.is_array else item
 
 
 def array_items(array_type: DType, where: str) -> Callable[[Column], Column]:
@@ -304,8 +310,7 @@ def array_items(array_type: DType, where: str) -> Callable[[Column], Column]:
         if stored is None:
             return None
         with failures_named(where):
-            return [convert(x.item() if isinstance(x, np.generic) and not item_type.is_array else x)
-                    for x in dt.array_to_python(stored)]
+            return [convert(_python_item(x, item_type)) for x in dt.array_to_python(stored)]
 
     return F.udf(items, T.ArrayType(item_type.spark_type()), useArrow=True)
 

@@ -111,6 +111,7 @@ def _sortable(values: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
     Arrow cannot sort), each value's rank in Python's order of their elements."""
     if not pa.types.is_nested(values.type):
         return values
+
     def key(value: Any) -> tuple:
         if value is None:
             return (0,)
@@ -134,8 +135,8 @@ def _without_nulls(lists: pa.ListArray) -> pa.ListArray:
 
 
 def _ndarray(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
-    """All values of a group as one array, in id order: a vector of numbers, or the
-    group's arrays stacked (numpy's ``np.stack``: they must have one shape)."""
+    """All values of a group as one array, in id order (or groupby's ``sort_by``): a
+    vector of numbers, or the group's arrays stacked (numpy's ``np.stack``: they must have one shape)."""
     lists = _tuple(False)(rows, args, params)
     values = lists.values
     if pa.types.is_struct(values.type):  # arrays: numpy stacks each group's (on the executor)
