@@ -159,6 +159,15 @@ def test_flatten_lists_tuples_and_json_arrays():
     )
 
 
+def test_flatten_strings_into_characters():
+    t = pw.debug.table_from_markdown("s | k\nabc | 1\nxy | 3")
+    flat = t.flatten(pw.this.s)
+    assert str(flat.typehints()["s"]) == "str"  # the oracle: a, b, c, x, y, as STR
+    assert_rows(flat, [("a", 1), ("b", 1), ("c", 1), ("x", 3), ("y", 3)])
+    with pytest.raises(TypeError, match="Cannot flatten column of type int"):
+        pw.debug.table_from_markdown("a\n1").flatten(pw.this.a)
+
+
 # -- reducers ---------------------------------------------------------------------------------
 
 GROUPS = """

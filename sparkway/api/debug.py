@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 from typing import Any
 
@@ -90,6 +91,8 @@ def _column_type(values: list[Any]) -> DType:
         base = dt.DURATION
     elif kinds <= {list, tuple}:
         base = dt.dtype_of_value(present[0])
+    elif kinds <= {np.ndarray}:  # numpy arrays: the dimensions and element type they share
+        base = functools.reduce(dt.unify, (dt.dtype_of_value(v) for v in present))
     else:
         base = dt.STR
     return base.with_optional(len(present) < len(values))
@@ -105,6 +108,8 @@ def _convert(value: Any, kind: DType) -> Any:
         return float(value)
     if base == dt.JSON:
         return dt.Json.dumps(value)
+    if base.is_array:
+        return dt.array_from_python(value, base.items[0])
     return value
 
 

@@ -79,6 +79,21 @@ def sorted_tuple(arg: Any, skip_nones: bool = False) -> ReducerExpr:
     return _reducer("sorted_tuple", arg, params=(skip_nones,))
 
 
+def ndarray(arg: Any, *, skip_nones: bool = False) -> ReducerExpr:
+    """All values of the group as a numpy array, in the order of the rows' ids (or of
+    groupby's ``sort_by``); arrays are stacked into an array of one more dimension.
+    ``skip_nones`` leaves None out.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("w | n\\na | 4\\na | 1")
+    >>> pw.debug.compute_and_print(
+    ...     t.groupby(t.w, sort_by=t.n).reduce(ns=pw.reducers.ndarray(t.n)), include_id=False)
+    ns
+    [1 4]
+    """
+    return _reducer("ndarray", arg, params=(skip_nones,))
+
+
 def earliest(arg: Any) -> ReducerExpr:
     """The value of the row that arrived first."""
     return _reducer("earliest", arg)

@@ -279,8 +279,7 @@ class Table:
         ['xs', 'origin']
         """
         name = column.name if isinstance(column, ColumnRef) else column
-        kind = self._node.columns[name].with_optional(False)
-        item = kind.items[0] if kind.name == "list" else dt.JSON if kind == dt.JSON else dt.ANY
+        item = _flattened_item(self._node.columns[name].with_optional(False))
         columns = {**self._node.columns, name: item}
         if origin_id is not None:
             columns[origin_id] = dt.POINTER
@@ -356,8 +355,11 @@ class Table:
         return self._derive(n.Concat(columns, tuple(t._node for t in tables), reindex))
 
     # -- stateful operators ----------------------------------------------------------------
-    def groupby(self, *args: Any, id: Any = None, instance: Any = None, **kwargs: Any) -> "GroupedTable":
+    def groupby(
+        self, *args: Any, id: Any = None, instance: Any = None, sort_by: Any = None, **kwargs: Any
+    ) -> "GroupedTable":
         """Groups rows by the values of the given columns; follow with ``.reduce(...)``.
+        ``sort_by`` orders the values of ``tuple`` and ``ndarray`` reducers (else ids do).
 
         >>> import sparkway as pw
         >>> t = pw.debug.table_from_markdown("w\\na\\nb\\na")
@@ -377,7 +379,8 @@ class Table:
             id_key = id.name
             if infer(self._bind(id), [self._node.columns]).with_optional(False) not in (dt.POINTER, dt.ANY):
                 raise PlanTypeError(f"groupby(id=...) needs a pointer column (e.g. t.pointer_from(...)), got {id!r}")
-        return GroupedTable(self, [(k.name, self._bind(k)) for k in keys], id_key=id_key)
+        order = self._bind(sort_by) if sort_by is not None else None
+        return GroupedTable(self, [(k.name, self._bind(k)) for k in keys], id_key=id_key, sort_by=order)
 
     def reduce(self, *args: Any, **kwargs: Any) -> "Table":
         """Aggregates of the whole table in one row."""
@@ -849,11 +852,12 @@ class GroupedTable:
 
     def __init__(
         self, table: Table, keys: list[tuple[str, Expr]], aliases: dict[str, str] | None = None,
-        bind: Callable[[Expr], Expr] | None = None, id_key: str | None = None,
+        bind: Callable[[Expr], Expr] | None = None, id_key: str | None = None, sort_by: Expr | None = None,
     ) -> None:
         self._table = table
         self._keys = keys
         self._id_key = id_key  # groupby(id=p): the groups' ids are the values of key p
+        self._sort_by = sort_by  # orders the values of the reducers that list them
         self._aliases = aliases or {}  # source column name -> key column name (windows, joins)
         # how the expressions of reduce() are read (a join's: from the joined pairs)
         self._bind = bind or (lambda e: e)
@@ -879,8 +883,11 @@ class GroupedTable:
                         "updated or deleted: to choose a row by value, use pw.reducers.argmax/argmin instead"
                     )
                 args_bound = tuple(table._bind(a) for a in e.args)
+                params = e.params
+                if self._sort_by is not None and e.kind in _ORDERED_BY_SORT_BY:
+                    args_bound, params = (*args_bound, self._sort_by), (*params, "sort_by")
                 name = f"_pw_agg_{len(aggregates)}"
-                aggregates.append((name, n.Aggregate(e.kind, args_bound, e.params)))
+                aggregates.append((name, n.Aggregate(e.kind, args_bound, params)))
                 return ColumnRef(n.InputRef(0), name)
             if isinstance(e, ColumnRef):
                 name = self._aliases.get(e.name, e.name)
@@ -918,6 +925,24 @@ class GroupedTable:
             return None
 
         return groups.select(**{name: transform(e, on_groups) for name, e in lifted})
+
+
+def _flattened_item(kind: DType) -> DType:
+    """The type of the rows ``flatten`` makes of a column of type ``kind``."""
+    if kind.name == "list":
+        return kind.items[0]
+    if kind.is_array:
+        return dt.array_item(kind)
+    if kind in (dt.JSON, dt.STR):  # JSON arrays' items; strings' characters
+        return kind
+    if kind.name in ("tuple", "Any"):
+        return dt.ANY
+    raise PlanTypeError(f"Cannot flatten column of type {kind}: flatten takes lists, strings, JSON and numpy arrays")
+
+
+# reducers whose values come in the order of groupby's sort_by (an extra last argument,
+# flagged by a last parameter "sort_by"), as in Pathway
+_ORDERED_BY_SORT_BY = ("tuple", "ndarray")
 
 
 def _aggregate_type(agg: n.Aggregate, inputs: list[dict]) -> DType:

@@ -119,10 +119,22 @@ class _FileSink(Sink):
         dtype = self.dtypes.get(column)
         return dtype is not None and dtype.name == "Json"
 
+    def _is_array(self, column: str) -> bool:
+        dtype = self.dtypes.get(column)
+        return dtype is not None and dtype.name == "Array"
+
     def _is_any(self, column: str) -> bool:
         """Columns of type Any hold pickled Python objects: written as those objects."""
         dtype = self.dtypes.get(column)
         return dtype is not None and dtype.name == "Any"
+
+
+def _array_object(stored: dict | None) -> dict | None:
+    """An array as Pathway writes it: ``{"shape": [2], "elements": [1, 2]}``."""
+    if stored is None:
+        return None
+    elements = stored["ints"] if stored["ints"] is not None else stored["floats"]
+    return {"shape": stored["shape"], "elements": elements}
 
 
 def _csv_quote(text: str) -> str:
@@ -180,6 +192,8 @@ class CsvSink(_FileSink):
             return lambda v: "" if v is None else _csv_quote(_compact(json.loads(v)))
         if self._is_any(name):
             return lambda v: "" if v is None else _csv_object(pickle.loads(v))
+        if self._is_array(name):
+            return lambda v: "" if v is None else _csv_quote(_compact(_array_object(v)))
         return _csv_formatter(table.schema.field(name).type)
 
 
@@ -202,6 +216,8 @@ class JsonLinesSink(_FileSink):
             return [None if v is None else json.loads(v) for v in values]
         if self._is_any(name):
             return [None if v is None else _plain(pickle.loads(v)) for v in values]
+        if self._is_array(name):
+            return [_array_object(v) for v in values]
         arrow_type = table.schema.field(name).type
         if pa.types.is_primitive(arrow_type) and not (
             pa.types.is_timestamp(arrow_type) or pa.types.is_duration(arrow_type)

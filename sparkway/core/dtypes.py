@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as T
 
@@ -136,21 +137,56 @@ class Duration(_dt.timedelta):
     """A time span (``pw.Duration``)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DType:
-    """One column type: a name, optionally wrapping item types."""
+    """One column type: a name, optionally wrapping item types; an ``Array`` (numpy
+    arrays) wraps its element type and knows its number of dimensions, when fixed."""
 
     name: str
     items: tuple["DType", ...] = ()
     optional: bool = False
+    n_dim: int | None = None
+
+    def __repr__(self) -> str:
+        dims = f", n_dim={self.n_dim}" if self.n_dim is not None else ""
+        return f"DType(name={self.name!r}, items={self.items!r}, optional={self.optional!r}{dims})"
 
     def __str__(self) -> str:
-        inner = f"[{', '.join(map(str, self.items))}]" if self.items else ""
-        text = f"{self.name}{inner}"
+        if self.name == "Array":
+            dims = [] if self.n_dim is None else [str(self.n_dim)]
+            element = [] if self.items[0] == ANY else [str(self.items[0])]
+            text = f"Array({', '.join(dims + element)})" if dims or element else "Array"
+        else:
+            inner = f"[{', '.join(map(str, self.items))}]" if self.items else ""
+            text = f"{self.name}{inner}"
         return f"Optional[{text}]" if self.optional else text
 
     def with_optional(self, optional: bool = True) -> "DType":
-        return DType(self.name, self.items, optional)
+        return DType(self.name, self.items, optional, self.n_dim)
+
+    @property
+    def is_array(self) -> bool:
+        return self.name == "Array"
+
+    def is_value_compatible(self, value: Any) -> bool:
+        """Whether a Python value is one of this type's values.
+
+        >>> DType("list", (INT,)).is_value_compatible([1, 2]), INT.is_value_compatible(1.5)
+        (True, False)
+        """
+        if value is None:
+            return self.optional or self.name == "Any"
+        if self.name == "list":
+            return isinstance(value, (list, tuple)) and all(self.items[0].is_value_compatible(v) for v in value)
+        if self.name == "tuple":
+            return (isinstance(value, (list, tuple)) and len(value) == len(self.items)
+                    and all(t.is_value_compatible(v) for t, v in zip(self.items, value)))
+        if self.is_array:
+            kinds = {"int": "iu", "float": "iuf"}.get(self.items[0].name, "iuf")
+            return (isinstance(value, np.ndarray) and value.dtype.kind in kinds
+                    and self.n_dim in (None, value.ndim))
+        check = _VALUE_CHECKS.get(self.name)
+        return check is None or check(value)
 
     @property
     def is_numeric(self) -> bool:
@@ -166,6 +202,8 @@ class DType:
             return T.StructType(
                 [T.StructField(f"_{i}", t.spark_type(), True) for i, t in enumerate(self.items)]
             )
+        if self.name == "Array":
+            return _ARRAY_SPARK
         raise PlanTypeError(f"no Spark type for {self}")
 
     def arrow_type(self) -> pa.DataType:
@@ -176,7 +214,27 @@ class DType:
             return pa.list_(self.items[0].arrow_type())
         if self.name == "tuple":
             return pa.struct([(f"_{i}", t.arrow_type()) for i, t in enumerate(self.items)])
+        if self.name == "Array":
+            return ARRAY_ARROW
         raise PlanTypeError(f"no Arrow type for {self}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+# per type name, whether a Python value is of the type (types not here take any value)
+_VALUE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "int": _is_int,
+    "float": lambda v: _is_int(v) or isinstance(v, (float, np.floating)),
+    "str": lambda v: isinstance(v, str),
+    "bool": lambda v: isinstance(v, (bool, np.bool_)),
+    "bytes": lambda v: isinstance(v, bytes),
+    "Pointer": _is_int,
+    "DateTimeNaive": lambda v: isinstance(v, _dt.datetime) and v.tzinfo is None,
+    "DateTimeUtc": lambda v: isinstance(v, _dt.datetime) and v.tzinfo is not None,
+    "Duration": lambda v: isinstance(v, _dt.timedelta),
+}
 
 
 def python_name(dtype: DType) -> str:
@@ -199,6 +257,71 @@ DATE_TIME_NAIVE = DType("DateTimeNaive")
 DATE_TIME_UTC = DType("DateTimeUtc")
 DURATION = DType("Duration")
 ANY = DType("Any")
+
+
+def Array(n_dim: int | None = None, wrapped: Any = None) -> DType:  # noqa: N802 - Pathway's name
+    """The type of numpy array columns: ``n_dim`` dimensions (None: any number), elements
+    of type ``wrapped`` (int or float; None or Any: either).
+
+    >>> str(Array(2, int)), str(Array())
+    ('Array(2, int)', 'Array')
+    """
+    element = ANY if wrapped is None else wrapped if isinstance(wrapped, DType) else dtype_of(wrapped)
+    if element.is_array:  # an array of arrays is an array of more dimensions
+        inner = element.n_dim
+        n_dim, element = (None if n_dim is None or inner is None else n_dim + inner), element.items[0]
+    return DType("Array", (element,), n_dim=n_dim)
+
+
+ANY_ARRAY = Array()
+ANY_ARRAY_1D = Array(1)
+ANY_ARRAY_2D = Array(2)
+INT_ARRAY = Array(None, INT)
+INT_ARRAY_1D = Array(1, INT)
+INT_ARRAY_2D = Array(2, INT)
+FLOAT_ARRAY = Array(None, FLOAT)
+FLOAT_ARRAY_1D = Array(1, FLOAT)
+FLOAT_ARRAY_2D = Array(2, FLOAT)
+
+# An array value in Spark and Arrow: its shape and its values in row-major order, as
+# int64 or float64 (the other one null), so that arrays of every shape and element type
+# share one type (a column typed Array can hold int and float arrays, as in Pathway).
+_ARRAY_SPARK = T.StructType([
+    T.StructField("shape", T.ArrayType(T.LongType())),
+    T.StructField("ints", T.ArrayType(T.LongType())),
+    T.StructField("floats", T.ArrayType(T.DoubleType())),
+])
+ARRAY_ARROW = pa.struct([
+    ("shape", pa.list_(pa.int64())), ("ints", pa.list_(pa.int64())), ("floats", pa.list_(pa.float64())),
+])
+
+
+def array_to_python(stored: Any) -> np.ndarray:
+    """A stored array (a Spark Row or an Arrow dict with shape, ints, floats) as numpy's."""
+    ints = stored["ints"]
+    flat = np.array(ints, dtype=np.int64) if ints is not None else np.array(stored["floats"], dtype=np.float64)
+    return flat.reshape(stored["shape"])
+
+
+def array_from_python(value: Any, element: "DType | None" = None) -> dict[str, Any]:
+    """What is stored for a numpy array (or anything ``np.asarray`` takes) of ints or
+    floats; a column of float arrays (``element``) takes int arrays as floats, as Pathway.
+
+    >>> array_from_python(np.array([[1, 2]]))
+    {'shape': [1, 2], 'ints': [1, 2], 'floats': None}
+    """
+    array = np.asarray(value)
+    shape = [int(d) for d in array.shape]
+    kind = array.dtype.kind
+    if kind in "iu" and element != FLOAT:
+        return {"shape": shape, "ints": array.astype(np.int64).ravel().tolist(), "floats": None}
+    if kind in "iuf" and element != INT:
+        return {"shape": shape, "ints": None, "floats": array.astype(np.float64).ravel().tolist()}
+    raise TypeError(
+        f"cannot store a numpy array of {array.dtype} in a column of type {Array(None, element)}: "
+        "convert it first, e.g. with .astype(int) or .astype(float)"
+    )
+
 
 _SPARK_SIMPLE: dict[str, T.DataType] = {
     "int": T.LongType(),
@@ -272,10 +395,37 @@ def dtype_of(annotation: Any) -> DType:
         return _FROM_PYTHON[annotation]
     if typing.get_origin(annotation) is Pointer or annotation is Pointer:
         return POINTER
+    if annotation is np.ndarray or origin is np.ndarray:
+        return _array_of_annotation(args)
     raise PlanTypeError(
         f"unsupported column type {annotation!r}: use int, float, str, bool, bytes, pw.Json, "
-        "pw.Pointer, pw.DateTimeNaive, pw.DateTimeUtc, pw.Duration, Optional, list or tuple"
+        "pw.Pointer, pw.DateTimeNaive, pw.DateTimeUtc, pw.Duration, Optional, list, tuple or np.ndarray"
     )
+
+
+wrap = dtype_of  # Pathway's name (pw.internals.dtype.wrap)
+
+
+def _array_of_annotation(args: tuple) -> DType:
+    """``np.ndarray[shape, np.dtype[element]]`` (or bare ``np.ndarray``) as an Array type:
+    ``tuple[int, int]`` fixes two dimensions, ``tuple[int, ...]`` or Any none, and None
+    (as Pathway reads it) zero."""
+    if not args:
+        return ANY_ARRAY
+    shape, element = args
+    if shape is None:
+        n_dim: int | None = 0
+    elif typing.get_origin(shape) is tuple and Ellipsis not in typing.get_args(shape):
+        n_dim = len(typing.get_args(shape))
+    else:
+        n_dim = None
+    if typing.get_origin(element) is np.dtype:
+        (element,) = typing.get_args(element)
+    if isinstance(element, type) and issubclass(element, (np.integer, int)) and element is not bool:
+        return Array(n_dim, INT)
+    if isinstance(element, type) and issubclass(element, (np.floating, float)):
+        return Array(n_dim, FLOAT)
+    return Array(n_dim, ANY)
 
 
 def unify(a: DType, b: DType) -> DType:
@@ -284,6 +434,10 @@ def unify(a: DType, b: DType) -> DType:
     base_a, base_b = a.with_optional(False), b.with_optional(False)
     if base_a == base_b:
         return base_a.with_optional(optional)
+    if base_a.is_array and base_b.is_array:  # what both have in common: dimensions, element type
+        n_dim = base_a.n_dim if base_a.n_dim == base_b.n_dim else None
+        element = base_a.items[0] if base_a.items == base_b.items else ANY
+        return Array(n_dim, element).with_optional(optional)
     if {base_a, base_b} == {INT, FLOAT}:
         return FLOAT.with_optional(optional)
     if base_a == ANY.with_optional(False) and a.optional:  # a bare None
@@ -303,9 +457,33 @@ def related(a: DType, b: DType) -> bool:
     True
     """
     base_a, base_b = a.with_optional(False), b.with_optional(False)
+    if base_a.is_array and base_b.is_array:
+        return arrays_equivalent(base_a, base_b)
     if base_a.items and base_a.name == base_b.name and len(base_a.items) == len(base_b.items):
         return all(related(x, y) for x, y in zip(base_a.items, base_b.items))  # tuples item by item
     return base_a == base_b or ANY in (base_a, base_b) or {base_a, base_b} == {INT, FLOAT}
+
+
+def arrays_equivalent(a: DType, b: DType) -> bool:
+    """Whether two Array types may describe the same arrays: an unknown number of
+    dimensions or element type (Any) matches any.
+
+    >>> arrays_equivalent(Array(1, INT), Array(None, INT)), arrays_equivalent(Array(1), Array(2))
+    (True, False)
+    """
+    dims = a.n_dim is None or b.n_dim is None or a.n_dim == b.n_dim
+    elements = ANY in (a.items[0], b.items[0]) or a.items == b.items
+    return dims and elements
+
+
+def array_item(array: DType) -> DType:
+    """The type of ``array[i]`` and of a flattened array's rows: one dimension less, and
+    the element itself from a one-dimensional array (Array(2, int) -> Array(1, int) -> int)."""
+    if array.n_dim is None:
+        return array.with_optional(False)
+    if array.n_dim <= 1:
+        return array.items[0]
+    return Array(array.n_dim - 1, array.items[0])
 
 
 def dtype_of_value(value: Any) -> DType:
@@ -322,6 +500,9 @@ def dtype_of_value(value: Any) -> DType:
         return DType("tuple", tuple(dtype_of_value(v) for v in value))
     if isinstance(value, list):
         return DType("list", (dtype_of_value(value[0]) if value else ANY,))
+    if isinstance(value, np.ndarray):
+        kind = {"i": INT, "u": INT, "f": FLOAT}.get(value.dtype.kind, ANY)
+        return Array(value.ndim, kind)
     return dtype_of(type(value))
 
 
@@ -334,6 +515,8 @@ def to_python(kind: DType) -> Callable[[Any], Any]:
         return Json.parse
     if base == ANY:
         return lambda v: None if v is None else pickle.loads(v)
+    if base.is_array:
+        return lambda v: None if v is None else array_to_python(v)
     if base.name == "tuple":
         items = [to_python(t) for t in base.items]
         return lambda v: None if v is None else tuple(
@@ -352,6 +535,8 @@ def from_python(kind: DType) -> Callable[[Any], Any]:
         return lambda v: None if v is None else Json.dumps(v)
     if base == ANY:
         return lambda v: None if v is None else pickle.dumps(v)
+    if base.is_array:
+        return lambda v: None if v is None else array_from_python(v, base.items[0])
     if base.name == "tuple":
         items = [from_python(t) for t in base.items]
         return lambda v: None if v is None else tuple(f(x) for f, x in zip(items, v))

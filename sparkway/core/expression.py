@@ -43,6 +43,8 @@ class Expr:
     def __rfloordiv__(self, o: Any) -> "BinOp": return self._bin("//", o, True)
     def __mod__(self, o: Any) -> "BinOp": return self._bin("%", o)
     def __rmod__(self, o: Any) -> "BinOp": return self._bin("%", o, True)
+    def __matmul__(self, o: Any) -> "BinOp": return self._bin("@", o)
+    def __rmatmul__(self, o: Any) -> "BinOp": return self._bin("@", o, True)
     def __pow__(self, o: Any) -> "BinOp": return self._bin("**", o)
     def __rpow__(self, o: Any) -> "BinOp": return self._bin("**", o, True)
     def __eq__(self, o: Any) -> "BinOp": return self._bin("==", o)  # type: ignore[override]

@@ -40,8 +40,13 @@ def infer(expr: Expr, inputs: Columns) -> DType:
             return _binop_type(op, infer(a, inputs), infer(b, inputs))
         case UnOp("not", a):
             return dt.BOOL.with_optional(infer(a, inputs).optional)
-        case UnOp(_, a):
-            return infer(a, inputs)
+        case UnOp(op, a):
+            kind = infer(a, inputs)
+            if kind.is_array:
+                raise PlanTypeError(
+                    f"unary operator {op} is not supported on arrays: compute it in a pw.udf with numpy"
+                )
+            return kind
         case IfElse(_, then, otherwise):
             return dt.unify(infer(then, inputs), infer(otherwise, inputs))
         case Coalesce(args):
@@ -95,14 +100,16 @@ _COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
 
 _OPERATOR_NAMES = {
     "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge", "+": "add", "-": "sub",
-    "*": "mul", "/": "truediv", "//": "floordiv", "%": "mod", "**": "pow", "&": "and_", "|": "or_", "^": "xor",
-    "<<": "lshift", ">>": "rshift",
+    "*": "mul", "@": "matmul", "/": "truediv", "//": "floordiv", "%": "mod", "**": "pow", "&": "and_",
+    "|": "or_", "^": "xor", "<<": "lshift", ">>": "rshift",
 }
 
 
 def _binop_type(op: str, a: DType, b: DType) -> DType:
     optional = a.optional or b.optional
     base_a, base_b = a.with_optional(False), b.with_optional(False)
+    if base_a.is_array or base_b.is_array:
+        return _array_binop_type(op, a, b)
     if op in _COMPARISONS:
         if not dt.related(base_a, base_b):
             raise _unsupported(op, base_a, base_b)
@@ -141,6 +148,21 @@ def _binop_type(op: str, a: DType, b: DType) -> DType:
         raise _unsupported(op, base_a, base_b) from None
 
 
+def _array_binop_type(op: str, a: DType, b: DType) -> DType:
+    """Arrays compare for equality, and multiply as matrices (``a @ b``, numpy's rules,
+    of arrays that are not optional); the result's shape and element type are known only
+    when it is computed, as in Pathway.  Other operators are numpy's business: use a UDF."""
+    if op in ("==", "!=") and dt.related(a, b):
+        return dt.BOOL.with_optional(a.optional or b.optional)
+    if op == "@" and a.is_array and b.is_array and not (a.optional or b.optional):
+        return dt.ANY_ARRAY
+    raise PlanTypeError(
+        f"binary operator {_OPERATOR_NAMES[op]} is not supported on columns of types "
+        f"{dt.python_name(a)}, {dt.python_name(b)}: arrays take == and != and, when not optional, "
+        "@ (matrix multiplication); compute anything else in a pw.udf with numpy"
+    )
+
+
 def _unsupported(op: str, a: DType, b: DType) -> PlanTypeError:
     return PlanTypeError(
         f"binary operator {_OPERATOR_NAMES[op]} is not supported on columns of types "
@@ -157,6 +179,10 @@ def _getitem_type(container: DType, key: Expr, default: Expr | None, checked: bo
         return item.with_optional(item.optional or not checked)
     if base.name == "tuple" and isinstance(key, Const):
         return base.items[key.value]
+    if base.is_array:
+        if container.optional:
+            raise PlanTypeError(f"cannot index a column of type {container}: unwrap it first (pw.unwrap)")
+        return dt.array_item(base)
     return dt.ANY.with_optional(True)
 
 
@@ -244,6 +270,17 @@ def _tuple_type(args: list[DType], params: tuple) -> DType:
     return DType("list", (args[0].with_optional(args[0].optional and not skip_nones),))
 
 
+def _ndarray_type(args: list[DType], params: tuple) -> DType:
+    skip_nones = bool(params and params[0])
+    base = args[0].with_optional(False)
+    if (args[0].optional and not skip_nones) or not (base.is_numeric or base.is_array):
+        raise PlanTypeError(
+            f"pw.reducers.ndarray takes int, float or array values, not {args[0]}"
+            + (": give skip_nones=True to leave None out" if args[0].optional else "")
+        )
+    return dt.ANY_ARRAY
+
+
 # One entry per reducer: its result type from its arguments' (kernels: engine/kernels/reduce.py).
 REDUCER_TYPES: dict[str, Callable[[list[DType], tuple], DType]] = {
     "count": lambda a, p: dt.INT,
@@ -260,6 +297,7 @@ REDUCER_TYPES: dict[str, Callable[[list[DType], tuple], DType]] = {
     "argmax": lambda a, p: dt.POINTER,
     "tuple": _tuple_type,
     "sorted_tuple": _tuple_type,
+    "ndarray": _ndarray_type,
     # custom reducers: params[0] is the combine function or the accumulator class
     "stateful": lambda a, p: return_type(p[0]),
     "accumulator": lambda a, p: return_type(p[0].compute_result),

@@ -80,9 +80,18 @@ def _const(e: Const, scope: Scope) -> Column:
         return F.lit(None)
     if kind == dt.JSON:
         return F.lit(dt.Json.dumps(e.value))
+    if kind.is_array:
+        return array_literal(e.value)
     if kind.name in ("tuple", "list") or kind == dt.ANY:
         return F.lit(e.value)
     return F.lit(e.value).cast(kind.spark_type())
+
+
+def array_literal(value: Any) -> Column:
+    """A numpy array as a Spark literal of the Array type (shape and flat values)."""
+    stored = dt.array_from_python(value)
+    fields = [F.lit(stored[f.name]).cast(f.dataType).alias(f.name) for f in dt.ANY_ARRAY.spark_type().fields]
+    return F.struct(*fields)
 
 
 def _python_mod(a: Column, b: Column) -> Column:
@@ -147,6 +156,8 @@ def _binop(e: BinOp, scope: Scope) -> Column:
     ta, tb = _type(e.left, scope).with_optional(False), _type(e.right, scope).with_optional(False)
     result = _type(e, scope)
     op = e.op
+    if op == "@":
+        return _matmul_udf(scope.where)(a, b)
     if op == "==":
         return a.eqNullSafe(b)
     if op == "!=":
@@ -186,6 +197,24 @@ def _binop(e: BinOp, scope: Scope) -> Column:
     if op in ("+", "-", "*") and result.with_optional(False) in (dt.INT, dt.FLOAT):
         out = out.cast(result.spark_type())
     return out
+
+
+def _matmul_udf(where: str):
+    """``a @ b`` on stored arrays, with numpy's rules (and its ValueError for shapes that
+    do not fit); as in Pathway, int and float arrays do not multiply each other."""
+    def multiply(a: Any, b: Any) -> Any:
+        if a is None or b is None:
+            return None
+        left, right = dt.array_to_python(a), dt.array_to_python(b)
+        with failures_named(where):
+            if left.dtype != right.dtype:
+                raise ValueError(
+                    f"can't multiply an array of {left.dtype} by an array of {right.dtype}: "
+                    "convert one of them first (.astype(float) in a pw.udf)"
+                )
+            return dt.array_from_python(np.matmul(left, right))
+
+    return F.udf(multiply, dt.ANY_ARRAY.spark_type(), useArrow=True)
 
 
 def _unop(e: UnOp, scope: Scope) -> Column:
@@ -254,9 +283,59 @@ def _get_item(e: GetItem, scope: Scope) -> Column:
         if e.default is not None:
             item = F.coalesce(item, compile_expr(e.default, scope))
         return item
+    if container.is_array:
+        item_type = _type(e, scope)
+        default = compile_expr(e.default, scope) if e.default is not None else F.lit(None)
+        return _array_item_udf(item_type, e.checked, scope.where)(
+            value, compile_expr(e.key, scope).cast("long"), default.cast(item_type.spark_type())
+        )
     key = compile_expr(e.key, scope)
     default = _as_json_text(e.default, scope) if e.default is not None else F.lit(None).cast("string")
     return _json_get_udf(e.checked, scope.where)(value, key.cast("string"), default)
+
+
+def _array_item_udf(item_type: DType, checked: bool, where: str):
+    """``array[index]`` as numpy gives it (a row of a matrix, an element of a vector);
+    an index out of range is numpy's IndexError, or gives ``default`` with ``.get()``."""
+    convert = dt.from_python(item_type)
+
+    def get(stored: Any, index: int | None, default: Any) -> Any:
+        if stored is None or index is None:
+            return default
+        array = dt.array_to_python(stored)
+        try:
+            item = array[index]
+        except IndexError:
+            if not checked:
+                return default
+            with failures_named(where):
+                raise
+        return convert(_python_item(item, item_type))
+
+    return F.udf(get, item_type.spark_type(), useArrow=True)
+
+
+def _python_item(item: Any, item_type: DType) -> Any:
+    """An item numpy gave (a numpy scalar, or an array of one dimension less) as stored
+    for ``item_type``: scalars as Python numbers, unless the type is an array."""
+    return item.item() if isinstance(item, np.generic) and not item_type.is_array else item
+
+
+def array_items(array_type: DType, where: str) -> Callable[[Column], Column]:
+    """The rows of each array (its elements, for a vector) as a Spark array, for
+    ``flatten``: read from the stored values for vectors of a known element type."""
+    item_type = dt.array_item(array_type)
+    if array_type.n_dim == 1 and item_type in (dt.INT, dt.FLOAT):
+        return lambda value: value.getField("ints" if item_type == dt.INT else "floats")
+    convert = dt.from_python(item_type)
+
+    def items(stored: Any) -> Any:
+        if stored is None:
+            return None
+        with failures_named(where):
+            return [convert(_python_item(x, item_type)) for x in dt.array_to_python(stored)]
+
+    return F.udf(items, T.ArrayType(item_type.spark_type()), useArrow=True)
 
 
 def _as_json_text(e: Expr, scope: Scope) -> Column:

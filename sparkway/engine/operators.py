@@ -20,7 +20,7 @@ from sparkway.core.changes import DIFF, ID, spark_schema
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import Expr
 from sparkway.core.type_rules import infer
-from sparkway.engine.expressions import Scope, as_type, col, compile_expr, pointer_of
+from sparkway.engine.expressions import Scope, array_items, as_type, col, compile_expr, pointer_of
 from sparkway.engine.kernels.join import join_groups
 from sparkway.engine.kernels.merge import merge_groups
 from sparkway.engine.kernels.ordered import deduplicate_groups, sort_groups
@@ -116,6 +116,10 @@ def _flatten(node: n.Flatten, frames: list[DataFrame], ctx: StepContext) -> Data
         # element keeps its quotes, which from_json to array<string> would drop)
         values = F.parse_json(values).cast("array<variant>")
         item = F.to_json(item)
+    elif source.is_array:
+        values = array_items(source, node.label)(values)
+    elif source == dt.STR:  # characters ("" has none)
+        values = F.when(values == "", F.array().cast("array<string>")).otherwise(F.split(values, ""))
     exploded = frames[0].select("*", F.posexplode(values).alias("_pos", "_item"))
     columns = {name: col(name) for name in node.input.columns} | {node.column: item}
     if node.origin_id is not None:

@@ -125,7 +125,18 @@ def _check_schemas(table: Any, expected: Any) -> None:
     names, expected_names = list(table.column_names()), list(expected.column_names())
     assert names == expected_names, f"columns {names} vs expected {expected_names}"
     types, expected_types = table.schema.typehints(), expected.schema.typehints()
-    assert types == expected_types, f"column types {types} vs expected {expected_types}"
+    same = all(_same_type(types[c], expected_types[c]) for c in names)
+    assert same, f"column types {types} vs expected {expected_types}"
+
+
+def _same_type(kind: Any, expected: Any) -> bool:
+    """Equal types; array types match when they may hold the same arrays (an unknown
+    number of dimensions or element type matches any), as Pathway's schema check has it."""
+    from sparkway.core import dtypes
+
+    if kind.optional != expected.optional or kind.is_array != expected.is_array:
+        return False
+    return dtypes.arrays_equivalent(kind, expected) if kind.is_array else kind == expected
 
 
 def _assertion(compare: Callable[[list[Change], list[Change]], None], check_types: bool = True) -> Callable:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkway.core.changes import ID
-from sparkway.core.dtypes import from_python
+from sparkway.core.dtypes import ARRAY_ARROW, array_from_python, array_to_python, from_python
 from sparkway.core.type_rules import return_type
 
 
@@ -85,10 +85,15 @@ def _unique(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
 
 
 def _tuple(sort_values: bool) -> Aggregator:
-    """All values of a group, in id order (``rows`` come sorted by id) or sorted;
-    ``params[0]`` (skip_nones) leaves None out."""
+    """All values of a group, in id order (``rows`` come sorted by id), in the order of
+    groupby's ``sort_by``, or sorted; ``params[0]`` (skip_nones) leaves None out."""
     def aggregate(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
-        source = rows.sort_by([("_g", "ascending"), (args[0], "ascending"), (ID, "ascending")]) if sort_values else rows
+        source = rows
+        if sort_values:
+            source = rows.sort_by([("_g", "ascending"), (args[0], "ascending"), (ID, "ascending")])
+        elif params and params[-1] == "sort_by":  # groupby's sort_by: the last argument
+            ordered = rows.append_column("_order", _sortable(rows.column(args[-1])))
+            source = ordered.sort_by([("_g", "ascending"), ("_order", "ascending"), (ID, "ascending")])
         # lists of positions, then the values taken by position (hash_list has no kernel for structs)
         positions = pa.table({"_g": source.column("_g"), "_pos": pa.array(np.arange(source.num_rows), pa.int64())})
         owned = positions.group_by("_g", use_threads=False).aggregate([("_pos", "list")]).column("_pos_list")
@@ -101,6 +106,24 @@ def _tuple(sort_values: bool) -> Aggregator:
     return aggregate
 
 
+def _sortable(values: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+    """A column Arrow can sort by: ``values`` itself, or, for arrays and tuples (which
+    Arrow cannot sort), each value's rank in Python's order of their elements."""
+    if not pa.types.is_nested(values.type):
+        return values
+
+    def key(value: Any) -> tuple:
+        if value is None:
+            return (0,)
+        if values.type == ARRAY_ARROW:  # by elements, then shape
+            return (1, value["ints"] if value["ints"] is not None else value["floats"], value["shape"])
+        return (1, list(value.values()) if isinstance(value, dict) else value)
+    keys = [key(v) for v in values.to_pylist()]
+    ranks = np.empty(len(keys), np.int64)
+    ranks[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
+    return pa.array(ranks)
+
+
 def _without_nulls(lists: pa.ListArray) -> pa.ListArray:
     """The lists with their null items removed (hash_list keeps them, whatever the options)."""
     items = pc.list_flatten(lists)
@@ -109,6 +132,22 @@ def _without_nulls(lists: pa.ListArray) -> pa.ListArray:
     kept_items, kept_owners = items.filter(valid), owners.filter(valid).to_numpy()
     offsets = np.concatenate([[0], np.cumsum(np.bincount(kept_owners, minlength=len(lists)))])
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), kept_items)
+
+
+def _ndarray(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
+    """All values of a group as one array, in id order (or groupby's ``sort_by``): a
+    vector of numbers, or the group's arrays stacked (numpy's ``np.stack``: they must have one shape)."""
+    lists = _tuple(False)(rows, args, params)
+    values = lists.values
+    if pa.types.is_struct(values.type):  # arrays: numpy stacks each group's (on the executor)
+        groups = [[array_to_python(a) for a in group] for group in lists.to_pylist()]
+        return pa.array([array_from_python(np.stack(group)) for group in groups], ARRAY_ARROW)
+    lengths = pc.list_value_length(lists).cast(pa.int64())
+    shapes = pa.ListArray.from_arrays(pa.array(np.arange(len(lists) + 1), pa.int32()), lengths)
+    is_int = pa.types.is_integer(values.type)
+    ints = lists.cast(pa.list_(pa.int64())) if is_int else pa.nulls(len(lists), pa.list_(pa.int64()))
+    floats = pa.nulls(len(lists), pa.list_(pa.float64())) if is_int else lists.cast(pa.list_(pa.float64()))
+    return pa.StructArray.from_arrays([shapes, ints, floats], fields=list(ARRAY_ARROW))
 
 
 def _custom(fold: Callable[[Any, list[tuple[int, list[tuple]]]], Any]) -> Aggregator:
@@ -175,6 +214,7 @@ _AGGREGATORS: dict[str, Aggregator] = {
     "argmax": _by_order(None, True, ID),
     "tuple": _tuple(False),
     "sorted_tuple": _tuple(True),
+    "ndarray": _ndarray,
     "stateful": _custom(_stateful),
     "accumulator": _custom(_accumulated),
 }
