@@ -29,8 +29,9 @@ def count_distinct(arg: Any) -> ReducerExpr:
     return _reducer("count_distinct", arg)
 
 
-def sum(arg: Any) -> ReducerExpr:  # noqa: A001 - Pathway's name
-    """The sum of the values."""
+def sum(arg: Any, strict: bool = False) -> ReducerExpr:  # noqa: A001 - Pathway's name
+    """The sum of the values.  sparkway sums a group's values anew at each step, which is
+    what Pathway's ``strict=True`` asks for, so ``strict`` changes nothing here."""
     return _reducer("sum", arg)
 
 
