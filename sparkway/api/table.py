@@ -531,6 +531,46 @@ class Table:
     def window_join_outer(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
         return self.window_join(other, *args, how="outer", **kwargs)
 
+    def asof_join(
+        self, other: "Table", self_time: Expr, other_time: Expr, *on: Expr, how: Any,
+        behavior: Any = None, defaults: dict | None = None, direction: Any = None,
+        left_instance: Any = None, right_instance: Any = None,
+    ) -> "JoinResult":
+        """Each row of this table (``how=pw.JoinMode.LEFT``), of ``other`` (``RIGHT``) or of
+        both (``OUTER``) with the row of the other table nearest in time among those with
+        equal ``on`` keys (and ``left_instance == right_instance``): by default
+        (``direction=pw.temporal.Direction.BACKWARD``) the latest one at or before its
+        time.  Columns of a missing row are None, or their value in ``defaults``.
+        ``select`` also reads ``pw.this.instance``, ``pw.this.t`` and ``pw.this.side``
+        (the row's keys, its time, and whether it is from ``other``).
+
+        ``behavior`` (when late rows may be forgotten) is accepted and not applied:
+        every row is kept, which gives the results of a run without late data.
+
+        >>> import sparkway as pw
+        >>> trades = pw.debug.table_from_markdown("t | qty\\n3 | 10\\n7 | 20")
+        >>> quotes = pw.debug.table_from_markdown("t | price\\n1 | 5\\n5 | 6")
+        >>> pw.debug.compute_and_print(
+        ...     trades.asof_join_left(quotes, trades.t, quotes.t).select(trades.qty, quotes.price),
+        ...     include_id=False)
+        qty | price
+        10  | 5
+        20  | 6
+        """
+        from sparkway.api import asof, temporal
+
+        direction = temporal.Direction.BACKWARD if direction is None else direction
+        return asof.asof_join(self, other, self_time, other_time, on, how, defaults, direction, left_instance, right_instance)
+
+    def asof_join_left(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
+        return self.asof_join(other, *args, how="left", **kwargs)
+
+    def asof_join_right(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
+        return self.asof_join(other, *args, how="right", **kwargs)
+
+    def asof_join_outer(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
+        return self.asof_join(other, *args, how="outer", **kwargs)
+
     def windowby(
         self,
         time_expr: Expr,
@@ -655,6 +695,8 @@ def _table_of(expr: Expr) -> Table:
 def _named_exprs(args: tuple, kwargs: dict, tables: list[Any]) -> list[tuple[str, Expr]]:
     """``select``'s arguments as (name, expression) pairs; ``*pw.this`` expands."""
     out: dict[str, Expr] = {}
+    args = (*args, *(v for v in kwargs.values() if isinstance(v, AllColumns)))  # select(**pw.left)
+    kwargs = {k: v for k, v in kwargs.items() if not isinstance(v, AllColumns)}
     for a in args:
         if isinstance(a, AllColumns):
             source = a.table
@@ -854,7 +896,7 @@ class JoinResult:
             return None
 
         def to_joined(e: Expr) -> Expr | None:
-            if isinstance(e, ColumnRef) and isinstance(e.table, n.InputRef):
+            if isinstance(e, ColumnRef) and isinstance(e.table, n.InputRef) and e.table.index in (0, 1):
                 prefix = "_l_" if e.table.index == 0 else "_r_"
                 return ColumnRef(n.InputRef(0), prefix + e.name)
             return None

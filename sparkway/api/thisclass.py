@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+import itertools
 from typing import Iterator
 
 from sparkway.core.expression import ColumnRef
@@ -28,6 +29,11 @@ class ColumnsWithout:
         yield AllColumns(self.table, self.exclude)
 
 
+# the key ``**pw.this`` gives: ``select`` expands it to every column
+_ALL_COLUMNS = "_pw_all_columns_"
+_key_numbers = itertools.count()
+
+
 class Placeholder:
     """Stands for "the table this operator is applied to" (or its left/right side).
 
@@ -46,8 +52,15 @@ class Placeholder:
             raise AttributeError(name)
         return ColumnRef(self, name)
 
-    def __getitem__(self, name: str) -> ColumnRef:
+    def __getitem__(self, name: str) -> "ColumnRef | AllColumns":
+        if name.startswith(_ALL_COLUMNS):
+            return AllColumns(self)
         return ColumnRef(self, name)
+
+    def keys(self) -> list[str]:
+        """Makes ``select(**pw.left)`` give every column of the table: one key standing
+        for all of them (unique, so that ``**pw.left, **pw.right`` keeps both)."""
+        return [f"{_ALL_COLUMNS}{next(_key_numbers)}"]
 
     def without(self, *columns: str | ColumnRef) -> ColumnsWithout:
         """Every column but these, for ``select(*pw.this.without("a"))``.
