@@ -185,6 +185,7 @@ class AsofJoinResult(JoinResult):
         self._shared: set[str] = set()
         self._how = how
         self._node = merged._node
+        self._universe = merged._universe  # a one-sided join keeps that side's ids
 
     def _bind_pair(self, expr: Any) -> Expr:
         def result_column(e: Expr) -> Expr | None:

@@ -571,6 +571,39 @@ class Table:
     def asof_join_outer(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
         return self.asof_join(other, *args, how="outer", **kwargs)
 
+    def asof_now_join(
+        self, other: "Table", *on: Expr, how: Any = JoinMode.INNER, id: Any = None,
+        left_instance: Any = None, right_instance: Any = None,
+    ) -> "JoinResult":
+        """Each row of this table joined, when it arrives, with the rows of ``other`` at
+        that moment (after the changes of the same time); its results are never updated.
+        This table has to be append-only; its rows are not kept.  ``how`` is
+        ``pw.JoinMode.INNER`` or ``LEFT``; ``id=pw.left.id`` keeps this table's ids.
+
+        >>> import sparkway as pw
+        >>> queries = pw.debug.table_from_markdown("k | q | __time__\\n1 | 10 | 2\\n1 | 11 | 6")
+        >>> data = pw.debug.table_from_markdown("k | v | __time__ | __diff__\\n1 | 5 | 2 | 1\\n1 | 5 | 4 | -1\\n1 | 7 | 4 | 1")
+        >>> pw.debug.compute_and_print(
+        ...     queries.asof_now_join(data, queries.k == data.k).select(queries.q, data.v), include_id=False)
+        q  | v
+        10 | 5
+        11 | 7
+        """
+        mode = getattr(how, "value", how)
+        if mode not in ("inner", "left"):
+            raise PlanError(f"an asof_now_join is an inner or left join, not {mode!r}: use how=pw.JoinMode.INNER or LEFT")
+        if (left_instance is None) != (right_instance is None):
+            raise PlanError("give both left_instance= and right_instance=, or neither")
+        if left_instance is not None:
+            on = (*on, left_instance == right_instance)
+        return JoinResult(self, other, on, mode, id, keep_left=False)
+
+    def asof_now_join_inner(self, other: "Table", *on: Expr, **kwargs: Any) -> "JoinResult":
+        return self.asof_now_join(other, *on, how="inner", **kwargs)
+
+    def asof_now_join_left(self, other: "Table", *on: Expr, **kwargs: Any) -> "JoinResult":
+        return self.asof_now_join(other, *on, how="left", **kwargs)
+
     def windowby(
         self,
         time_expr: Expr,
@@ -783,7 +816,7 @@ class JoinResult:
 
     def __init__(
         self, left_table: Table, right_table: Table, on: tuple, how: str, id_from: Any,
-        interval: tuple[Any, Any, Any, Any] | None = None, shared: tuple[str, ...] = (),
+        interval: tuple[Any, Any, Any, Any] | None = None, shared: tuple[str, ...] = (), keep_left: bool = True,
     ) -> None:
         self._left, self._right = left_table, right_table
         sides = _join_sides(left_table, right_table)
@@ -816,15 +849,17 @@ class JoinResult:
                 upper,
             )
         self._node = n.Join(
-            columns, left_table._node, right_table._node, tuple(left_keys), tuple(right_keys), how, id_side, interval
+            columns, left_table._node, right_table._node, tuple(left_keys), tuple(right_keys), how, id_side, interval,
+            keep_left,
         )
+        self._universe = _join_universe(left_table, right_table, how, id_side)
 
     def select(self, *args: Any, **kwargs: Any) -> Table:
         """The output columns, from ``pw.left``, ``pw.right``, ``pw.this`` or the tables."""
         exprs = _named_exprs(args, kwargs, [self._left, self._right])
         bound = [(name, self._bind_pair(e)) for name, e in exprs]
         node = n.Select(_types(bound, [self._node.columns]), self._node, tuple(bound))
-        return Table(node, self._left._label)
+        return Table(node, self._left._label, universe=self._universe)
 
     def groupby(self, *args: Any, instance: Any = None, **kwargs: Any) -> GroupedTable:
         """Groups the joined pairs by the given columns (of either table); ``reduce`` follows.
@@ -883,6 +918,7 @@ class JoinResult:
             raise PlanTypeError(f"filter needs a boolean expression, got one of type {kind}")
         filtered = copy.copy(self)
         filtered._node = n.Filter(dict(self._node.columns), self._node, bound)
+        filtered._universe = Universe(self._universe)
         return filtered
 
     def _bind_pair(self, expr: Any) -> Expr:
@@ -902,6 +938,15 @@ class JoinResult:
             return None
 
         return transform(bind(transform(wrap(expr), either_side), sides, None, cols), to_joined)
+
+
+def _join_universe(left: Table, right: Table, how: str, id_side: str | None) -> Universe:
+    """The ids of a join's rows: with ``id=`` one side's, all of them when that side's
+    rows are all kept (a left join with the left ids), else some of them."""
+    if id_side is None:
+        return Universe()
+    kept, keeps_all = (left, how in ("left", "outer")) if id_side == "left" else (right, how in ("right", "outer"))
+    return kept._universe if keeps_all else Universe(kept._universe)
 
 
 def _join_sides(left: Table, right: Table) -> dict[int, int]:
