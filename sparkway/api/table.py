@@ -726,25 +726,33 @@ def _table_of(expr: Expr) -> Table:
 
 
 def _named_exprs(args: tuple, kwargs: dict, tables: list[Any]) -> list[tuple[str, Expr]]:
-    """``select``'s arguments as (name, expression) pairs; ``*pw.this`` expands."""
+    """``select``'s arguments as (name, expression) pairs; ``*pw.this`` expands, and so
+    does ``**pw.left``, after the other named expressions (as in Pathway)."""
     out: dict[str, Expr] = {}
-    args = (*args, *(v for v in kwargs.values() if isinstance(v, AllColumns)))  # select(**pw.left)
-    kwargs = {k: v for k, v in kwargs.items() if not isinstance(v, AllColumns)}
+    expanded = [v for v in kwargs.values() if isinstance(v, AllColumns)]
     for a in args:
         if isinstance(a, AllColumns):
-            source = a.table
-            if isinstance(source, Placeholder):
-                source = tables[0] if source is this else tables[0 if source is left else 1]
-            for c in source._node.columns:
-                if c not in a.exclude:
-                    out[c] = ColumnRef(source, c) if isinstance(source, Table) else ColumnRef(a.table, c)
+            out.update(_all_columns(a, tables))
         elif isinstance(a, ColumnRef):
             out[a.name] = a
         else:
             raise PlanTypeError(f"select takes columns positionally and expressions by name; got {a!r}")
     for k, v in kwargs.items():
-        out[k] = wrap(v)
+        if not isinstance(v, AllColumns):
+            out[k] = wrap(v)
+    for a in expanded:
+        out.update(_all_columns(a, tables))
     return list(out.items())
+
+
+def _all_columns(columns: AllColumns, tables: list[Any]) -> dict[str, Expr]:
+    source = columns.table
+    if isinstance(source, Placeholder):
+        source = tables[0] if source is this else tables[0 if source is left else 1]
+    return {
+        c: ColumnRef(source, c) if isinstance(source, Table) else ColumnRef(columns.table, c)
+        for c in source._node.columns if c not in columns.exclude
+    }
 
 
 def _types(exprs: Iterable[tuple[str, Expr]], inputs: list[dict]) -> dict[str, DType]:

@@ -162,7 +162,9 @@ class Join(_Stateful, Node):
     # when also lower <= right time - left time <= upper
     interval: tuple[Expr, Expr, Any, Any] | None = None
     # False (asof_now_join): a left row is joined once, with the right rows of the step
-    # it arrives in, and is not kept; so its output rows never change
+    # it arrives in, and is not kept; so its output rows never change.  This cannot be
+    # built from the other operators: they are functions of the rows a table holds now,
+    # and the answer depends on right rows that may have been deleted since
     keep_left: bool = True
 
     @property
