@@ -582,7 +582,8 @@ class Table:
 
         >>> import sparkway as pw
         >>> queries = pw.debug.table_from_markdown("k | q | __time__\\n1 | 10 | 2\\n1 | 11 | 6")
-        >>> data = pw.debug.table_from_markdown("k | v | __time__ | __diff__\\n1 | 5 | 2 | 1\\n1 | 5 | 4 | -1\\n1 | 7 | 4 | 1")
+        >>> data = pw.debug.table_from_markdown(
+        ...     "id | k | v | __time__ | __diff__\\n1 | 1 | 5 | 2 | 1\\n1 | 1 | 5 | 4 | -1\\n2 | 1 | 7 | 4 | 1")
         >>> pw.debug.compute_and_print(
         ...     queries.asof_now_join(data, queries.k == data.k).select(queries.q, data.v), include_id=False)
         q  | v
