@@ -2,11 +2,11 @@
 time (``t.asof_join(other, t.time, other.time, *on, how=..., direction=...)``).
 
 They are built from the general operators, so they are incremental and persistent like
-them: per output row's side, a join on the ``on`` keys pairs each row with every row of
-the other table (the candidates); a filter keeps those before (or after) it; a reduce per
-row picks the latest (or earliest) candidate; two left joins bring the picked row's
-columns.  A step costs in proportion to the candidates of the touched keys, so rows with
-many rows of the other table under one key (or a join without ``on``) are costly.
+them: per output row's side, a left join on the ``on`` keys pairs each row with every row
+of the other table (its candidates); a reduce per row picks the latest candidate before it
+and the earliest after it; a join brings the chosen one's columns.  A step costs in
+proportion to the candidates of the touched keys, so rows with many rows of the other
+table under one key (or a join without ``on``) are costly.
 
 Which row is a row's peer, as in Pathway 0.33 (where both tables are sorted by
 ``(time, side, id)`` and a row's peer is the nearest row of the other table in that order):
@@ -103,75 +103,72 @@ def _defaults_by_side(left: Table, right: Table, defaults: dict) -> tuple[dict[s
 
 
 def _rows_with_peers(own: _Side, other: _Side, direction: Direction, defaults: dict[str, Any]) -> Table:
-    """``own``'s rows (keeping their ids), each with its peer's columns (None, or the
-    default, without a peer), in the result's columns."""
+    """``own``'s rows, each with its peer's columns (None, or the default, without a
+    peer), in the result's columns.  Three stateful steps: the pairs of a row and its
+    candidates (a left join), the best candidate per row (a reduce), its columns (a join)."""
     keys = {f"_pw_k{i}": k for i, k in enumerate(own.keys)}
     instance = Const(None) if not own.keys else own.keys[0] if len(own.keys) == 1 else MakeTuple(tuple(own.keys))
+    own_columns = [own.prefix + c for c in own.columns()]
+    peer_columns = [other.prefix + c for c in other.columns()]
     rows = own.table.select(
         instance=instance, t=own.time, side=Const(own.flag), **keys,
-        **{own.prefix + c: ColumnRef(this, c) for c in own.columns()},
+        **{name: ColumnRef(this, c) for name, c in zip(own_columns, own.columns())},
     )
     candidates = other.table.select(
         _pw_t=other.time, **{f"_pw_k{i}": k for i, k in enumerate(other.keys)},
-        **{other.prefix + c: ColumnRef(this, c) for c in other.columns()},
+        **{name: ColumnRef(this, c) for name, c in zip(peer_columns, other.columns())},
     )
-    on = [ColumnRef(rows, k) == ColumnRef(candidates, k) for k in keys]
-    pairs = rows.join(candidates, *on).select(
-        _pw_row=ColumnRef(rows, "id"), _pw_own_t=ColumnRef(rows, "t"), _pw_t=ColumnRef(candidates, "_pw_t"),
-        _pw_peer=ColumnRef(candidates, "id"), **{other.prefix + c: ColumnRef(candidates, other.prefix + c) for c in other.columns()},
+    # a row without candidates under its keys still has a pair (with a None candidate)
+    pairs = rows.join_left(candidates, *(ColumnRef(rows, k) == ColumnRef(candidates, k) for k in keys)).select(
+        *(ColumnRef(rows, c) for c in ("instance", "t", "side", *own_columns)),
+        _pw_row=ColumnRef(rows, "id"), _pw_t=ColumnRef(candidates, "_pw_t"), _pw_peer=ColumnRef(candidates, "id"),
+        **{c: ColumnRef(candidates, c) for c in peer_columns},
     )
-    picked = _pick_peer(rows, pairs, own.first, direction)
-    peer_columns = {
-        other.prefix + c: Coalesce((ColumnRef(pairs, other.prefix + c), Const(defaults[c]))) if c in defaults
-        else ColumnRef(pairs, other.prefix + c)
-        for c in other.columns()
+    chosen = _pick_pair(pairs, own.first, direction)
+    found = ColumnRef(chosen, "_pw_found")
+    peer = {
+        c: Coalesce((if_else(found, ColumnRef(pairs, c), Const(None)), Const(defaults[name]))) if name in defaults
+        else if_else(found, ColumnRef(pairs, c), Const(None))
+        for c, name in zip(peer_columns, other.columns())
     }
-    with_peer = picked.join_left(pairs, ColumnRef(picked, "_pw_pair") == ColumnRef(pairs, "id"), id=ColumnRef(picked, "id"))
     result = {
-        "instance": ColumnRef(picked, "instance"), "t": ColumnRef(picked, "t"), "side": ColumnRef(picked, "side"),
-        **{own.prefix + c: ColumnRef(picked, own.prefix + c) for c in own.columns()},
-        **peer_columns,
-        own.prefix + "id": ColumnRef(picked, "id"), other.prefix + "id": ColumnRef(pairs, "_pw_peer"),
+        **{c: ColumnRef(pairs, c) for c in ("instance", "t", "side", *own_columns)},
+        **peer,
+        own.prefix + "id": ColumnRef(pairs, "_pw_row"),
+        other.prefix + "id": if_else(found, ColumnRef(pairs, "_pw_peer"), Const(None)),
     }
-    order = ["instance", "t", "side", *sorted((k for k in result if k[:3] in ("_l_", "_r_") and k[3:] != "id"),
-                                             key=lambda k: k[:3]), "_l_id", "_r_id"]
-    return with_peer.select(**{k: result[k] for k in order})
+    order = ["instance", "t", "side", *sorted([*own_columns, *peer_columns], key=lambda c: c[:3]), "_l_id", "_r_id"]
+    joined = chosen.join(pairs, ColumnRef(chosen, "_pw_pair") == ColumnRef(pairs, "id"), id=ColumnRef(chosen, "id"))
+    return joined.select(**{c: result[c] for c in order})
 
 
-def _pick_peer(rows: Table, pairs: Table, own_first: bool, direction: Direction) -> Table:
-    """``rows`` with ``_pw_pair``: the id of the pair (in ``pairs``) of the row and its peer."""
-    own_t, peer_t = ColumnRef(this, "_pw_own_t"), ColumnRef(this, "_pw_t")
+def _pick_pair(pairs: Table, own_first: bool, direction: Direction) -> Table:
+    """Per row (ids: ``pointer_from`` of its id), ``_pw_pair``: one of its pairs, the one
+    with its peer when ``_pw_found``."""
+    own_t, peer_t = ColumnRef(this, "t"), ColumnRef(this, "_pw_t")
     # a candidate at the row's own time is before the row when the other table sorts first
-    before = pairs.filter(peer_t < own_t if own_first else peer_t <= own_t)
-    after = pairs.filter(peer_t >= own_t if own_first else peer_t > own_t)
-    if direction == Direction.BACKWARD:
-        return _with_best(rows, before, latest=True).select(*_row_columns(rows), _pw_pair=ColumnRef(this, "_pw_best"))
-    if direction == Direction.FORWARD:
-        return _with_best(rows, after, latest=False).select(*_row_columns(rows), _pw_pair=ColumnRef(this, "_pw_best"))
-    previous = _with_best(rows, before, latest=True).select(
-        *_row_columns(rows), _pw_prev=ColumnRef(this, "_pw_best"), _pw_prev_t=ColumnRef(this, "_pw_best_t"))
-    both = _with_best(previous, after, latest=False)
-    prev, nxt = ColumnRef(this, "_pw_prev"), ColumnRef(this, "_pw_best")
-    closer_before = ColumnRef(this, "t") - ColumnRef(this, "_pw_prev_t") < ColumnRef(this, "_pw_best_t") - ColumnRef(this, "t")
-    pair = if_else(prev.is_none(), nxt, if_else(nxt.is_none(), prev, if_else(closer_before, prev, nxt)))
-    return both.select(*_row_columns(rows), _pw_pair=pair)
-
-
-def _row_columns(rows: Table) -> list[ColumnRef]:
-    return [ColumnRef(this, c) for c in rows._node.columns if not c.startswith("_pw_k")]
-
-
-def _with_best(rows: Table, candidates: Table, latest: bool) -> Table:
-    """``rows`` (ids kept) with ``_pw_best``, the id of the pair with the latest (or
-    earliest) candidate, and ``_pw_best_t``, its time; None without candidates."""
-    pick, time = (reducers.argmax, reducers.max) if latest else (reducers.argmin, reducers.min)
-    row, t = ColumnRef(candidates, "_pw_row"), ColumnRef(candidates, "_pw_t")
-    best = candidates.groupby(row).reduce(row, _pw_best=pick(t), _pw_best_t=time(t))
-    joined = rows.join_left(best, ColumnRef(rows, "id") == ColumnRef(best, "_pw_row"), id=ColumnRef(rows, "id"))
-    return joined.select(
-        *(ColumnRef(rows, c) for c in rows._node.columns),
-        _pw_best=ColumnRef(best, "_pw_best"), _pw_best_t=ColumnRef(best, "_pw_best_t"),
+    before = peer_t < own_t if own_first else peer_t <= own_t
+    after = peer_t >= own_t if own_first else peer_t > own_t
+    scored = pairs.select(
+        ColumnRef(this, "_pw_row"), ColumnRef(this, "t"),
+        _pw_before=if_else(before, peer_t, Const(None)), _pw_after=if_else(after, peer_t, Const(None)),
     )
+    row, t = ColumnRef(scored, "_pw_row"), ColumnRef(scored, "t")
+    before_t, after_t = ColumnRef(scored, "_pw_before"), ColumnRef(scored, "_pw_after")
+    # argmax/argmin put None last: they give a pair of the row even without candidates
+    best = scored.groupby(row, t).reduce(
+        _pw_prev=reducers.argmax(before_t), _pw_prev_t=reducers.max(before_t),
+        _pw_next=reducers.argmin(after_t), _pw_next_t=reducers.min(after_t), t=t,
+    )
+    prev, prev_t = ColumnRef(this, "_pw_prev"), ColumnRef(this, "_pw_prev_t")
+    nxt, next_t = ColumnRef(this, "_pw_next"), ColumnRef(this, "_pw_next_t")
+    if direction == Direction.BACKWARD:
+        return best.select(_pw_pair=prev, _pw_found=prev_t.is_not_none())
+    if direction == Direction.FORWARD:
+        return best.select(_pw_pair=nxt, _pw_found=next_t.is_not_none())
+    closer_before = ColumnRef(this, "t") - prev_t < next_t - ColumnRef(this, "t")
+    pair = if_else(next_t.is_none() | (prev_t.is_not_none() & closer_before), prev, nxt)
+    return best.select(_pw_pair=pair, _pw_found=prev_t.is_not_none() | next_t.is_not_none())
 
 
 class AsofJoinResult(JoinResult):
