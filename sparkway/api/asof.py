@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparkway.api.table import JoinResult, Table, bind, join_keys, _join_sides, _placeholders_as_this
+from sparkway.api import reducers
+from sparkway.api.functions import if_else
+from sparkway.api.table import JoinResult, Table, _join_sides, _placeholders_as_this, bind, join_keys
 from sparkway.api.temporal import Direction, check_time_types
 from sparkway.api.thisclass import this
-from sparkway.api.functions import if_else
-from sparkway.api import reducers
 from sparkway.core.expression import Coalesce, ColumnRef, Const, Expr, MakeTuple, transform, wrap
 from sparkway.errors import PlanError
 from sparkway.plan import nodes as n
@@ -182,7 +182,7 @@ class AsofJoinResult(JoinResult):
         self._shared: set[str] = set()
         self._how = how
         self._node = merged._node
-        self._universe = merged._universe  # a one-sided join keeps that side's ids
+        self._universe = merged._universe
 
     def _bind_pair(self, expr: Any) -> Expr:
         def result_column(e: Expr) -> Expr | None:
