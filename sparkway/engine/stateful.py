@@ -145,13 +145,11 @@ def _apply(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table, dict
     group_of = {gid: k for k, gid in enumerate(gids)}
     n_inputs = len(spec.payloads)
     keys = [_state_key(i, gid) for i in range(n_inputs) for gid in gids if spec.stored[i]]
-    stored = iter(store.get_many(keys))
+    loaded = iter(store.get_many(keys))
     tables, updates = [], {}
     for i in range(n_inputs):
         # an input that is not stored has no rows before the step, and only its changes after
-        own: list[Arrangement] = [
-            (pickle.loads(v) if (v := next(stored)) is not None else {}) if spec.stored[i] else {} for _ in gids
-        ]
+        own: list[Arrangement] = [_arrangement(next(loaded)) if spec.stored[i] else {} for _ in gids]
         old = _rows_of(own, gids, version=0)
         columns = [f"_{i}_{name}" for name, _ in spec.payloads[i]]
         changes = rows.filter(pc.equal(rows.column("_input"), i))
@@ -165,6 +163,10 @@ def _apply(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table, dict
     is_new = pc.equal(pc.bit_wise_and(out.column("_g"), 1), 1).to_pylist()
     body = out.drop_columns(["_g"])
     return consolidate(body, [1 if new else -1 for new in is_new]), updates
+
+
+def _arrangement(stored: bytes | None) -> Arrangement:
+    return pickle.loads(stored) if stored is not None else {}
 
 
 def _apply_changes(
