@@ -112,6 +112,21 @@ def outer_join_batch(left: list[Row], right: list[Row]) -> Counter:
     return out
 
 
+def asof_join_program(left: pw.Table, right: pw.Table) -> pw.Table:
+    # the matched row's time, not its value: which of two right rows with one time is
+    # matched is left to the implementation
+    return left.asof_join_left(right, left.ts, right.ts, left.k == right.k).select(
+        left.k, lv=left.v, lt=left.ts, rt=right.ts
+    )
+
+
+def asof_join_batch(left: list[Row], right: list[Row]) -> Counter:
+    def latest(k: str, ts: int) -> int | None:
+        return max((rts for rk, _, rts in right if rk == k and rts <= ts), default=None)
+
+    return Counter((k, v, ts, latest(k, ts)) for k, v, ts in left)
+
+
 MAX_GAP = 5
 
 
@@ -140,6 +155,7 @@ PIPELINES: dict[str, tuple[Callable, Callable, list[str]]] = {
     "join": (join_program, join_batch, ["k", "lv", "rv"]),
     "outer_join": (outer_join_program, outer_join_batch, ["k", "lv", "rv"]),
     "sessions": (sessions_program, sessions_batch, ["k", "start", "end", "n"]),
+    "asof_join": (asof_join_program, asof_join_batch, ["k", "lv", "lt", "rt"]),
 }
 
 

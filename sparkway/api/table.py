@@ -661,6 +661,80 @@ class Table:
     def window_join_outer(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
         return self.window_join(other, *args, how="outer", **kwargs)
 
+    def asof_join(
+        self, other: "Table", self_time: Expr, other_time: Expr, *on: Expr, how: Any,
+        behavior: Any = None, defaults: dict | None = None, direction: Any = None,
+        left_instance: Any = None, right_instance: Any = None,
+    ) -> "JoinResult":
+        """Each row of this table (``how=pw.JoinMode.LEFT``), of ``other`` (``RIGHT``) or of
+        both (``OUTER``) with the row of the other table nearest in time among those with
+        equal ``on`` keys (and ``left_instance == right_instance``): by default
+        (``direction=pw.temporal.Direction.BACKWARD``) the latest one at or before its
+        time.  Columns of a missing row are None, or their value in ``defaults``.
+        ``select`` also reads ``pw.this.instance``, ``pw.this.t`` and ``pw.this.side``
+        (the row's keys, its time, and whether it is from ``other``).
+
+        ``behavior`` (when late rows may be forgotten) is accepted and not applied:
+        every row is kept, which gives the results of a run without late data.
+
+        >>> import sparkway as pw
+        >>> trades = pw.debug.table_from_markdown("t | qty\\n3 | 10\\n7 | 20")
+        >>> quotes = pw.debug.table_from_markdown("t | price\\n1 | 5\\n5 | 6")
+        >>> pw.debug.compute_and_print(
+        ...     trades.asof_join_left(quotes, trades.t, quotes.t).select(trades.qty, quotes.price),
+        ...     include_id=False)
+        qty | price
+        10  | 5
+        20  | 6
+        """
+        from sparkway.api import asof, temporal
+
+        direction = temporal.Direction.BACKWARD if direction is None else direction
+        return asof.asof_join(self, other, self_time, other_time, on, how, defaults, direction, left_instance, right_instance)
+
+    def asof_join_left(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
+        return self.asof_join(other, *args, how="left", **kwargs)
+
+    def asof_join_right(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
+        return self.asof_join(other, *args, how="right", **kwargs)
+
+    def asof_join_outer(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
+        return self.asof_join(other, *args, how="outer", **kwargs)
+
+    def asof_now_join(
+        self, other: "Table", *on: Expr, how: Any = JoinMode.INNER, id: Any = None,
+        left_instance: Any = None, right_instance: Any = None,
+    ) -> "JoinResult":
+        """Each row of this table joined, when it arrives, with the rows of ``other`` at
+        that moment (after the changes of the same time); its results are never updated.
+        This table has to be append-only; its rows are not kept.  ``how`` is
+        ``pw.JoinMode.INNER`` or ``LEFT``; ``id=pw.left.id`` keeps this table's ids.
+
+        >>> import sparkway as pw
+        >>> queries = pw.debug.table_from_markdown("k | q | __time__\\n1 | 10 | 2\\n1 | 11 | 6")
+        >>> data = pw.debug.table_from_markdown(
+        ...     "id | k | v | __time__ | __diff__\\n1 | 1 | 5 | 2 | 1\\n1 | 1 | 5 | 4 | -1\\n2 | 1 | 7 | 4 | 1")
+        >>> pw.debug.compute_and_print(
+        ...     queries.asof_now_join(data, queries.k == data.k).select(queries.q, data.v), include_id=False)
+        q  | v
+        10 | 5
+        11 | 7
+        """
+        mode = getattr(how, "value", how)
+        if mode not in ("inner", "left"):
+            raise PlanError(f"an asof_now_join is an inner or left join, not {mode!r}: use how=pw.JoinMode.INNER or LEFT")
+        if (left_instance is None) != (right_instance is None):
+            raise PlanError("give both left_instance= and right_instance=, or neither")
+        if left_instance is not None:
+            on = (*on, left_instance == right_instance)
+        return JoinResult(self, other, on, mode, id, keep_left=False)
+
+    def asof_now_join_inner(self, other: "Table", *on: Expr, **kwargs: Any) -> "JoinResult":
+        return self.asof_now_join(other, *on, how="inner", **kwargs)
+
+    def asof_now_join_left(self, other: "Table", *on: Expr, **kwargs: Any) -> "JoinResult":
+        return self.asof_now_join(other, *on, how="left", **kwargs)
+
     def windowby(
         self,
         time_expr: Expr,
@@ -819,19 +893,13 @@ def _table_of(expr: Expr) -> Table | None:
 
 
 def _named_exprs(args: tuple, kwargs: dict, tables: list[Any]) -> list[tuple[str, Expr]]:
-    """``select``'s arguments as (name, expression) pairs; ``*pw.this`` expands."""
+    """``select``'s arguments as (name, expression) pairs; ``*pw.this`` expands, and so
+    does ``**pw.left``, after the other named expressions (as in Pathway)."""
     out: dict[str, Expr] = {}
-    # select(**pw.left) passes every column as one AllColumns argument (Placeholder.keys)
     expanded = [v for v in kwargs.values() if isinstance(v, AllColumns)]
-    for a in (*args, *expanded):
+    for a in args:
         if isinstance(a, AllColumns):
-            source = a.table
-            if isinstance(source, Placeholder):
-                source = tables[0] if source is this else tables[0 if source is left else 1]
-            for c in source._node.columns:
-                if c not in a.exclude:
-                    column = ColumnRef(source, c) if isinstance(source, Table) else ColumnRef(a.table, c)
-                    out[a.renamed(c)] = column
+            out.update(_all_columns(a, tables))
         elif isinstance(a, (ColumnRef, IxRef)):
             out[a.name] = a
         else:
@@ -839,7 +907,19 @@ def _named_exprs(args: tuple, kwargs: dict, tables: list[Any]) -> list[tuple[str
     for k, v in kwargs.items():
         if not isinstance(v, AllColumns):
             out[k] = wrap(v)
+    for a in expanded:  # select(**pw.left): every column (Placeholder.keys)
+        out.update(_all_columns(a, tables))
     return list(out.items())
+
+
+def _all_columns(columns: AllColumns, tables: list[Any]) -> dict[str, Expr]:
+    source = columns.table
+    if isinstance(source, Placeholder):
+        source = tables[0] if source is this else tables[0 if source is left else 1]
+    return {
+        columns.renamed(c): ColumnRef(source, c) if isinstance(source, Table) else ColumnRef(columns.table, c)
+        for c in source._node.columns if c not in columns.exclude
+    }
 
 
 def _types(exprs: Iterable[tuple[str, Expr]], inputs: list[dict]) -> dict[str, DType]:
@@ -955,7 +1035,7 @@ class JoinResult:
 
     def __init__(
         self, left_table: Table, right_table: Table, on: tuple, how: str, id_from: Any,
-        interval: tuple[Any, Any, Any, Any] | None = None, shared: tuple[str, ...] = (),
+        interval: tuple[Any, Any, Any, Any] | None = None, shared: tuple[str, ...] = (), keep_left: bool = True,
         aliases: dict[int, tuple[Table, Table, dict[str, str]]] | None = None,
     ) -> None:
         self._left, self._right = left_table, right_table
@@ -994,8 +1074,10 @@ class JoinResult:
                 upper,
             )
         self._node = n.Join(
-            columns, left_table._node, right_table._node, tuple(left_keys), tuple(right_keys), how, id_side, interval
+            columns, left_table._node, right_table._node, tuple(left_keys), tuple(right_keys), how, id_side, interval,
+            keep_left,
         )
+        self._universe = _join_universe(left_table, right_table, how, id_side)
 
     def select(self, *args: Any, **kwargs: Any) -> Table:
         """The output columns, from ``pw.left``, ``pw.right``, ``pw.this`` or the tables."""
@@ -1004,7 +1086,7 @@ class JoinResult:
         exprs = _named_exprs(args, kwargs, [self._left, self._right])
         bound = [(name, self._bind_pair(e)) for name, e in exprs]
         node = n.Select(_types(bound, [self._node.columns]), self._node, tuple(bound))
-        return Table(node, self._left._label)
+        return Table(node, self._left._label, universe=self._universe)
 
     def groupby(self, *args: Any, instance: Any = None, **kwargs: Any) -> GroupedTable:
         """Groups the joined pairs by the given columns (of either table); ``reduce`` follows.
@@ -1128,6 +1210,7 @@ class JoinResult:
         required = _not_none(bound)
         columns = {c: kind.with_optional(False) if c in required else kind for c, kind in self._node.columns.items()}
         filtered._node = n.Filter(columns, self._node, bound)
+        filtered._universe = Universe(self._universe)
         return filtered
 
     def _bind_pair(self, expr: Any) -> Expr:
@@ -1148,7 +1231,7 @@ class JoinResult:
         def to_joined(e: Expr) -> Expr | None:
             if isinstance(e, ColumnRef) and e.table is pair:
                 return ColumnRef(n.InputRef(0), e.name)
-            if isinstance(e, ColumnRef) and isinstance(e.table, n.InputRef):
+            if isinstance(e, ColumnRef) and isinstance(e.table, n.InputRef) and e.table.index in (0, 1):
                 prefix = "_l_" if e.table.index == 0 else "_r_"
                 return ColumnRef(n.InputRef(0), prefix + e.name)
             return None
@@ -1165,6 +1248,15 @@ def _joined(
         right, more = right._as_table()
         aliases = {**aliases, **more}
     return JoinResult(left, right, on, mode, id_from, aliases=aliases)
+
+
+def _join_universe(left: Table, right: Table, how: str, id_side: str | None) -> Universe:
+    """The ids of a join's rows: with ``id=`` one side's, all of them when that side's
+    rows are all kept (a left join with the left ids), else some of them."""
+    if id_side is None:
+        return Universe()
+    kept, keeps_all = (left, how in ("left", "outer")) if id_side == "left" else (right, how in ("right", "outer"))
+    return kept._universe if keeps_all else Universe(kept._universe)
 
 
 def _join_sides(left: Table, right: Table) -> dict[int, int]:

@@ -1,8 +1,10 @@
 """``pw.temporal``: windows for ``table.windowby(time, window=..., instance=...)`` and
-``table.window_join(other, time, other_time, window, ...)``."""
+``table.window_join(other, time, other_time, window, ...)``; the directions of
+``table.asof_join`` (``sparkway/api/asof.py``)."""
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -123,8 +125,14 @@ def _with_window_tuple(windowed: Any, original: Any) -> Any:
 def check_window_types(window: Any, times: dict[str, tuple[Any, Expr]]) -> None:
     """Times (by argument name: ``table, time``) must be numbers with number parameters,
     or date-times of one kind with durations (and an origin of that kind)."""
+    check_time_types(times, window.type_parameters())
+
+
+def check_time_types(times: dict[str, tuple[Any, Expr]], parameters: dict[str, Any] | None = None) -> None:
+    """Times (by argument name: ``table, time``) must be numbers with number ``parameters``
+    (by name), or date-times of one kind with durations (and an ``origin`` of that kind)."""
+    parameters = parameters or {}
     kinds = [infer(table._bind(time), [table._node.columns]).with_optional(False) for table, time in times.values()]
-    parameters = window.type_parameters()
     given = {name: dt.dtype_of_value(value) for name, value in parameters.items()}
     numbers = all(k in (dt.INT, dt.FLOAT) for k in (*kinds, *given.values()))
     dates = len(set(kinds)) == 1 and kinds[0] in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC) and all(
@@ -138,6 +146,21 @@ def check_window_types(window: Any, times: dict[str, tuple[Any, Expr]]) -> None:
         )
         found = ", ".join(map(str, [*kinds, *given.values()]))
         raise PlanTypeError(f"Arguments ({names}) have to be of types (int or float, ...) or {wanted} but are of types ({found})")
+
+
+class Direction(enum.Enum):
+    """Which row of the other table an as-of join pairs a row with: the latest one at or
+    before its time (``BACKWARD``), the earliest at or after it (``FORWARD``), or the
+    closer of the two (``NEAREST``).
+
+    >>> import sparkway as pw
+    >>> pw.temporal.Direction.NEAREST.name
+    'NEAREST'
+    """
+
+    BACKWARD = 0
+    FORWARD = 1
+    NEAREST = 2
 
 
 @dataclass(frozen=True)

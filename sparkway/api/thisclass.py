@@ -55,6 +55,11 @@ class PendingIx:
         return IxRef(self.target, self.pointer, name, self.optional)
 
 
+# the key ``**pw.this`` gives: ``select`` expands it to every column
+_ALL_COLUMNS = "_pw_all_columns_"
+_expansions = itertools.count()
+
+
 class Placeholder:
     """Stands for "the table this operator is applied to" (or its left/right side).
 
@@ -140,10 +145,6 @@ class Placeholder:
 
     def __repr__(self) -> str:
         return f"pw.{self._label}"
-
-
-_ALL_COLUMNS = "_pw_all_columns_"
-_expansions = itertools.count()
 
 
 class RenamedPlaceholder(Placeholder):

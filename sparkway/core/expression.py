@@ -148,6 +148,10 @@ class ColumnRef(Expr):
     table: Any  # a Table, or a ThisPlaceholder
     name: str
 
+    def __hash__(self) -> int:
+        """Columns are dictionary keys, as in ``asof_join(..., defaults={t.a: 0})``."""
+        return hash((id(self.table), self.name))
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Const(Expr):

@@ -183,14 +183,15 @@ def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     unified = [dt.unify(a, b) for a, b in zip(left_types, right_types)]
     sides = []
     times = node.interval[:2] if node.interval is not None else (None, None)
-    for frame, table, keys, time in (
-        (frames[0], node.left, node.left_keys, times[0]), (frames[1], node.right, node.right_keys, times[1])
+    for frame, table, keys, time, stored in (
+        (frames[0], node.left, node.left_keys, times[0], node.keep_left),
+        (frames[1], node.right, node.right_keys, times[1], True),
     ):
         key_columns = _key_columns(node, list(keys), [table.columns], unified)
         payload = {c: col(c) for c in table.columns}
         if time is not None:
             payload["_t"] = compile_expr(time, Scope.of(table.columns, where=node.label))
-        sides.append(KeyedInput(_typed(table, frame), key_columns, payload))
+        sides.append(KeyedInput(_typed(table, frame), key_columns, payload, stored))
     pair_columns = {k: v for k, v in node.columns.items() if k not in ("_l_id", "_r_id")}
     output = T.StructType(
         [T.StructField("_l_id", T.LongType()), T.StructField("_r_id", T.LongType())]

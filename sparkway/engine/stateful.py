@@ -42,6 +42,9 @@ class KeyedInput:
     frame: DataFrame
     keys: list[Column]
     payload: dict[str, Column]
+    # False: the input's rows of a step meet the state of that step and are then
+    # forgotten (the left side of an asof_now_join, whose results never change)
+    stored: bool = True
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class KernelSpec:
     kernel: Kernel
     params: Any
     output_schema: pa.Schema  # the kernel's output columns, then _diff
+    stored: tuple[bool, ...]  # per input: KeyedInput.stored
 
 
 def keyed_step(
@@ -91,7 +95,7 @@ def keyed_step(
     union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     spec = KernelSpec(
         operator, where, step, time, location, tuple(payload_types), kernel, params,
-        to_arrow_schema(output, timezone="UTC", prefers_large_types=False),
+        to_arrow_schema(output, timezone="UTC", prefers_large_types=False), tuple(i.stored for i in inputs),
     )
     return union.repartition(partitions, "_part").mapInArrow(functools.partial(_run_partitions, spec), output)
 
@@ -140,25 +144,29 @@ def _apply(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table, dict
     gids = sorted(set(rows.column("_gid").to_pylist()))
     group_of = {gid: k for k, gid in enumerate(gids)}
     n_inputs = len(spec.payloads)
-    keys = [_state_key(i, gid) for i in range(n_inputs) for gid in gids]
-    stored = store.get_many(keys)
-    arrangements: list[Arrangement] = [pickle.loads(v) if v is not None else {} for v in stored]
+    keys = [_state_key(i, gid) for i in range(n_inputs) for gid in gids if spec.stored[i]]
+    loaded = iter(store.get_many(keys))
     tables, updates = [], {}
     for i in range(n_inputs):
-        own = arrangements[i * len(gids):(i + 1) * len(gids)]
+        # an input that is not stored has no rows before the step, and only its changes after
+        own: list[Arrangement] = [_arrangement(next(loaded)) if spec.stored[i] else {} for _ in gids]
         old = _rows_of(own, gids, version=0)
         columns = [f"_{i}_{name}" for name, _ in spec.payloads[i]]
         changes = rows.filter(pc.equal(rows.column("_input"), i))
         changed = _apply_changes(own, group_of, changes, columns, spec.time)
         new = _rows_of(own, gids, version=1)
         tables.append(_to_table(old, new, spec.payloads[i]))
-        for k in changed:
+        for k in changed if spec.stored[i] else ():
             updates[_state_key(i, gids[k])] = pickle.dumps(own[k], protocol=5) if own[k] else None
     with failures_named(spec.where):
         out = spec.kernel(tables, spec.params)
     is_new = pc.equal(pc.bit_wise_and(out.column("_g"), 1), 1).to_pylist()
     body = out.drop_columns(["_g"])
     return consolidate(body, [1 if new else -1 for new in is_new]), updates
+
+
+def _arrangement(stored: bytes | None) -> Arrangement:
+    return pickle.loads(stored) if stored is not None else {}
 
 
 def _apply_changes(

@@ -163,6 +163,11 @@ class Join(_Stateful, Node):
     # an interval join's (left time, right time, lower bound, upper bound): pairs match
     # when also lower <= right time - left time <= upper
     interval: tuple[Expr, Expr, Any, Any] | None = None
+    # False (asof_now_join): a left row is joined once, with the right rows of the step
+    # it arrives in, and is not kept; so its output rows never change.  This cannot be
+    # built from the other operators: they are functions of the rows a table holds now,
+    # and the answer depends on right rows that may have been deleted since
+    keep_left: bool = True
 
     @property
     def inputs(self) -> tuple[Node, ...]:
@@ -170,7 +175,8 @@ class Join(_Stateful, Node):
 
     def describe(self) -> dict[str, Any]:
         bounds = {"interval": [repr(b) for b in self.interval[2:]]} if self.interval is not None else {}
-        return {**super().describe(), "how": self.how, "keys": len(self.left_keys), **bounds}
+        once = {} if self.keep_left else {"keep_left": False}
+        return {**super().describe(), "how": self.how, "keys": len(self.left_keys), **bounds, **once}
 
 
 @dataclass(frozen=True, eq=False)

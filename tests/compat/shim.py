@@ -44,6 +44,9 @@ ALIASES: dict[str, str | None] = {
     "pathway.internals.monitoring": "sparkway.api.run",
     "pathway.internals.reducers": "sparkway.api.reducers",
     "pathway.internals.table_io": "compat.pathway_utils",  # empty_from_schema, for tests
+    # Pathway's module of asof joins, read by its tests for Direction
+    "pathway.temporal._asof_join": "sparkway.api.asof",
+    "pathway.stdlib.temporal._asof_join": "sparkway.api.asof",
     "pathway.internals.api": None,  # the Rust engine's API
     "pathway.engine": None,  # the Rust engine (not sparkway.engine, which is internal)
 }
