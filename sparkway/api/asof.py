@@ -180,6 +180,7 @@ class AsofJoinResult(JoinResult):
     def __init__(self, left: Table, right: Table, merged: Table, how: str) -> None:
         self._left, self._right = left, right
         self._shared: set[str] = set()
+        self._aliases = {}  # no tables joined before (JoinResult's chains)
         self._how = how
         self._node = merged._node
         self._universe = merged._universe

@@ -7,7 +7,7 @@ import enum
 from typing import Any, Callable, Iterable
 
 from sparkway.api.schema import Schema, schema_from_columns
-from sparkway.api.temporal import check_window_types
+from sparkway.api.temporal import check_time_types, check_window_types
 from sparkway.api.thisclass import AllColumns, PendingIx, Placeholder, left, right, this
 from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
@@ -604,7 +604,10 @@ class Table:
         ['lt', 'rt']
         """
         lower, upper = interval.lower_bound, interval.upper_bound
-        _check_interval_types(self, other, self_time, other_time, lower, upper)
+        check_time_types(
+            {"self_time_expression": (self, self_time), "other_time_expression": (other, other_time)},
+            {"lower_bound": lower, "upper_bound": upper},
+        )
         if lower > upper:
             raise PlanError(f"an interval's lower bound ({lower}) must not exceed its upper bound ({upper})")
         mode = getattr(how, "value", how) or "inner"
@@ -800,24 +803,6 @@ class Table:
         self._universe.supersets.append(other._universe)
         other._universe.supersets.append(self._universe)
         return self
-
-
-def _check_interval_types(left: Table, right: Table, left_time: Any, right_time: Any, lower: Any, upper: Any) -> None:
-    """Times must be numbers with number bounds, or date-times of one kind with durations."""
-    kinds = [
-        infer(left._bind(left_time), [left._node.columns]).with_optional(False),
-        infer(right._bind(right_time), [right._node.columns]).with_optional(False),
-        dt.dtype_of_value(lower), dt.dtype_of_value(upper),
-    ]
-    numbers = all(k in (dt.INT, dt.FLOAT) for k in kinds)
-    dates = kinds[0] == kinds[1] and kinds[0] in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC) and kinds[2:] == [dt.DURATION] * 2
-    if not (numbers or dates):
-        raise PlanTypeError(
-            "Arguments (self_time_expression, other_time_expression, lower_bound, upper_bound) have to be of "
-            "types (int or float, int or float, int or float, int or float) or (DateTimeNaive, DateTimeNaive, "
-            "Duration, Duration) or (DateTimeUtc, DateTimeUtc, Duration, Duration) but are of types "
-            f"({', '.join(map(str, kinds))})"
-        )
 
 
 def _same_value(value: Any) -> Any:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from sparkway.core import dtypes as dt
-from sparkway.core.expression import BinOp, Call, ColumnRef, Const, Expr, MakeTuple
+from sparkway.core.dtypes import DType
+from sparkway.core.expression import BinOp, Call, ColumnRef, Const, Expr, MakeTuple, dtype_text
 from sparkway.core.type_rules import infer
 from sparkway.errors import PlanError, PlanTypeError
 from sparkway.plan import nodes as n
@@ -125,27 +126,31 @@ def _with_window_tuple(windowed: Any, original: Any) -> Any:
 def check_window_types(window: Any, times: dict[str, tuple[Any, Expr]]) -> None:
     """Times (by argument name: ``table, time``) must be numbers with number parameters,
     or date-times of one kind with durations (and an origin of that kind)."""
-    check_time_types(times, window.type_parameters())
+    check_time_types(times, {f"window.{name}": value for name, value in window.type_parameters().items()})
 
 
 def check_time_types(times: dict[str, tuple[Any, Expr]], parameters: dict[str, Any] | None = None) -> None:
     """Times (by argument name: ``table, time``) must be numbers with number ``parameters``
-    (by name), or date-times of one kind with durations (and an ``origin`` of that kind)."""
+    (by argument name), or date-times of one kind with durations (and an origin of that
+    kind); the error is worded as Pathway words it."""
     parameters = parameters or {}
     kinds = [infer(table._bind(time), [table._node.columns]).with_optional(False) for table, time in times.values()]
     given = {name: dt.dtype_of_value(value) for name, value in parameters.items()}
     numbers = all(k in (dt.INT, dt.FLOAT) for k in (*kinds, *given.values()))
     dates = len(set(kinds)) == 1 and kinds[0] in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC) and all(
-        kind == (kinds[0] if name == "origin" else dt.DURATION) for name, kind in given.items()
+        kind == (kinds[0] if name.endswith("origin") else dt.DURATION) for name, kind in given.items()
     )
-    if not (numbers or dates):
-        names = ", ".join([*times, *(f"window.{p}" for p in parameters)])
-        wanted = " or ".join(
-            f"({', '.join([*(t for _ in times), *('Duration' if p != 'origin' else t for p in parameters)])})"
-            for t in ("DateTimeNaive", "DateTimeUtc")
-        )
-        found = ", ".join(map(str, [*kinds, *given.values()]))
-        raise PlanTypeError(f"Arguments ({names}) have to be of types (int or float, ...) or {wanted} but are of types ({found})")
+    if numbers or dates:
+        return
+
+    def allowed(time_kind: DType) -> str:
+        parameter_kind = dt.DURATION if time_kind in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC) else time_kind
+        kinds_in_order = [time_kind] * len(times) + [time_kind if p.endswith("origin") else parameter_kind for p in parameters]
+        return f"({', '.join(dtype_text(k) for k in kinds_in_order)})"
+
+    wanted = " or ".join(allowed(k) for k in (dt.INT, dt.FLOAT, dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC))
+    found = ", ".join(dtype_text(k) for k in (*kinds, *given.values()))
+    raise PlanTypeError(f"Arguments ({', '.join([*times, *parameters])}) have to be of types {wanted} but are of types ({found}).")
 
 
 class Direction(enum.Enum):
