@@ -136,11 +136,31 @@ def _noting_origin(method: Callable[..., Any]) -> Callable[..., Any]:
 def user_frame() -> str:
     """``file:line`` of the innermost caller outside sparkway: where the user's program
     asked for what is being built (shown in errors about it); "" when there is none."""
-    frame = sys._getframe(1)
+    frame = _user_frame()
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else ""
+
+
+def user_trace() -> str:
+    """Where the user's program asked for what is being built, as Pathway writes it in
+    the ``trace`` column of the error log; "" when there is no such place.
+
+    >>> print(user_trace().splitlines()[0])
+    Occurred here:
+    """
+    frame = _user_frame()
+    if frame is None:
+        return ""
+    filename, line = frame.f_code.co_filename, frame.f_lineno
+    text = linecache.getline(filename, line).strip()
+    return f"Occurred here:\n \tLine: {text}\n \tFile: {filename}:{line}\n \tFunction: {frame.f_code.co_name}"
+
+
+def _user_frame() -> Any:
+    frame = sys._getframe(2)
     while frame is not None:
         filename = frame.f_code.co_filename
         # "<string>": code Python generates, such as a dataclass's __init__
         if not filename.startswith(("<frozen", "<string>")) and not os.path.abspath(filename).startswith(_PACKAGE):
-            return f"{filename}:{frame.f_lineno}"
+            return frame
         frame = frame.f_back
-    return ""
+    return None

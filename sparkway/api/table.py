@@ -170,6 +170,18 @@ class Table:
             return filtered
         return filtered.select(**{c: filtered[c] for c in self._node.columns})  # drop looked-up columns
 
+    def remove_errors(self) -> "Table":
+        """The rows that hold no Error value (see ``pw.fill_error``).
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("a | b\n4 | 0\n6 | 2")
+        >>> t = t.with_columns(q=pw.this.a // pw.this.b).remove_errors()
+        >>> pw.debug.compute_and_print(t, include_id=False, terminate_on_error=False)
+        a | b | q
+        6 | 2 | 3
+        """
+        return self._derive(n.RemoveErrors(dict(self._node.columns), self._node), universe=Universe(self._universe))
+
     def copy(self) -> "Table":
         """The same rows and columns, as a table of its own (with the same ids)."""
         return self.select(*self)
@@ -302,7 +314,8 @@ class Table:
                 raise PlanError(
                     f"groupby takes columns, not {k!r}: compute the value with with_columns() first"
                 )
-        return GroupedTable(self, [(k.name, self._bind(k)) for k in keys])
+        # _skip_errors=False: a reducer over an Error value gives an Error (Pathway's option)
+        return GroupedTable(self, [(k.name, self._bind(k)) for k in keys], skip_errors=kwargs.get("_skip_errors", True))
 
     def reduce(self, *args: Any, **kwargs: Any) -> "Table":
         """Aggregates of the whole table in one row."""
@@ -682,9 +695,10 @@ class GroupedTable:
 
     def __init__(
         self, table: Table, keys: list[tuple[str, Expr]], aliases: dict[str, str] | None = None,
-        bind: Callable[[Expr], Expr] | None = None,
+        bind: Callable[[Expr], Expr] | None = None, skip_errors: bool = True,
     ) -> None:
         self._table = table
+        self._skip_errors = skip_errors  # reducers leave out Error values (else give an Error)
         self._keys = keys
         self._aliases = aliases or {}  # source column name -> key column name (windows, joins)
         # how the expressions of reduce() are read (a join's: from the joined pairs)
@@ -725,7 +739,7 @@ class GroupedTable:
         }
         key_types = {k: infer(e, [table._node.columns]) for k, e in self._keys}
         reduce_node = n.Reduce(
-            {**key_types, **agg_types}, table._node, tuple(self._keys), tuple(aggregates)
+            {**key_types, **agg_types}, table._node, tuple(self._keys), tuple(aggregates), self._skip_errors
         )
         select = n.Select(_types(lifted, [reduce_node.columns]), reduce_node, tuple(lifted))
         return Table(select, table._label)

@@ -10,7 +10,7 @@ from typing import Any, Callable
 from sparkway.core import dtypes as dt
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
-    Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, GetItem, IfElse, IsNone,
+    Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, FillError, GetItem, IfElse, IsNone,
     MakeTuple, PointerFrom, ReducerExpr, Require, UnOp, Unwrap,
 )
 from sparkway.errors import PlanError, PlanTypeError
@@ -42,7 +42,7 @@ def infer(expr: Expr, inputs: Columns) -> DType:
             return dt.BOOL.with_optional(infer(a, inputs).optional)
         case UnOp(_, a):
             return infer(a, inputs)
-        case IfElse(_, then, otherwise):
+        case IfElse(_, then, otherwise) | FillError(then, otherwise):
             return dt.unify(infer(then, inputs), infer(otherwise, inputs))
         case Coalesce(args):
             types = [infer(a, inputs) for a in args]
