@@ -294,7 +294,7 @@ class _Error:
 ERROR = _Error()
 
 
-def _rows(batch: OutputBatch, columns: dict[str, DType]) -> list[dict[str, Any]]:
+def batch_rows(batch: OutputBatch, columns: dict[str, DType]) -> list[dict[str, Any]]:
     """The batch's rows as dicts of Python values (plus ``time`` and ``diff``)."""
     convert = {name: dt.to_python(kind) for name, kind in columns.items()}
     rows = [{k: (convert[k](v) if k in convert else v) for k, v in row.items()} for row in batch.table.to_pylist()]
@@ -307,7 +307,7 @@ def _rows(batch: OutputBatch, columns: dict[str, DType]) -> list[dict[str, Any]]
 def _final_state(batches: list[OutputBatch], columns: dict[str, DType]) -> dict[int, tuple[dict[str, Any], int]]:
     state: dict[int, tuple[dict[str, Any], int]] = {}
     for batch in batches:
-        for row_id, row in zip(batch.ids.to_pylist(), _rows(batch, columns)):
+        for row_id, row in zip(batch.ids.to_pylist(), batch_rows(batch, columns)):
             diff = row.pop("diff")
             row.pop("time")
             _, count = state.get(row_id, (row, 0))
@@ -393,6 +393,6 @@ def compute_and_print_update_stream(table: Table, *, include_id: bool = True, sh
     names = table.column_names()
     rows = []
     for batch in compute(table, **run_kwargs):
-        for row_id, row in zip(batch.ids.to_pylist(), _rows(batch, table.typehints())):
+        for row_id, row in zip(batch.ids.to_pylist(), batch_rows(batch, table.typehints())):
             rows.append(([_short(row_id)] if include_id else []) + [row[c] for c in names] + [row["time"], row["diff"]])
     _print_rows(([""] if include_id else []) + names + ["__time__", "__diff__"], rows[:n_rows] if n_rows else rows)

@@ -42,17 +42,21 @@ from sparkway.engine.failures import failures_named
 class Checks:
     """Error values, in a run with ``terminate_on_error=False``.
 
-    ``errors`` says, per input, where a column holds an Error (from the row's ``ERRORS``);
-    compiling an expression records its Error flag in ``error_of``: the flags of the
+    ``inputs`` names, per input, the columns that may hold an Error (the row's ``ERRORS``
+    says where one does); compiling an expression records its Error flag in ``error_of``: the flags of the
     values it reads (or, for ``if_else`` and ``fill_error``, of the ones it uses), or'ed
     with its own failures; ``logged`` gathers (where, message) of the new errors.
     """
 
-    errors: list[dict[str, Column]]
+    inputs: list[set[str]]
     error_of: dict[int, Column | None] = field(default_factory=dict)
     logged: list[tuple[Column, Column]] = field(default_factory=list)
     _failures: list[list[tuple[Column, Column]]] = field(default_factory=list)
     _guards: list[Column] = field(default_factory=list)
+
+    def column_flag(self, index: int, name: str) -> Column | None:
+        """Where column ``name`` of input ``index`` holds an Error (None for ``id``)."""
+        return error_flag(name) if name in self.inputs[index] else None
 
     def flag(self, expr: Expr) -> Column | None:
         """Where the (already compiled) ``expr`` is an Error; None: nowhere."""
@@ -112,7 +116,7 @@ class Scope:
         """The scope of a node reading ``inputs``; ``errors``: the run keeps Error values
         (the frames have ``ERRORS``)."""
         cols = [{name: col(name) for name in types} | {"id": col(ID)} for types in inputs]
-        checks = Checks([{name: error_flag(name) for name in types} for types in inputs]) if errors else None
+        checks = Checks([set(types) for types in inputs]) if errors else None
         return Scope(cols, list(inputs), where, checks)
 
     def failing(self, failed: Column, kind: str, message: Column | str, value: Column) -> Column:
@@ -128,25 +132,28 @@ class Scope:
 
 
 def error_flag(name: str) -> Column:
-    """Where the column ``name`` of a frame holds an Error."""
-    return F.coalesce(F.array_contains(col(ERRORS), F.lit(name)), F.lit(False))
+    """Where the column ``name`` of a frame holds an Error (one SQL expression: columns are
+    built through py4j, and a step builds many)."""
+    quoted = name.replace("\\", "\\\\").replace("'", "\\'")
+    return F.expr(f"coalesce(array_contains({ERRORS}, '{quoted}'), false)")
+
+
+def has_errors() -> Column:
+    """Where a row holds an Error in any column (``ERRORS`` is null or empty where not)."""
+    return F.expr(f"coalesce(size({ERRORS}) > 0, false)")
 
 
 def errors_column(flags: dict[str, Column | None]) -> Column:
     """``ERRORS`` of a row whose columns are Errors where their ``flags`` hold."""
     names = [F.when(flag, F.lit(name)) for name, flag in flags.items() if flag is not None]
-    if not names:
-        return F.lit(None).cast("array<string>")
-    present = F.filter(F.array(*names), lambda x: x.isNotNull())
-    return F.when(F.size(present) > 0, present)
+    return F.array_compact(F.array(*names)) if names else F.lit(None).cast("array<string>")
 
 
 def messages_column(logged: list[tuple[Column, Column]]) -> Column:
-    """The messages of the errors a row logs (an array, null when none)."""
+    """The messages of the errors a row logs (an array, null or empty when none)."""
     if not logged:
         return F.lit(None).cast("array<string>")
-    present = F.filter(F.array(*[F.when(where, message) for where, message in logged]), lambda x: x.isNotNull())
-    return F.when(F.size(present) > 0, present)
+    return F.array_compact(F.array(*[F.when(where, message) for where, message in logged]))
 
 
 def col(name: str) -> Column:
@@ -176,7 +183,7 @@ def _type(expr: Expr, scope: Scope) -> DType:
 def _column_ref(e: ColumnRef, scope: Scope) -> Column:
     index = getattr(e.table, "index", 0)
     if scope.checks is not None:
-        scope.checks.error_of[id(e)] = scope.checks.errors[index].get(e.name)
+        scope.checks.error_of[id(e)] = scope.checks.column_flag(index, e.name)
     return scope.columns[index][e.name]
 
 

@@ -23,7 +23,7 @@ from sparkway.core.dtypes import DType
 from sparkway.core.expression import Expr
 from sparkway.core.type_rules import infer
 from sparkway.engine.expressions import (
-    Scope, as_type, col, compile_expr, errors_column, messages_column, pointer_of,
+    Scope, as_type, col, compile_expr, errors_column, has_errors, messages_column, pointer_of,
 )
 from sparkway.engine.kernels.join import join_groups
 from sparkway.engine.kernels.merge import merge_groups
@@ -50,6 +50,10 @@ class StepContext:
     keep_errors: bool = False
     #: (node, frame with ``LOGGED``): the errors each node logged in this step
     logged: list[tuple[n.Node, DataFrame]] = field(default_factory=list)
+    entries: dict[int, DataFrame] = field(default_factory=dict)  # id(node) -> its error log rows
+    #: ids of the nodes whose changes in this step hold no Error value for sure: their
+    #: consumers skip the checks of their values
+    error_free: set[int] = field(default_factory=set)
     persisted: list[DataFrame] = field(default_factory=list)  # unpersisted after the step
 
     def empty(self, node: n.Node) -> DataFrame:
@@ -57,13 +61,17 @@ class StepContext:
         return with_no_errors(frame) if self.keep_errors else frame
 
     def scope(self, node: n.Node, *inputs: dict[str, DType]) -> Scope:
-        return Scope.of(*inputs, where=node.label, errors=self.keep_errors)
+        scope = Scope.of(*inputs, where=node.label, errors=self.keep_errors)
+        if scope.checks is not None and self.inputs_error_free(node):
+            scope.checks.inputs = [set() for _ in inputs]
+        return scope
+
+    def inputs_error_free(self, node: n.Node) -> bool:
+        return all(id(i) in self.error_free for i in node.inputs)
 
     def logging(self, node: n.Node, frame: DataFrame) -> DataFrame:
         """``frame`` without its ``LOGGED`` column, whose messages go to the node's error
         log; the frame is cached so that it is computed once for both."""
-        frame = frame.persist()
-        self.persisted.append(frame)
         self.logged.append((node, frame))
         return frame.drop(LOGGED)
 
@@ -90,9 +98,13 @@ def with_no_errors(frame: DataFrame) -> DataFrame:
     return frame.withColumn(ERRORS, F.lit(None).cast("array<string>"))
 
 
-def _skipping(node: n.Node, ctx: StepContext, frame: DataFrame, scope: Scope, failed: Column | None, what: str) -> DataFrame:
+def _skipping(
+    node: n.Node, ctx: StepContext, frame: DataFrame, scope: Scope, failed: Column | None, what: str,
+    keep: bool = False,
+) -> DataFrame:
     """In a run keeping Error values: ``frame`` without the rows where ``failed`` (an
-    Error in the node's ``what``), logging them and the expressions' new errors."""
+    Error in the node's ``what``; with ``keep`` they stay), logging them and the
+    expressions' new errors."""
     if scope.checks is None:
         return frame
     skipped = [(failed, F.lit(f"Error value encountered in {what}, skipping the row"))] if failed is not None else []
@@ -100,27 +112,31 @@ def _skipping(node: n.Node, ctx: StepContext, frame: DataFrame, scope: Scope, fa
     if not logged:
         return frame
     frame = ctx.logging(node, frame.withColumn(LOGGED, messages_column(logged)))
-    return frame.filter(~failed) if failed is not None else frame
+    return frame.filter(~failed) if failed is not None and not keep else frame
 
 
 def error_entries(frame: DataFrame, operator: int, trace: str, time: int) -> DataFrame:
     """Rows of an error log for the errors a node logged (``frame`` has ``LOGGED``):
-    never retracted, with ids new at every time."""
-    messages = frame.select(col(ID), col(DIFF), F.posexplode(col(LOGGED)).alias("_pos", "message"))
+    never retracted, with ids new at every time (SQL text: fewer py4j calls)."""
+    messages = frame.selectExpr(ID, DIFF, f"posexplode({LOGGED}) as (_pos, message)")
     return messages.select(
-        pointer_of([F.lit(time), F.lit(operator), col(ID), col(DIFF), col("_pos")]).alias(ID),
-        F.lit(operator).cast("long").alias("operator_id"),
+        F.expr(f"xxhash64({time}L, {operator}, {ID}, {DIFF}, _pos) as {ID}"),
+        F.expr(f"{operator}L as operator_id"),
         col("message"),
         F.lit(trace).alias("trace"),
-        F.lit(1).cast("long").alias(DIFF),
-        F.lit(None).cast("array<string>").alias(ERRORS),
+        F.expr(f"1L as {DIFF}"),
+        F.expr(f"cast(null as array<string>) as {ERRORS}"),
     )
 
 
 def compile_node(node: n.Node, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     """The changes of ``node`` given the changes of its inputs."""
     frame = _COMPILERS[type(node)](node, frames, ctx)
-    if ctx.keep_errors and ERRORS not in frame.columns and not isinstance(node, n.Output):  # makes no Error values
+    if not ctx.keep_errors:
+        return frame
+    if ctx.inputs_error_free(node) and not any(logging is node for logging, _ in ctx.logged):
+        ctx.error_free.add(id(node))
+    if ERRORS not in frame.columns and not isinstance(node, n.Output):  # makes no Error values
         frame = with_no_errors(frame)
     return frame
 
@@ -189,7 +205,7 @@ def _filter(node: n.Filter, frames: list[DataFrame], ctx: StepContext) -> DataFr
 
 
 def _remove_errors(node: n.RemoveErrors, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    return frames[0].filter(col(ERRORS).isNull()) if ctx.keep_errors else frames[0]
+    return frames[0].filter(~has_errors()) if ctx.keep_errors else frames[0]
 
 
 def _flatten(node: n.Flatten, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -246,6 +262,7 @@ def _concat(node: n.Concat, frames: list[DataFrame], ctx: StepContext) -> DataFr
 def _keyed_input(
     node: n.Node, ctx: StepContext, frame: DataFrame, scope: Scope, key_exprs: list[Expr], key_types: list[DType],
     payload: dict[str, Column], what: str, key_names: list[str] | None = None, errors_as: str | None = None,
+    own_groups: int | None = None, keep_failed: bool = False,
 ) -> KeyedInput:
     """An input of a stateful node: its key columns and the payload it carries (plus,
     named by ``key_names``, the key values).
@@ -253,6 +270,9 @@ def _keyed_input(
     Keeping Error values, a row whose key is an Error is skipped (and logged as an error
     in the node's ``what``), and with ``errors_as`` (the kernel passes the row's
     columns through) the payload also carries the row's ``ERRORS``, by that name.
+    With ``own_groups`` (a number per input) an extra key is the row's id where its key
+    is an Error, so that with ``keep_failed`` such a row is kept, alone in its group (an
+    outer join's unmatched row).
     """
     keys = [compile_expr(e, scope).cast(t.spark_type()) for e, t in zip(key_exprs, key_types)]
     payload = dict(zip(key_names or [], keys)) | payload
@@ -264,11 +284,17 @@ def _keyed_input(
         "*", *[k.alias(f"_pw_key_{i}") for i, k in enumerate(keys)],
         *[c.alias(f"_pw_payload_{j}") for j, c in enumerate(payload.values())],
     )
-    kept = _skipping(node, ctx, staged, scope, _any_flag(scope, key_exprs), what)
-    return KeyedInput(
-        kept, [col(f"_pw_key_{i}") for i in range(len(keys))],
-        {name: col(f"_pw_payload_{j}") for j, name in enumerate(payload)},
-    )
+    failed = _any_flag(scope, key_exprs)
+    kept = _skipping(node, ctx, staged, scope, failed, what, keep=keep_failed)
+    keys = [col(f"_pw_key_{i}") for i in range(len(keys))]
+    if own_groups is not None:
+        alone = F.xxhash64(col(ID), F.lit(own_groups)) if failed is not None else F.lit(None)
+        keys.append(F.when(_holds_flag(failed), alone).cast("long"))
+    return KeyedInput(kept, keys, {name: col(f"_pw_payload_{j}") for j, name in enumerate(payload)})
+
+
+def _holds_flag(flag: Column | None) -> Column:
+    return flag if flag is not None else F.lit(False)
 
 
 def _errors_field(name: str = ERRORS) -> T.StructField:
@@ -332,8 +358,12 @@ def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
         payload = {c: col(c) for c in table.columns}
         if time is not None:
             payload["_t"] = compile_expr(time, scope)
+        # an outer side keeps a row whose key is an Error (unmatched); the other side skips it
+        outer = node.how in ("outer", "left" if len(sides) == 0 else "right")
+        own_groups = len(sides) if ctx.keep_errors and node.how != "inner" else None
         sides.append(_keyed_input(
-            node, ctx, _typed(table, frame), scope, list(keys), unified, payload, "join condition", errors_as=ERRORS
+            node, ctx, _typed(table, frame), scope, list(keys), unified, payload, "join condition", errors_as=ERRORS,
+            own_groups=own_groups, keep_failed=outer,
         ))
     pair_columns = {k: v for k, v in node.columns.items() if k not in ("_l_id", "_r_id")}
     pair_fields = list(spark_schema(pair_columns, with_id=False).fields)
@@ -356,8 +386,7 @@ def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
 
 def _joined_errors() -> Column:
     """``ERRORS`` of a joined pair: each side's, named as the pair's columns (``_l_x``)."""
-    both = F.concat(*[_prefixed(col(f"_{side}_{ERRORS}"), f"_{side}_") for side in ("l", "r")])
-    return F.when(F.size(both) > 0, both).alias(ERRORS)
+    return F.concat(*[_prefixed(col(f"_{side}_{ERRORS}"), f"_{side}_") for side in ("l", "r")]).alias(ERRORS)
 
 
 def _prefixed(names: Column, prefix: str) -> Column:
@@ -436,7 +465,7 @@ def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) 
     if len(errors) == 1:
         return merged
     both = F.concat(_prefixed(col(ERRORS), ""), _prefixed(col(errors[1]), node.prefix))
-    return merged.select(col(ID), *[col(c) for c in node.columns], col(DIFF), F.when(F.size(both) > 0, both).alias(ERRORS))
+    return merged.select(col(ID), *[col(c) for c in node.columns], col(DIFF), both.alias(ERRORS))
 
 
 def _merge_payload(node: n.KeyedMerge, position: int, table: n.Node) -> dict[str, Column]:
@@ -449,9 +478,9 @@ def _merge_payload(node: n.KeyedMerge, position: int, table: n.Node) -> dict[str
 
 
 def _output(node: n.Output, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    if not ctx.keep_errors or getattr(node.sink, "keeps_errors", False):
+    if not ctx.keep_errors or getattr(node.sink, "keeps_errors", False) or ctx.inputs_error_free(node):
         return frames[0]
-    failed = col(ERRORS).isNotNull()
+    failed = has_errors()
     message = F.lit("Error value encountered in output, skipping the row")
     frame = ctx.logging(node, frames[0].withColumn(LOGGED, F.when(failed, F.array(message))))
     return frame.filter(~failed).drop(ERRORS)

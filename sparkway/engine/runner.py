@@ -73,6 +73,7 @@ class Runner:
         self.entries: dict[str, int] = {}  # per source, entries read in this and earlier runs
         self._scratch: str | None = None
         self.order, self.reads_log = _error_log_order(self.plan.nodes)
+        self.node_numbers = {id(node): i for i, node in enumerate(self.plan.nodes)}  # operator ids in the error log
         self.global_log = next((x for x in self.plan.nodes if isinstance(x, n.ErrorLog) and not x.local), None)
 
     # -- the loop -------------------------------------------------------------------------
@@ -175,13 +176,18 @@ class Runner:
     def _log_entries(self, ctx: StepContext, time: int, error_log: n.ErrorLog | None = None) -> DataFrame | None:
         """The errors logged in this step: those of ``error_log``, or (None) every error;
         None when there are none."""
-        index = {id(node): i for i, node in enumerate(self.plan.nodes)}
         parts = [
-            error_entries(frame, index[id(node)], node.trace, time) for node, frame in ctx.logged
+            self._entries_of(ctx, node, frame, time) for node, frame in ctx.logged
             if error_log is None
             or (id(node) not in self.reads_log and _log_of(node, self.global_log) is error_log)
         ]
         return functools.reduce(DataFrame.unionByName, parts) if parts else None
+
+    def _entries_of(self, ctx: StepContext, node: n.Node, frame: DataFrame, time: int) -> DataFrame:
+        """The error log rows of what ``node`` logged in this step (made once per step)."""
+        if id(node) not in ctx.entries:
+            ctx.entries[id(node)] = error_entries(frame, self.node_numbers[id(node)], node.trace, time)
+        return ctx.entries[id(node)]
 
     def _default_partitions(self, spark: SparkSession) -> int:
         return self.options.partitions or max(2, spark.sparkContext.defaultParallelism)
