@@ -172,3 +172,42 @@ def test_by_default_an_error_still_stops_the_run() -> None:
     t = numbers().select(x=pw.fill_error(pw.this.a // pw.this.b, -1))
     with pytest.raises(ZeroDivisionError):
         pw.debug.compute_and_print(t)
+
+
+def test_a_join_skips_a_row_whose_key_is_an_error_but_an_outer_side_keeps_it_unmatched(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    t1 = pw.debug.table_from_markdown("a | c\n1 | 1\n2 | 0\n3 | 1").with_columns(a=pw.this.a // pw.this.c)
+    t2 = pw.debug.table_from_markdown("b\n1\n1\n1\n2")
+    left = t1.join_left(t2, pw.left.a == pw.right.b)
+    left = left.select(a=pw.fill_error(pw.left.a, -1), c=pw.left.c, b=pw.right.b)
+    inner = t1.join(t2, pw.left.a == pw.right.b).select(pw.left.a, pw.left.c, pw.right.b)
+    matched = ["1  | 1 | 1"] * 3
+    assert printed(left, capsys) == ["a  | c | b", "-1 | 0 |", *matched, "3  | 1 |"]
+    assert printed(inner, capsys) == ["a | c | b", *["1 | 1 | 1"] * 3]
+
+
+def test_a_reducer_failing_for_a_group_makes_its_aggregate_an_error() -> None:
+    @pw.reducers.stateful_single
+    def stateful_sum(state: int | None, val: int) -> int:
+        if val == 2:
+            raise ValueError("Value 2 encountered")
+        return val if state is None else state + val
+
+    t = pw.debug.table_from_markdown("a | b\n1 | 1\n2 | 2\n1 | 3\n2 | 4\n1 | 5")
+    res = t.groupby(pw.this.a).reduce(
+        pw.this.a,
+        b=pw.fill_error(stateful_sum(pw.this.b), -1),
+        u=pw.fill_error(pw.reducers.unique(pw.this.a), -1),
+        u2=pw.fill_error(pw.reducers.unique(pw.this.b), -1),
+    )
+    rows: list[tuple] = []
+    pw.io.subscribe(res, on_change=lambda key, row, time, is_addition: rows.append(tuple(row.values())))
+    errors = logged(pw.global_error_log())
+    pw.run(terminate_on_error=False)
+    assert sorted(rows) == [(1, 9, 1, -1), (2, -1, 2, -1)]
+    assert sorted(m for m, _ in errors) == [
+        "More than one distinct value passed to the unique reducer: Int(1), Int(3)",
+        "More than one distinct value passed to the unique reducer: Int(2), Int(4)",
+        "ValueError: Value 2 encountered",
+    ]

@@ -43,14 +43,16 @@ class Checks:
     """Error values, in a run with ``terminate_on_error=False``.
 
     ``inputs`` names, per input, the columns that may hold an Error (the row's ``ERRORS``
-    says where one does); compiling an expression records its Error flag in ``error_of``: the flags of the
-    values it reads (or, for ``if_else`` and ``fill_error``, of the ones it uses), or'ed
-    with its own failures; ``logged`` gathers (where, message) of the new errors.
+    says where one does).  Compiling an expression records its Error flag in
+    ``error_of``: the flags of the values it reads (for ``if_else`` and ``fill_error``,
+    of the ones it uses), or'ed with its own failures; ``logged`` gathers (where,
+    message) of the new errors.
     """
 
     inputs: list[set[str]]
     error_of: dict[int, Column | None] = field(default_factory=dict)
     logged: list[tuple[Column, Column]] = field(default_factory=list)
+    calls_python: bool = False  # an expression runs Python (worth caching its results)
     _failures: list[list[tuple[Column, Column]]] = field(default_factory=list)
     _guards: list[Column] = field(default_factory=list)
 
@@ -458,6 +460,7 @@ def python_column(
     )
     message = out.getField("error")
     scope.checks.fail(message.isNotNull(), message)
+    scope.checks.calls_python = True
     return out.getField("value")
 
 

@@ -28,7 +28,7 @@ from sparkway.engine.expressions import (
 from sparkway.engine.kernels.join import join_groups
 from sparkway.engine.kernels.merge import merge_groups
 from sparkway.engine.kernels.ordered import deduplicate_groups, sort_groups
-from sparkway.engine.kernels.reduce import reduce_groups
+from sparkway.engine.kernels.reduce import fallible, reduce_groups
 from sparkway.engine.kernels.session import sessionize
 from sparkway.engine.stateful import KeyedInput, keyed_step
 from sparkway.plan import nodes as n
@@ -69,9 +69,13 @@ class StepContext:
     def inputs_error_free(self, node: n.Node) -> bool:
         return all(id(i) in self.error_free for i in node.inputs)
 
-    def logging(self, node: n.Node, frame: DataFrame) -> DataFrame:
+    def logging(self, node: n.Node, frame: DataFrame, calls_python: bool = False) -> DataFrame:
         """``frame`` without its ``LOGGED`` column, whose messages go to the node's error
-        log; the frame is cached so that it is computed once for both."""
+        log.  A frame that ``calls_python`` (user functions) is cached for the step, so
+        that they run once for the node's changes and its errors."""
+        if calls_python:
+            frame = frame.persist()
+            self.persisted.append(frame)
         self.logged.append((node, frame))
         return frame.drop(LOGGED)
 
@@ -111,7 +115,7 @@ def _skipping(
     logged = scope.checks.logged + skipped
     if not logged:
         return frame
-    frame = ctx.logging(node, frame.withColumn(LOGGED, messages_column(logged)))
+    frame = ctx.logging(node, frame.withColumn(LOGGED, messages_column(logged)), scope.checks.calls_python)
     return frame.filter(~failed) if failed is not None and not keep else frame
 
 
@@ -191,7 +195,7 @@ def _select(node: n.Select, frames: list[DataFrame], ctx: StepContext) -> DataFr
     if not scope.checks.logged:
         return _changes(frames[0], values)
     values[LOGGED] = messages_column(scope.checks.logged)  # read the input's columns
-    return ctx.logging(node, _changes(frames[0], values))
+    return ctx.logging(node, _changes(frames[0], values), scope.checks.calls_python)
 
 
 def _filter(node: n.Filter, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -331,14 +335,23 @@ def _reduce(node: n.Reduce, frames: list[DataFrame], ctx: StepContext) -> DataFr
         node, ctx, frames[0], scope, key_exprs, [infer(e, inputs) for e in key_exprs], payload,
         "grouping columns", key_names=[name for name, _ in node.keys],
     )
-    params = ([name for name, _ in node.keys], aggregates)
+    params = ([name for name, _ in node.keys], aggregates, ctx.keep_errors)
     output = spark_schema(node.columns, with_id=True)
-    if not failures:
+    fallible_names = [name for name, agg in node.aggregates if ctx.keep_errors and fallible(agg.kind)]
+    if not failures and not fallible_names:
         return ctx.keyed(node, [keyed], reduce_groups, params, output)
-    flags = [T.StructField(f"_pw_failed_{name}", T.BooleanType()) for name in failures]
-    output = T.StructType([*output.fields[:-1], *flags, output.fields[-1]])
-    reduced = ctx.keyed(node, [keyed], reduce_groups, params, output)
+    extra = [T.StructField(f"_pw_failed_{name}", T.BooleanType()) for name in failures]
+    extra += [T.StructField(f"_pw_error_{name}", T.StringType()) for name in fallible_names]
+    reduced = ctx.keyed(node, [keyed], reduce_groups, params, T.StructType([*output.fields[:-1], *extra, output.fields[-1]]))
+    # an aggregate is an Error where an argument was one (with _skip_errors=False), or
+    # where its reducer failed for the group (a new error, logged when the row is inserted)
     failed = {name: F.coalesce(col(f"_pw_failed_{name}"), F.lit(False)) for name in failures}
+    for name in fallible_names:
+        failing = col(f"_pw_error_{name}").isNotNull()
+        failed[name] = failed[name] | failing if name in failed else failing
+    if fallible_names:
+        messages = [(col(f"_pw_error_{name}").isNotNull() & (col(DIFF) > 0), col(f"_pw_error_{name}")) for name in fallible_names]
+        reduced = ctx.logging(node, reduced.withColumn(LOGGED, messages_column(messages)))
     values = [F.when(failed[c], F.lit(None)).otherwise(col(c)) if c in failed else col(c) for c in node.columns]
     return reduced.select(
         col(ID), *[v.alias(c) for v, c in zip(values, node.columns)], col(DIFF), errors_column(failed).alias(ERRORS)
