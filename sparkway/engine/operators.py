@@ -445,7 +445,9 @@ def _deduplicate(node: n.Deduplicate, frames: list[DataFrame], ctx: StepContext)
     scope = ctx.scope(node, node.input.columns)
     extra = {"_v": compile_expr(node.value, scope)}
     params = (node.acceptor, _carried(node, ctx))
-    return _per_instance(node, frames[0], ctx, scope, node.instance, extra, deduplicate_groups, params)
+    failed = scope.checks.flag(node.value) if scope.checks is not None else None
+    frame = frames[0].filter(~failed) if failed is not None else frames[0]  # as Pathway: silently
+    return _per_instance(node, frame, ctx, scope, node.instance, extra, deduplicate_groups, params)
 
 
 def _sort(node: n.Sort, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
