@@ -30,7 +30,7 @@ def fill_error(value: Any, replacement: Any) -> FillError:
     run with ``terminate_on_error=False`` makes: elsewhere an error stops the run).
 
     >>> import sparkway as pw
-    >>> t = pw.debug.table_from_markdown("a | b\n4 | 0\n6 | 2")
+    >>> t = pw.debug.table_from_markdown("a | b\\n4 | 0\\n6 | 2")
     >>> t = t.select(q=pw.fill_error(pw.this.a // pw.this.b, -1))
     >>> pw.debug.compute_and_print(t, include_id=False, terminate_on_error=False)
     q

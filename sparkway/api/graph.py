@@ -70,12 +70,13 @@ def global_error_log() -> Table:
     made (or row skipped because of one), outside any ``pw.local_error_log()`` block.
 
     >>> import sparkway as pw
-    >>> t = pw.debug.table_from_markdown("a | b\n4 | 0")
-    >>> t = t.select(q=pw.this.a // pw.this.b)
-    >>> log = pw.global_error_log().select(pw.this.message)
-    >>> pw.debug.compute_and_print(log, include_id=False, terminate_on_error=False)  # doctest: +SKIP
-    message
-    division by zero
+    >>> t = pw.debug.table_from_markdown("a | b\\n4 | 0")
+    >>> messages = []
+    >>> pw.io.subscribe(t.select(q=pw.this.a // pw.this.b), on_change=lambda **kwargs: None)
+    >>> pw.io.subscribe(pw.global_error_log(), on_change=lambda row, **kwargs: messages.append(row["message"]))
+    >>> pw.run(terminate_on_error=False, monitoring_level=pw.MonitoringLevel.NONE)
+    >>> sorted(messages)
+    ['Error value encountered in output, skipping the row', 'division by zero']
     """
     if not _global_error_log:
         _global_error_log.append(Table(n.ErrorLog(_error_log_columns()), "error_log"))
@@ -88,7 +89,7 @@ def local_error_log() -> Iterator[Table]:
     global log).
 
     >>> import sparkway as pw
-    >>> t = pw.debug.table_from_markdown("a | b\n4 | 0")
+    >>> t = pw.debug.table_from_markdown("a | b\\n4 | 0")
     >>> with pw.local_error_log() as errors:
     ...     q = t.select(q=pw.this.a // pw.this.b)
     >>> errors.column_names()

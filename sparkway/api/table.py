@@ -174,7 +174,7 @@ class Table:
         """The rows that hold no Error value (see ``pw.fill_error``).
 
         >>> import sparkway as pw
-        >>> t = pw.debug.table_from_markdown("a | b\n4 | 0\n6 | 2")
+        >>> t = pw.debug.table_from_markdown("a | b\\n4 | 0\\n6 | 2")
         >>> t = t.with_columns(q=pw.this.a // pw.this.b).remove_errors()
         >>> pw.debug.compute_and_print(t, include_id=False, terminate_on_error=False)
         a | b | q
