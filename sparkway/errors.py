@@ -144,23 +144,42 @@ def _noting_origin(method: Callable[..., Any]) -> Callable[..., Any]:
 def user_frame() -> str:
     """``file:line`` of the innermost caller outside sparkway: where the user's program
     asked for what is being built (shown in errors about it); "" when there is none."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if _is_users(frame):
-            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    frame = _user_frame()
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else ""
+
+
+def user_trace() -> str:
+    """Where the user's program asked for what is being built, as Pathway writes it in
+    the ``trace`` column of the error log; "" when there is no such place.
+
+    >>> print(user_trace().splitlines()[0])
+    Occurred here:
+    """
+    frame = _user_frame()
+    if frame is None:
+        return ""
+    filename, line = frame.f_code.co_filename, frame.f_lineno
+    text = linecache.getline(filename, line).strip()
+    return f"Occurred here:\n \tLine: {text}\n \tFile: {filename}:{line}\n \tFunction: {frame.f_code.co_name}"
+
+
+def _user_frame() -> Any:
+    frame = sys._getframe(2)
+    while frame is not None and _is_sparkways(frame):
         frame = frame.f_back
-    return ""
+    return frame
+
+
+def _is_sparkways(frame: Any) -> bool:
+    """Whether the frame runs sparkway's code (or code Python generates for it, such as a
+    dataclass's ``__init__``, named "<string>"), not the user's."""
+    filename = frame.f_code.co_filename
+    return filename.startswith(("<frozen", "<string>")) or os.path.abspath(filename).startswith(_PACKAGE)
 
 
 def warn_user(message: str) -> None:
     """A ``UserWarning`` shown at the line of the user's program that caused it."""
-    level, frame = 2, sys._getframe(1)
-    while frame is not None and not _is_users(frame):
-        level, frame = level + 1, frame.f_back
+    frame, level = sys._getframe(1), 2
+    while frame is not None and _is_sparkways(frame):
+        frame, level = frame.f_back, level + 1
     warnings.warn(message, UserWarning, stacklevel=level if frame is not None else 2)
-
-
-def _is_users(frame: Any) -> bool:
-    filename = frame.f_code.co_filename
-    # "<string>": code Python generates, such as a dataclass's __init__
-    return not filename.startswith(("<frozen", "<string>")) and not os.path.abspath(filename).startswith(_PACKAGE)

@@ -49,8 +49,9 @@ def _parse_cell(text: str) -> Any:
     return text
 
 
-def _split_rows(lines: list[str]) -> list[list[str]]:
-    """The cells of each line: split at ``|`` (or at spaces when a line has none).
+def _split_rows(lines: list[str], split_on_whitespace: bool = True) -> list[list[str]]:
+    """The cells of each line: split at ``|`` (or, when a line has none, at spaces
+    unless not ``split_on_whitespace``: then the line is one cell).
 
     A line may start with ``|`` (the header of a labelled table does: its first cell is
     empty); when every line also ends with ``|``, the table is a full markdown table
@@ -61,7 +62,10 @@ def _split_rows(lines: list[str]) -> list[list[str]]:
     for line in lines:
         if framed:
             line = line[1:-1]
-        cells = [c.strip() for c in line.split("|")] if "|" in line else line.split()
+        if "|" in line:
+            cells = [c.strip() for c in line.split("|")]
+        else:
+            cells = line.split() if split_on_whitespace else [line]
         out.append(cells)
     return out
 
@@ -191,7 +195,10 @@ def _rows_table(
 
 
 @traced
-def table_from_markdown(text: str, id_from: list[str] | None = None, schema: type[Schema] | None = None, **_: Any) -> Table:
+def table_from_markdown(
+    text: str, id_from: list[str] | None = None, schema: type[Schema] | None = None,
+    split_on_whitespace: bool = True, **_: Any,
+) -> Table:
     """A table from a markdown-like text; the header names the columns.
 
     An unnamed first column holds row labels (ids); ``__time__`` and ``__diff__``
@@ -208,7 +215,7 @@ def table_from_markdown(text: str, id_from: list[str] | None = None, schema: typ
     """
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     lines = [line for line in lines if not set(line) <= set("-|: ")]  # markdown rulers
-    rows = _split_rows(lines)
+    rows = _split_rows(lines, split_on_whitespace)
     header = rows[0]
     # as in Pathway: an unnamed (or "id") first header cell makes the first column row
     # labels; so do rows that all have one cell more than a space-separated header
@@ -286,19 +293,30 @@ def compute(table: Table, **run_kwargs: Any) -> list[OutputBatch]:
     return sink.batches
 
 
-def _rows(batch: OutputBatch, columns: dict[str, DType]) -> list[dict[str, Any]]:
+class _Error:
+    """An Error value (a run with ``terminate_on_error=False``), printed as Pathway does."""
+
+    def __repr__(self) -> str:
+        return "Error"
+
+
+ERROR = _Error()
+
+
+def batch_rows(batch: OutputBatch, columns: dict[str, DType]) -> list[dict[str, Any]]:
     """The batch's rows as dicts of Python values (plus ``time`` and ``diff``)."""
     convert = {name: dt.to_python(kind) for name, kind in columns.items()}
-    return [
-        {k: (convert[k](v) if k in convert else v) for k, v in row.items()}
-        for row in batch.table.to_pylist()
-    ]
+    rows = [{k: (convert[k](v) if k in convert else v) for k, v in row.items()} for row in batch.table.to_pylist()]
+    if batch.errors is not None:
+        for row, errors in zip(rows, batch.errors.to_pylist()):
+            row.update({name: ERROR for name in errors or ()})
+    return rows
 
 
 def _final_state(batches: list[OutputBatch], columns: dict[str, DType]) -> dict[int, tuple[dict[str, Any], int]]:
     state: dict[int, tuple[dict[str, Any], int]] = {}
     for batch in batches:
-        for row_id, row in zip(batch.ids.to_pylist(), _rows(batch, columns)):
+        for row_id, row in zip(batch.ids.to_pylist(), batch_rows(batch, columns)):
             diff = row.pop("diff")
             row.pop("time")
             _, count = state.get(row_id, (row, 0))
@@ -390,6 +408,6 @@ def compute_and_print_update_stream(table: Table, *, include_id: bool = True, sh
     names = table.column_names()
     rows = []
     for batch in compute(table, **run_kwargs):
-        for row_id, row in zip(batch.ids.to_pylist(), _rows(batch, table.typehints())):
+        for row_id, row in zip(batch.ids.to_pylist(), batch_rows(batch, table.typehints())):
             rows.append(([_short(row_id)] if include_id else []) + _printed(row, table) + [row["time"], row["diff"]])
     _print_rows(([""] if include_id else []) + names + ["__time__", "__diff__"], rows[:n_rows] if n_rows else rows)

@@ -6,7 +6,7 @@ import functools
 from typing import Any, Callable
 
 from sparkway.core.dtypes import dtype_of
-from sparkway.core.expression import Apply, Cast, Coalesce, Expr, IfElse, MakeTuple, Require, Unwrap, wrap
+from sparkway.core.expression import Apply, Cast, Coalesce, Expr, FillError, IfElse, MakeTuple, Require, Unwrap, wrap
 from sparkway.errors import PlanTypeError
 
 
@@ -23,6 +23,21 @@ def if_else(condition: Any, then: Any, otherwise: Any) -> IfElse:
 def coalesce(*args: Any) -> Coalesce:
     """The first argument that is not None."""
     return Coalesce(tuple(wrap(a) for a in args))
+
+
+def fill_error(value: Any, replacement: Any) -> FillError:
+    """``value``, or ``replacement`` where ``value`` is an Error value (which only a
+    run with ``terminate_on_error=False`` makes: elsewhere an error stops the run).
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("a | b\\n4 | 0\\n6 | 2")
+    >>> t = t.select(q=pw.fill_error(pw.this.a // pw.this.b, -1))
+    >>> pw.debug.compute_and_print(t, include_id=False, terminate_on_error=False)
+    q
+    -1
+    3
+    """
+    return FillError(wrap(value), wrap(replacement))
 
 
 def require(value: Any, *args: Any) -> Require:

@@ -6,14 +6,18 @@ Every connector's ``read`` ends in ``table_from_source`` and every ``write`` in
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+from collections.abc import Iterator
 
+from sparkway.api.schema import Schema
 from sparkway.api.table import Table, Universe, built_nodes, forget_built
 from sparkway.connectors.base import Sink, Source
 from sparkway.connectors.writers import NullSink
 from sparkway.plan import nodes as n
 
 _outputs: list[n.Output] = []
+_global_error_log: list[Table] = []  # made on first use
 _source_sequence = itertools.count()
 # static tables with the same ids share one universe (as in Pathway), by a key of their ids
 _static_universes: dict[object, Universe] = {}
@@ -57,8 +61,57 @@ def outputs_and_unused_tables() -> list[n.Output]:
     return outputs() + [n.Output(dict(node.columns), node, NullSink()) for node in unused]
 
 
+class ErrorLogSchema(Schema):
+    """The columns of an error log: the operator that failed (its number in the
+    program), the error's message, and the program line that built the operator."""
+
+    operator_id: int
+    message: str
+    trace: str
+
+
+def global_error_log() -> Table:
+    """The errors of a run with ``terminate_on_error=False``: one row per Error value
+    made (or row skipped because of one), outside any ``pw.local_error_log()`` block.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("a | b\\n4 | 0")
+    >>> messages = []
+    >>> pw.io.subscribe(t.select(q=pw.this.a // pw.this.b), on_change=lambda **kwargs: None)
+    >>> pw.io.subscribe(pw.global_error_log(), on_change=lambda row, **kwargs: messages.append(row["message"]))
+    >>> pw.run(terminate_on_error=False, monitoring_level=pw.MonitoringLevel.NONE)
+    >>> sorted(messages)
+    ['Error value encountered in output, skipping the row', 'division by zero']
+    """
+    if not _global_error_log:
+        _global_error_log.append(Table(n.ErrorLog(_error_log_columns()), "error_log"))
+    return _global_error_log[0]
+
+
+@contextlib.contextmanager
+def local_error_log() -> Iterator[Table]:
+    """A block whose operators log their errors in a table of their own (not in the
+    global log).
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("a | b\\n4 | 0")
+    >>> with pw.local_error_log() as errors:
+    ...     q = t.select(q=pw.this.a // pw.this.b)
+    >>> errors.column_names()
+    ['operator_id', 'message', 'trace']
+    """
+    node = n.ErrorLog(_error_log_columns(), local=True)
+    with node.collecting():
+        yield Table(node, "error_log")
+
+
+def _error_log_columns() -> dict:
+    return dict(ErrorLogSchema.typehints())
+
+
 def clear() -> None:
     """Forget every table and output built so far (tests build several programs in one process)."""
     _outputs.clear()
     _static_universes.clear()
+    _global_error_log.clear()
     forget_built()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import os
 import sys
 from typing import Any
 
@@ -44,6 +45,10 @@ def run_outputs(
 ) -> None:
     _configure_logging()
     run_options = RunOptions(spark_master=spark_master, persistence=persistence_config)
+    terminate = options.get("terminate_on_error")
+    if terminate is None:  # Pathway's environment variable sets the default
+        terminate = os.environ.get("PATHWAY_TERMINATE_ON_ERROR", "true").lower() not in ("0", "false", "no", "off")
+    run_options.terminate_on_error = bool(terminate)
     if "poll_interval_ms" in options:
         run_options.poll_interval_s = options["poll_interval_ms"] / 1000
     Runner(selected, run_options).run()
@@ -78,6 +83,9 @@ def run(
 
     Static sources finish after reading what they found; streaming ones poll until the
     process gets SIGINT or SIGTERM, which ends the run after the current step.
+    ``terminate_on_error=False`` (or ``$PATHWAY_TERMINATE_ON_ERROR=0``) makes a value that
+    breaks an operation an Error value (see ``pw.fill_error``, ``pw.global_error_log``)
+    instead of stopping the run.
     ``spark_master`` (or ``$SPARKWAY_SPARK_MASTER``) selects Spark's master; an active
     SparkSession is used as it is.
 

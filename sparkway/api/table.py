@@ -186,6 +186,18 @@ class Table:
             return filtered
         return filtered.select(**{c: filtered[c] for c in self._node.columns})  # drop looked-up columns
 
+    def remove_errors(self) -> "Table":
+        """The rows that hold no Error value (see ``pw.fill_error``).
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("a | b\\n4 | 0\\n6 | 2")
+        >>> t = t.with_columns(q=pw.this.a // pw.this.b).remove_errors()
+        >>> pw.debug.compute_and_print(t, include_id=False, terminate_on_error=False)
+        a | b | q
+        6 | 2 | 3
+        """
+        return self._derive(n.RemoveErrors(dict(self._node.columns), self._node), universe=Universe(self._universe))
+
     def copy(self) -> "Table":
         """The same rows and columns, as a table of its own (with the same ids)."""
         return self.select(*self)
@@ -380,7 +392,11 @@ class Table:
             if infer(self._bind(id), [self._node.columns]).with_optional(False) not in (dt.POINTER, dt.ANY):
                 raise PlanTypeError(f"groupby(id=...) needs a pointer column (e.g. t.pointer_from(...)), got {id!r}")
         order = self._bind(sort_by) if sort_by is not None else None
-        return GroupedTable(self, [(k.name, self._bind(k)) for k in keys], id_key=id_key, sort_by=order)
+        # _skip_errors=False: a reducer over an Error value gives an Error (Pathway's option)
+        return GroupedTable(
+            self, [(k.name, self._bind(k)) for k in keys], id_key=id_key, sort_by=order,
+            skip_errors=kwargs.get("_skip_errors", True),
+        )
 
     def reduce(self, *args: Any, **kwargs: Any) -> "Table":
         """Aggregates of the whole table in one row."""
@@ -918,8 +934,10 @@ class GroupedTable:
     def __init__(
         self, table: Table, keys: list[tuple[str, Expr]], aliases: dict[str, str] | None = None,
         bind: Callable[[Expr], Expr] | None = None, id_key: str | None = None, sort_by: Expr | None = None,
+        skip_errors: bool = True,
     ) -> None:
         self._table = table
+        self._skip_errors = skip_errors  # reducers leave out Error values (else give an Error)
         self._keys = keys
         self._id_key = id_key  # groupby(id=p): the groups' ids are the values of key p
         self._sort_by = sort_by  # orders the values of the reducers that list them
@@ -970,7 +988,7 @@ class GroupedTable:
         }
         key_types = {k: infer(e, [table._node.columns]) for k, e in self._keys}
         reduce_node: n.Node = n.Reduce(
-            {**key_types, **agg_types}, table._node, tuple(self._keys), tuple(aggregates)
+            {**key_types, **agg_types}, table._node, tuple(self._keys), tuple(aggregates), self._skip_errors
         )
         if self._id_key is not None:
             new_id = (ColumnRef(n.InputRef(0), self._id_key),)

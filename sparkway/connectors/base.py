@@ -124,12 +124,17 @@ class OutputBatch:
     table: pa.Table  # columns of the output table, plus int64 "time" and "diff"
     time: int
     ids: pa.Array | None = None  # the row ids, for sinks that report them (subscribe)
+    #: per row, the names of its columns holding an Error value, for sinks that
+    #: ``keeps_errors`` in a run with ``terminate_on_error=False``
+    errors: pa.Array | None = None
 
 
 class Sink(ABC):
     """An output connector: receives every time's consolidated changes, in time order."""
 
     name: str = "sink"
+    #: receives rows with Error values (``OutputBatch.errors``); other sinks skip them
+    keeps_errors: bool = False
 
     def open(self) -> None:
         """Called once, before the first batch."""

@@ -55,7 +55,9 @@ class MemorySource(Source):
 
 
 class MemorySink(Sink):
-    """Keeps every batch it receives, in order."""
+    """Keeps every batch it receives, in order (Error values too)."""
+
+    keeps_errors = True
 
     def __init__(self) -> None:
         self.batches: list[OutputBatch] = []

@@ -7,7 +7,9 @@ engine uses it to build Spark schemas, Arrow schemas, and to parse text input.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json as _json
+import numbers
 import operator
 import pickle
 import types
@@ -528,6 +530,9 @@ def to_python(kind: DType) -> Callable[[Any], Any]:
     return lambda v: v
 
 
+_EXACT_PYTHON = {STR: (str, "String"), INT: (numbers.Integral, "Int")}
+
+
 def from_python(kind: DType) -> Callable[[Any], Any]:
     """Converts a Python value (a user function's result) into what is stored for ``kind``."""
     base = kind.with_optional(False)
@@ -545,4 +550,13 @@ def from_python(kind: DType) -> Callable[[Any], Any]:
         return lambda v: None if v is None else [item(x) for x in v]
     if base == FLOAT:
         return lambda v: None if v is None else float(v)
+    if base in _EXACT_PYTHON:  # as Pathway, no silent conversion of another type
+        python_type, name = _EXACT_PYTHON[base]
+        return functools.partial(_exactly, python_type, name)
     return lambda v: v
+
+
+def _exactly(python_type: type, name: str, value: Any) -> Any:
+    if value is None or isinstance(value, python_type):
+        return value
+    raise TypeError(f"cannot create an object of type {name} from value {value}")

@@ -195,6 +195,14 @@ class Unwrap(Expr):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class FillError(Expr):
+    """``pw.fill_error``: ``arg``, or ``replacement`` where ``arg`` is an Error value."""
+
+    arg: Expr
+    replacement: Expr
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class Cast(Expr):
     dtype: DType
     arg: Expr
@@ -379,6 +387,7 @@ def children(expr: Expr) -> tuple[Expr, ...]:
         case BinOp(_, a, b): return (a, b)
         case UnOp(_, a) | Unwrap(a) | Cast(_, a) | IsNone(a, _): return (a,)
         case IfElse(c, t, o): return (c, t, o)
+        case FillError(a, r): return (a, r)
         case Coalesce(args) | MakeTuple(args) | PointerFrom(args): return args
         case Require(v, args): return (v, *args)
         case IxRef(_, pointer, _, _): return (pointer,)
@@ -396,6 +405,7 @@ def replace_children(expr: Expr, new: tuple[Expr, ...]) -> Expr:
         case Cast(t, _, declared): return Cast(t, new[0], declared)
         case IsNone(_, neg): return IsNone(new[0], neg)
         case IfElse(): return IfElse(*new)
+        case FillError(): return FillError(*new)
         case Coalesce(): return Coalesce(new)
         case MakeTuple(): return MakeTuple(new)
         case PointerFrom(_, optional): return PointerFrom(new, optional)
@@ -470,6 +480,9 @@ class _Printer:
 
     def _ifelse(self, e: IfElse) -> str:
         return f"pathway.if_else({self._all((e.cond, e.then, e.otherwise))})"
+
+    def _fillerror(self, e: FillError) -> str:
+        return f"pathway.fill_error({self._all((e.arg, e.replacement))})"
 
     def _coalesce(self, e: Coalesce) -> str:
         return f"pathway.coalesce({self._all(e.args)})"

@@ -10,7 +10,7 @@ from typing import Any, Callable
 from sparkway.core import dtypes as dt
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
-    Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, GetItem, IfElse, IsNone,
+    Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, FillError, GetItem, IfElse, IsNone,
     MakeTuple, PointerFrom, ReducerExpr, Require, UnOp, Unwrap,
 )
 from sparkway.errors import PlanError, PlanTypeError
@@ -47,7 +47,7 @@ def infer(expr: Expr, inputs: Columns) -> DType:
                     f"unary operator {op} is not supported on arrays: compute it in a pw.udf with numpy"
                 )
             return kind
-        case IfElse(_, then, otherwise):
+        case IfElse(_, then, otherwise) | FillError(then, otherwise):
             return dt.unify(infer(then, inputs), infer(otherwise, inputs))
         case Coalesce(args):
             types = [infer(a, inputs) for a in args]

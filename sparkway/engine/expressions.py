@@ -2,6 +2,12 @@
 
 Python functions (``pw.apply``, ``pw.udf``) and JSON access become Arrow-batched Spark
 UDFs; everything else is native Spark SQL.
+
+A value that breaks an operation (a division by zero, a user function raising...) fails
+the step; in a run with ``terminate_on_error=False`` it becomes an Error value instead:
+the scope then has ``Checks``, which give every compiled expression a boolean Spark
+column saying where its value is an Error (its value column is null there), and collect
+the messages of the new errors for the error log.
 """
 
 from __future__ import annotations
@@ -11,8 +17,10 @@ import functools
 import json
 import pickle
 import re
-from dataclasses import dataclass
-from typing import Any, Callable
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -23,11 +31,11 @@ from pyspark.sql import types as T
 
 from sparkway.core import dtypes as dt
 from sparkway.core import durations
-from sparkway.core.changes import ID
+from sparkway.core.changes import ERRORS, ID
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
-    Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, GetItem, IfElse, IsNone,
-    MakeTuple, PointerFrom, Require, UnOp, Unwrap,
+    Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, FillError, GetItem, IfElse, IsNone,
+    MakeTuple, PointerFrom, Require, UnOp, Unwrap, children,
 )
 from sparkway.core.type_rules import infer
 from sparkway.core.text import text_of
@@ -35,18 +43,123 @@ from sparkway.engine.failures import failures_named
 
 
 @dataclass
+class Checks:
+    """Error values, in a run with ``terminate_on_error=False``.
+
+    ``inputs`` names, per input, the columns that may hold an Error (the row's ``ERRORS``
+    says where one does).  Compiling an expression records its Error flag in
+    ``error_of``: the flags of the values it reads (for ``if_else`` and ``fill_error``,
+    of the ones it uses), or'ed with its own failures; ``logged`` gathers (where,
+    message) of the new errors.
+    """
+
+    inputs: list[set[str]]
+    error_of: dict[int, Column | None] = field(default_factory=dict)
+    logged: list[tuple[Column, Column]] = field(default_factory=list)
+    calls_python: bool = False  # an expression runs Python (worth caching its results)
+    _failures: list[list[tuple[Column, Column]]] = field(default_factory=list)
+    _guards: list[Column] = field(default_factory=list)
+
+    def column_flag(self, index: int, name: str) -> Column | None:
+        """Where column ``name`` of input ``index`` holds an Error (None for ``id``)."""
+        return error_flag(name) if name in self.inputs[index] else None
+
+    def flag(self, expr: Expr) -> Column | None:
+        """Where the (already compiled) ``expr`` is an Error; None: nowhere."""
+        return self.error_of.get(id(expr))
+
+    def fail(self, failed: Column, message: Column) -> None:
+        """The expression being compiled is an Error where ``failed`` holds (in a branch
+        that is taken), a new one with ``message``."""
+        self._failures[-1].append((reduce(lambda a, b: a & b, self._guards, failed), message))
+
+    @contextmanager
+    def guarded(self, taken: Column) -> Iterator[None]:
+        """Failures of the expressions compiled in the block count only where ``taken``."""
+        self._guards.append(F.coalesce(taken, F.lit(False)))
+        try:
+            yield
+        finally:
+            self._guards.pop()
+
+    def compile(self, expr: Expr, scope: "Scope", compiler: Callable[[Any, "Scope"], Column]) -> Column:
+        self._failures.append([])
+        value = compiler(expr, scope)
+        failures = self._failures.pop()
+        if id(expr) in self.error_of:  # set by the compilers of lazy kinds
+            inherited = self.error_of[id(expr)]
+        else:
+            inherited = _any([self.flag(c) for c in children(expr)])
+        for failed, message in failures:  # a new error only where the operands are fine
+            self.logged.append((failed if inherited is None else failed & ~inherited, message))
+        self.error_of[id(expr)] = _any([inherited, *(failed for failed, _ in failures)])
+        return value
+
+
+def _any(flags: list[Column | None]) -> Column | None:
+    """The or of the flags (None: never an Error)."""
+    real = [f for f in flags if f is not None]
+    return reduce(lambda a, b: a | b, real) if real else None
+
+
+def _holds(flag: Column | None) -> Column:
+    return flag if flag is not None else F.lit(False)
+
+
+@dataclass
 class Scope:
-    """What a node's expressions can read: per input, column name → Spark column; and
-    how errors raised while computing them name the node (``Node.label``)."""
+    """What a node's expressions can read: per input, column name → Spark column; how
+    errors raised while computing them name the node (``Node.label``); and, in a run
+    that keeps Error values, their ``Checks``."""
 
     columns: list[dict[str, Column]]
     types: list[dict[str, DType]]
     where: str = ""
+    checks: Checks | None = None
 
     @staticmethod
-    def of(*inputs: dict[str, DType], where: str = "") -> "Scope":
+    def of(*inputs: dict[str, DType], where: str = "", errors: bool = False) -> "Scope":
+        """The scope of a node reading ``inputs``; ``errors``: the run keeps Error values
+        (the frames have ``ERRORS``)."""
         cols = [{name: col(name) for name in types} | {"id": col(ID)} for types in inputs]
-        return Scope(cols, list(inputs), where)
+        checks = Checks([set(types) for types in inputs]) if errors else None
+        return Scope(cols, list(inputs), where, checks)
+
+    def failing(self, failed: Column, kind: str, message: Column | str, value: Column) -> Column:
+        """``value``, except where ``failed`` holds: there the step fails with ``kind``
+        (a Python exception's name) and ``message``, or, keeping Error values, the
+        value is an Error."""
+        message = F.lit(message) if isinstance(message, str) else message
+        failed = F.coalesce(failed, F.lit(False))
+        if self.checks is None:
+            return F.when(failed, F.raise_error(F.concat(F.lit(f"{self.where}: {kind}: "), message))).otherwise(value)
+        self.checks.fail(failed, message)
+        return F.when(failed, F.lit(None)).otherwise(value)
+
+
+def error_flag(name: str) -> Column:
+    """Where the column ``name`` of a frame holds an Error (one SQL expression: columns are
+    built through py4j, and a step builds many)."""
+    quoted = name.replace("\\", "\\\\").replace("'", "\\'")
+    return F.expr(f"coalesce(array_contains({ERRORS}, '{quoted}'), false)")
+
+
+def has_errors() -> Column:
+    """Where a row holds an Error in any column (``ERRORS`` is null or empty where not)."""
+    return F.expr(f"coalesce(size({ERRORS}) > 0, false)")
+
+
+def errors_column(flags: dict[str, Column | None]) -> Column:
+    """``ERRORS`` of a row whose columns are Errors where their ``flags`` hold."""
+    names = [F.when(flag, F.lit(name)) for name, flag in flags.items() if flag is not None]
+    return F.array_compact(F.array(*names)) if names else F.lit(None).cast("array<string>")
+
+
+def messages_column(logged: list[tuple[Column, Column]]) -> Column:
+    """The messages of the errors a row logs (an array, null or empty when none)."""
+    if not logged:
+        return F.lit(None).cast("array<string>")
+    return F.array_compact(F.array(*[F.when(where, message) for where, message in logged]))
 
 
 def col(name: str) -> Column:
@@ -62,8 +175,11 @@ def pointer_of(columns: list[Column]) -> Column:
 
 
 def compile_expr(expr: Expr, scope: Scope) -> Column:
-    """The Spark column computing ``expr``."""
-    return _COMPILERS[type(expr)](expr, scope)
+    """The Spark column computing ``expr`` (with ``scope.checks``, also its Error flag)."""
+    compiler = _COMPILERS[type(expr)]
+    if scope.checks is None:
+        return compiler(expr, scope)
+    return scope.checks.compile(expr, scope, compiler)
 
 
 def _type(expr: Expr, scope: Scope) -> DType:
@@ -71,7 +187,10 @@ def _type(expr: Expr, scope: Scope) -> DType:
 
 
 def _column_ref(e: ColumnRef, scope: Scope) -> Column:
-    return scope.columns[getattr(e.table, "index", 0)][e.name]
+    index = getattr(e.table, "index", 0)
+    if scope.checks is not None:
+        scope.checks.error_of[id(e)] = scope.checks.column_flag(index, e.name)
+    return scope.columns[index][e.name]
 
 
 def _const(e: Const, scope: Scope) -> Column:
@@ -126,11 +245,10 @@ def _duration_division(op: str, a: Column, b: Column, tb: DType) -> Column:
     return _micros_duration((ma.cast("double") / b.cast("double")).cast("long"))
 
 
-def _nonzero(divisor: Column, where: str) -> Column:
-    """The divisor, failing the step with Python's error where it is zero (Spark's own
-    error would not say which operator of the program divided)."""
-    failure = F.raise_error(F.lit(f"{where}: ZeroDivisionError: division by zero"))
-    return F.when(divisor == 0, failure).otherwise(divisor)
+def _nonzero(divisor: Column, scope: Scope) -> Column:
+    """The divisor, failing with Python's error where it is zero (Spark's own error
+    would not say which operator of the program divided)."""
+    return scope.failing(divisor == 0, "ZeroDivisionError", "division by zero", divisor)
 
 
 @functools.cache
@@ -169,7 +287,7 @@ def _binop(e: BinOp, scope: Scope) -> Column:
     if ta == dt.DURATION and op in ("/", "//", "%"):
         return _duration_division(op, a, b, tb)
     if op in ("/", "//", "%"):
-        b = _nonzero(b, scope.where)
+        b = _nonzero(b, scope)
     if op == "/":
         return a.cast("double") / b.cast("double")
     if op == "//":
@@ -224,9 +342,39 @@ def _unop(e: UnOp, scope: Scope) -> Column:
 
 def _if_else(e: IfElse, scope: Scope) -> Column:
     target = _type(e, scope)
-    then = compile_expr(e.then, scope).cast(target.spark_type())
-    otherwise = compile_expr(e.otherwise, scope).cast(target.spark_type())
-    return F.when(compile_expr(e.cond, scope), then).otherwise(otherwise)
+    cond = compile_expr(e.cond, scope)
+    if scope.checks is None:
+        then = compile_expr(e.then, scope)
+        otherwise = compile_expr(e.otherwise, scope)
+    else:  # only the branch taken fails, and is the result's Error
+        checks = scope.checks
+        taken = F.coalesce(cond, F.lit(False))
+        fine = ~_holds(checks.flag(e.cond))
+        with checks.guarded(taken & fine):
+            then = compile_expr(e.then, scope)
+        with checks.guarded(~taken & fine):
+            otherwise = compile_expr(e.otherwise, scope)
+        branches = (checks.flag(e.then), checks.flag(e.otherwise))
+        chosen = None if branches[0] is None and branches[1] is None else F.when(taken, _holds(branches[0])).otherwise(_holds(branches[1]))
+        checks.error_of[id(e)] = _any([checks.flag(e.cond), chosen])
+    return F.when(cond, then.cast(target.spark_type())).otherwise(otherwise.cast(target.spark_type()))
+
+
+def _fill_error(e: FillError, scope: Scope) -> Column:
+    target = _type(e, scope).spark_type()
+    value = compile_expr(e.arg, scope).cast(target)
+    if scope.checks is None:  # no Error values: nothing to replace
+        return value
+    checks = scope.checks
+    failed = checks.flag(e.arg)
+    if failed is None:
+        checks.error_of[id(e)] = None
+        return value
+    with checks.guarded(failed):
+        replacement = compile_expr(e.replacement, scope).cast(target)
+    replaced = checks.flag(e.replacement)
+    checks.error_of[id(e)] = None if replaced is None else failed & replaced
+    return F.when(failed, replacement).otherwise(value)
 
 
 def _coalesce(e: Coalesce, scope: Scope) -> Column:
@@ -243,11 +391,15 @@ def _require(e: Require, scope: Scope) -> Column:
 
 def _unwrap(e: Unwrap, scope: Scope) -> Column:
     value = compile_expr(e.arg, scope)
-    failure = F.raise_error(F.lit(
-        f"{scope.where}: ValueError: cannot unwrap a None value: use pw.coalesce() to supply a default, "
-        "or filter out the rows with None first"
-    ))
-    return F.when(value.isNull(), failure).otherwise(value)
+    if scope.checks is not None:  # Pathway's message in the error log
+        message = (
+            "value error: cannot unwrap a None value: pw.unwrap() requires a non-None value. Use pw.coalesce() "
+            "to supply a default, or filter out the rows with None before unwrapping."
+        )
+        return scope.failing(value.isNull(), "ValueError", message, value)
+    message = ("cannot unwrap a None value: use pw.coalesce() to supply a default, "
+               "or filter out the rows with None first")
+    return scope.failing(value.isNull(), "ValueError", message, value)
 
 
 def _cast(e: Cast, scope: Scope) -> Column:
@@ -291,7 +443,7 @@ def _get_item(e: GetItem, scope: Scope) -> Column:
         )
     key = compile_expr(e.key, scope)
     default = _as_json_text(e.default, scope) if e.default is not None else F.lit(None).cast("string")
-    return _json_get_udf(e.checked, scope.where)(value, key.cast("string"), default)
+    return python_column(scope, _json_get(e.checked), "string", [value, key.cast("string"), default])
 
 
 def _array_item_udf(item_type: DType, checked: bool, where: str):
@@ -351,7 +503,7 @@ def _as_json_text(e: Expr, scope: Scope) -> Column:
     return value.cast("string")
 
 
-def _json_get_udf(checked: bool, where: str):
+def _json_get(checked: bool) -> Callable[[str | None, str | None, str | None], str | None]:
     def get(doc: str | None, key: str | None, default: str | None) -> str | None:
         if doc is None:
             return default
@@ -363,12 +515,11 @@ def _json_get_udf(checked: bool, where: str):
                 item = value[key]
         except (KeyError, IndexError, TypeError, ValueError):
             if checked:
-                with failures_named(where):
-                    raise KeyError(f"JSON value {doc[:80]} has no key {key!r}") from None
+                raise KeyError(f"JSON value {doc[:80]} has no key {key!r}") from None
             return default
         return json.dumps(item)
 
-    return F.udf(get, "string", useArrow=True)
+    return get
 
 
 def as_type(value: Column, pickled: bool, target: DType) -> Column:
@@ -382,28 +533,57 @@ def as_type(value: Column, pickled: bool, target: DType) -> Column:
 
 # -- Python functions ---------------------------------------------------------------------
 
-def python_udf(
-    fn: Callable[..., Any], arg_types: list[DType], result: DType, propagate_none: bool = False, where: str = ""
-):
-    """A Spark UDF calling ``fn`` with Python values (Json, tuples...) as users expect; an
-    exception it raises stops the run as a ``ComputationError`` naming ``fn`` and ``where``."""
-    inputs = [dt.to_python(t) for t in arg_types]
+def python_column(
+    scope: Scope, call: Callable[..., Any], spark_type: Any, args: list[Column], name: str = "",
+    skip: Column | None = None,
+) -> Column:
+    """An Arrow-batched Spark UDF calling ``call`` on the arguments' values.
+
+    An exception it raises fails the step as a ``ComputationError`` naming the operator
+    (and ``name``); keeping Error values, it makes the value an Error whose message is
+    the exception's, and ``call`` is not called where ``skip`` (an argument is an Error).
+    """
+    where = f"{scope.where}: {name}" if name else scope.where
+    if scope.checks is None:
+        def named(*values: Any) -> Any:
+            with failures_named(where):
+                return call(*values)
+        return F.udf(named, spark_type, useArrow=True)(*args)
+
+    def caught(skipped: bool, *values: Any) -> tuple[Any, str | None] | None:
+        if skipped:
+            return None
+        try:
+            return call(*values), None
+        except Exception as error:
+            return None, f"{type(error).__name__}: {error}"
+
+    ddl = spark_type if isinstance(spark_type, str) else spark_type.simpleString()
+    out = F.udf(caught, f"struct<value: {ddl}, error: string>", useArrow=True)(
+        skip if skip is not None else F.lit(False), *args
+    )
+    message = out.getField("error")
+    scope.checks.fail(message.isNotNull(), message)
+    scope.checks.calls_python = True
+    return out.getField("value")
+
+
+def _apply(e: Apply, scope: Scope) -> Column:
+    """A Python function (``pw.apply``, ``pw.udf``) with Python values (Json, tuples...)."""
+    inputs = [dt.to_python(_type(a, scope)) for a in e.args]
+    result = _type(e, scope)
     output = dt.from_python(result)
-    name = getattr(fn, "__qualname__", repr(fn))
+    fn, propagate_none = e.fn, e.propagate_none
 
     def call(*values: Any) -> Any:
         if propagate_none and any(v is None for v in values):
             return None
-        with failures_named(f"{where}: {name}"):
-            return output(fn(*(f(v) for f, v in zip(inputs, values))))
+        return output(fn(*(f(v) for f, v in zip(inputs, values))))
 
-    return F.udf(call, result.spark_type(), useArrow=True)
-
-
-def _apply(e: Apply, scope: Scope) -> Column:
-    arg_types = [_type(a, scope) for a in e.args]
-    udf = python_udf(e.fn, arg_types, _type(e, scope), e.propagate_none, scope.where)
-    return udf(*(compile_expr(a, scope) for a in e.args))
+    args = [compile_expr(a, scope) for a in e.args]
+    skip = _any([scope.checks.flag(a) for a in e.args]) if scope.checks is not None else None
+    name = getattr(fn, "__qualname__", repr(fn))
+    return python_column(scope, call, result.spark_type(), args, name, skip)
 
 
 def _pointer_from(e: PointerFrom, scope: Scope) -> Column:
@@ -415,21 +595,16 @@ def _pointer_from(e: PointerFrom, scope: Scope) -> Column:
 
 def _call(e: Call, scope: Scope) -> Column:
     args = [compile_expr(a, scope) for a in e.args]
-    return FUNCTIONS[e.name](args, e.params, [_type(a, scope) for a in e.args], scope.where)
+    return FUNCTIONS[e.name](args, e.params, [_type(a, scope) for a in e.args], scope)
 
 
 # -- built-in functions: one entry per name (types are in sparkway.core.type_rules); each
-# gets the compiled arguments, the call's parameters, the arguments' types, and how errors
-# name the operator
+# gets the compiled arguments, the call's parameters, the arguments' types, and the scope
+# (for how a failure names the operator, or becomes an Error value)
 
-def _udf1(fn: Callable[[Any], Any], spark_type: str) -> Callable[[list[Column], tuple, list[DType], str], Column]:
-    def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
-        def call(v: Any) -> Any:
-            if v is None:
-                return None
-            with failures_named(where):
-                return fn(v)
-        return F.udf(call, spark_type, useArrow=True)(args[0])
+def _udf1(fn: Callable[[Any], Any], spark_type: str) -> Callable[[list[Column], tuple, list[DType], Scope], Column]:
+    def build(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
+        return python_column(scope, lambda v: None if v is None else fn(v), spark_type, args[:1])
     return build
 
 
@@ -445,13 +620,13 @@ def _json_as(kind: type, spark_type: str):
         return value
     convert_column = _udf1(convert, spark_type)
 
-    def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
-        converted = convert_column(args, params, types, where)
+    def build(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
+        converted = convert_column(args, params, types, scope)
         return converted if len(args) == 1 else F.coalesce(converted, args[1].cast(spark_type))
     return build
 
 
-def _to_string(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+def _to_string(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
     kind = types[0].with_optional(False)
     if kind == dt.STR:
         text = args[0]
@@ -466,7 +641,7 @@ def _to_string(args: list[Column], params: tuple, types: list[DType], where: str
 
 
 def _parse(cast_to: str, optional_from: int = 0):
-    def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+    def build(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
         text = F.trim(args[0])
         if cast_to == "boolean":  # the words compare without case
             lowered = F.lower(text)
@@ -476,12 +651,27 @@ def _parse(cast_to: str, optional_from: int = 0):
             parsed = text.try_cast(cast_to)
         if params and params[0]:
             return parsed
-        return F.when(parsed.isNull() & args[0].isNotNull(), F.raise_error(
-            F.concat(F.lit(f"{where}: ValueError: cannot parse as {cast_to}: "), args[0]))).otherwise(parsed)
+        failed = parsed.isNull() & args[0].isNotNull()
+        if scope.checks is None:
+            return scope.failing(failed, "ValueError", F.concat(F.lit(f"cannot parse as {cast_to}: "), args[0]), parsed)
+        return scope.failing(failed, "ValueError", _parse_message(args[0], cast_to), parsed)
     return build
 
 
-def _timestamp(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+# what Pathway's error log says of text that is not a number (Rust's parse errors)
+_PARSE_ERRORS = {"long": ("int", "invalid digit found in string"), "double": ("float", "invalid float literal")}
+
+
+def _parse_message(text: Column, cast_to: str) -> Column:
+    kind, reason = _PARSE_ERRORS.get(cast_to, ("bool", "invalid value"))
+    quoted = F.concat(F.lit('parse error: cannot parse "'), text, F.lit(f'" to {kind}: '))
+    if kind == "int":
+        reason_column = F.when(F.trim(text) == "", F.lit("cannot parse integer from empty string")).otherwise(F.lit(reason))
+        return F.concat(quoted, reason_column)
+    return F.concat(quoted, F.lit(reason))
+
+
+def _timestamp(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
     unit = params[0]
     scale = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}[unit]
     micros = F.unix_micros(args[0].cast("timestamp"))
@@ -489,22 +679,22 @@ def _timestamp(args: list[Column], params: tuple, types: list[DType], where: str
 
 
 def _from_timestamp(utc: bool):
-    def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+    def build(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
         scale = {"s": 1e6, "ms": 1e3, "us": 1, "ns": 1e-3}[params[0]]
         ts = F.timestamp_micros((args[0] * F.lit(scale)).cast("long"))
         return ts if utc else ts.cast("timestamp_ntz")
     return build
 
 
-def _strftime(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+def _strftime(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
     fmt = params[0]
-    return _udf1(lambda v: v.strftime(fmt), "string")(args, params, types, where)
+    return _udf1(lambda v: v.strftime(fmt), "string")(args, params, types, scope)
 
 
 _NANOS = re.compile(r"(\.\d{6})\d{1,3}(?!\d)")  # a fraction of a second in 7 to 9 digits
 
 
-def _strptime(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+def _strptime(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
     fmt, contains_tz = params
     tz = contains_tz if contains_tz is not None else ("%z" in fmt or "%Z" in fmt)
 
@@ -514,13 +704,13 @@ def _strptime(args: list[Column], params: tuple, types: list[DType], where: str)
         value = _dt.datetime.strptime(text, fmt)
         return value.astimezone(_dt.timezone.utc) if tz else value
 
-    return _udf1(parse, "timestamp" if tz else "timestamp_ntz")(args, params, types, where)
+    return _udf1(parse, "timestamp" if tz else "timestamp_ntz")(args, params, types, scope)
 
 
 def _rounding(half_up: bool):
     """``dt.floor`` (or, with ``half_up``, ``dt.round``: ties go up): the time as a
     multiple of the duration since the epoch, computed on integer microseconds."""
-    def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+    def build(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
         step = int(durations.micros_or_number(params[0]))
         if step <= 0:  # below the microsecond: times are already multiples of it
             return args[0]
@@ -535,14 +725,14 @@ def _rounding(half_up: bool):
 def _duration_part(micros_per_unit: int):
     """Whole units in a duration, truncated toward zero as Pathway counts them
     (-1.5 ms is -1 millisecond); Spark's ``div`` truncates toward zero."""
-    def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+    def build(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
         return F.call_function("div", _duration_micros(args[0]), F.lit(micros_per_unit)).cast("long")
     return build
 
 
 def _second_fraction(units_per_second: int):
     """The part of a time below the second, in milli-, micro- or nanoseconds."""
-    def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+    def build(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
         micros = _python_mod(F.unix_micros(args[0].cast("timestamp")), F.lit(1_000_000))
         return F.call_function("div", micros * F.lit(units_per_second), F.lit(1_000_000)).cast("long")
     return build
@@ -552,7 +742,7 @@ def _in_range(method: Callable[..., int], whole: Callable[[list[Column]], Column
     """``str.count/find/rfind(sub, start, end)``: over the whole text in Spark; with a
     range, Python's method itself (its rules for negative and out-of-range bounds)."""
 
-    def build(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+    def build(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
         start, end = params
         if start is None and end is None:
             return whole(args)
@@ -572,12 +762,12 @@ def _rfind(args: list[Column]) -> Column:
     return F.when(found == 0, F.lit(-1)).otherwise(last).cast("long")
 
 
-def _str_slice(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+def _str_slice(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
     start, end = params
     return F.udf(lambda s: None if s is None else s[start:end], "string", useArrow=True)(args[0])
 
 
-def _window_starts(args: list[Column], params: tuple, types: list[DType], where: str) -> Column:
+def _window_starts(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
     """Starts of the windows [start, start + duration) that contain the time.
 
     As in Pathway, windows are aligned on ``origin`` (0 or the epoch by default), and a
@@ -601,7 +791,7 @@ def _window_starts(args: list[Column], params: tuple, types: list[DType], where:
     return starts.cast(f"array<{kind.spark_type().simpleString()}>")
 
 
-FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], str], Column]] = {
+FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], Scope], Column]] = {
     "str.lower": lambda a, p, t, w: F.lower(a[0]),
     "str.upper": lambda a, p, t, w: F.upper(a[0]),
     "str.len": lambda a, p, t, w: F.char_length(a[0]).cast("long"),
@@ -666,6 +856,7 @@ _COMPILERS: dict[type, Callable[[Any, Scope], Column]] = {
     BinOp: _binop,
     UnOp: _unop,
     IfElse: _if_else,
+    FillError: _fill_error,
     Coalesce: _coalesce,
     Require: _require,
     Unwrap: _unwrap,

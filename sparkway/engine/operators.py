@@ -7,6 +7,8 @@ columns in order, and ``_diff``.  Stateless nodes are Spark SQL; stateful ones g
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -16,15 +18,17 @@ from pyspark.sql import types as T
 
 from sparkway.core import dtypes as dt
 from sparkway.core import durations
-from sparkway.core.changes import DIFF, ID, spark_schema
+from sparkway.core.changes import DIFF, ERRORS, ID, spark_schema
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import Expr
 from sparkway.core.type_rules import infer
-from sparkway.engine.expressions import Scope, array_items, as_type, col, compile_expr, pointer_of
+from sparkway.engine.expressions import (
+    Scope, array_items, as_type, col, compile_expr, errors_column, has_errors, messages_column, pointer_of,
+)
 from sparkway.engine.kernels.join import join_groups
 from sparkway.engine.kernels.merge import merge_groups
 from sparkway.engine.kernels.ordered import deduplicate_groups, sort_groups
-from sparkway.engine.kernels.reduce import reduce_groups
+from sparkway.engine.kernels.reduce import fallible, reduce_groups
 from sparkway.engine.kernels.session import sessionize
 from sparkway.engine.stateful import KeyedInput, keyed_step
 from sparkway.plan import nodes as n
@@ -41,10 +45,39 @@ class StepContext:
     location: StateLocation
     partitions: int
     operator_names: dict[int, str]  # id(node) -> its state folder
-    inputs: dict[int, DataFrame] = field(default_factory=dict)  # id(Input node) -> changes
+    inputs: dict[int, DataFrame] = field(default_factory=dict)  # id(Input/ErrorLog node) -> changes
+    #: the run keeps Error values (``terminate_on_error=False``): frames have ``ERRORS``
+    keep_errors: bool = False
+    #: (node, frame with ``LOGGED``): the errors each node logged in this step
+    logged: list[tuple[n.Node, DataFrame]] = field(default_factory=list)
+    entries: dict[int, DataFrame] = field(default_factory=dict)  # id(node) -> its error log rows
+    #: ids of the nodes whose changes in this step hold no Error value for sure: their
+    #: consumers skip the checks of their values
+    error_free: set[int] = field(default_factory=set)
+    persisted: list[DataFrame] = field(default_factory=list)  # unpersisted after the step
 
     def empty(self, node: n.Node) -> DataFrame:
-        return self.spark.createDataFrame([], spark_schema(node.columns))
+        frame = self.spark.createDataFrame([], spark_schema(node.columns))
+        return with_no_errors(frame) if self.keep_errors else frame
+
+    def scope(self, node: n.Node, *inputs: dict[str, DType]) -> Scope:
+        scope = Scope.of(*inputs, where=node.label, errors=self.keep_errors)
+        if scope.checks is not None and self.inputs_error_free(node):
+            scope.checks.inputs = [set() for _ in inputs]
+        return scope
+
+    def inputs_error_free(self, node: n.Node) -> bool:
+        return all(id(i) in self.error_free for i in node.inputs)
+
+    def logging(self, node: n.Node, frame: DataFrame, calls_python: bool = False) -> DataFrame:
+        """``frame`` without its ``LOGGED`` column, whose messages go to the node's error
+        log.  A frame that ``calls_python`` (user functions) is cached for the step, so
+        that they run once for the node's changes and its errors."""
+        if calls_python:
+            frame = frame.persist()
+            self.persisted.append(frame)
+        self.logged.append((node, frame))
+        return frame.drop(LOGGED)
 
     def keyed(self, node: n.Node, inputs: list[KeyedInput], kernel, params, output: T.StructType) -> DataFrame:
         return keyed_step(
@@ -61,9 +94,55 @@ class StepContext:
         )
 
 
+#: in a run keeping Error values, the messages of the errors a change logs (array<string>)
+LOGGED = "_pw_logged"
+
+
+def with_no_errors(frame: DataFrame) -> DataFrame:
+    return frame.withColumn(ERRORS, F.lit(None).cast("array<string>"))
+
+
+def _skipping(
+    node: n.Node, ctx: StepContext, frame: DataFrame, scope: Scope, failed: Column | None, what: str,
+    keep: bool = False,
+) -> DataFrame:
+    """In a run keeping Error values: ``frame`` without the rows where ``failed`` (an
+    Error in the node's ``what``; with ``keep`` they stay), logging them and the
+    expressions' new errors."""
+    if scope.checks is None:
+        return frame
+    skipped = [(failed, F.lit(f"Error value encountered in {what}, skipping the row"))] if failed is not None else []
+    logged = scope.checks.logged + skipped
+    if not logged:
+        return frame
+    frame = ctx.logging(node, frame.withColumn(LOGGED, messages_column(logged)), scope.checks.calls_python)
+    return frame.filter(~failed) if failed is not None and not keep else frame
+
+
+def error_entries(frame: DataFrame, operator: int, trace: str, time: int) -> DataFrame:
+    """Rows of an error log for the errors a node logged (``frame`` has ``LOGGED``):
+    never retracted, with ids new at every time (SQL text: fewer py4j calls)."""
+    messages = frame.selectExpr(ID, DIFF, f"posexplode({LOGGED}) as (_pos, message)")
+    return messages.select(
+        F.expr(f"xxhash64({time}L, {operator}, {ID}, {DIFF}, _pos) as {ID}"),
+        F.expr(f"{operator}L as operator_id"),
+        col("message"),
+        F.lit(trace).alias("trace"),
+        F.expr(f"1L as {DIFF}"),
+        F.expr(f"cast(null as array<string>) as {ERRORS}"),
+    )
+
+
 def compile_node(node: n.Node, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     """The changes of ``node`` given the changes of its inputs."""
-    return _COMPILERS[type(node)](node, frames, ctx)
+    frame = _COMPILERS[type(node)](node, frames, ctx)
+    if not ctx.keep_errors:
+        return frame
+    if ctx.inputs_error_free(node) and not any(logging is node for logging, _ in ctx.logged):
+        ctx.error_free.add(id(node))
+    if ERRORS not in frame.columns and not isinstance(node, n.Output):  # makes no Error values
+        frame = with_no_errors(frame)
+    return frame
 
 
 def _changes(frame: DataFrame, columns: dict[str, Column]) -> DataFrame:
@@ -76,6 +155,7 @@ def _typed(node: n.Node, frame: DataFrame) -> DataFrame:
         col(ID).cast("long").alias(ID),
         *[as_type(col(name), _pickled(frame, name), kind).alias(name) for name, kind in node.columns.items()],
         col(DIFF),
+        *([col(ERRORS)] if ERRORS in frame.columns else []),
     )
 
 
@@ -90,21 +170,46 @@ def _input(node: n.Input, frames: list[DataFrame], ctx: StepContext) -> DataFram
     keys = node.source.key_columns
     if keys:  # ids from the key's values, as pointer_from gives them
         frame = frame.withColumn(ID, pointer_of([col(k) for k in keys]))
-    return frame
+    return with_no_errors(frame) if ctx.keep_errors and ERRORS not in frame.columns else frame
+
+
+def _error_log(node: n.ErrorLog, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    entries = ctx.inputs.get(id(node))
+    return entries if entries is not None else ctx.empty(node)
 
 
 def _select(node: n.Select, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    scope = Scope.of(node.input.columns, where=node.label)
+    scope = ctx.scope(node, node.input.columns)
     compiled = {
         name: as_type(compile_expr(e, scope), infer(e, [node.input.columns]).name == "Any", node.columns[name])
         for name, e in node.exprs
     }
-    return _changes(frames[0], compiled)
+    if scope.checks is None:
+        return _changes(frames[0], compiled)
+    flags = {name: scope.checks.flag(e) for name, e in node.exprs}
+    values = {  # an Error's value is null
+        name: value if flags[name] is None else F.when(flags[name], F.lit(None)).otherwise(value)
+        for name, value in compiled.items()
+    }
+    values[ERRORS] = errors_column(flags)
+    if not scope.checks.logged:
+        return _changes(frames[0], values)
+    values[LOGGED] = messages_column(scope.checks.logged)  # read the input's columns
+    return ctx.logging(node, _changes(frames[0], values), scope.checks.calls_python)
 
 
 def _filter(node: n.Filter, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    predicate = compile_expr(node.predicate, Scope.of(node.input.columns, where=node.label))
-    return frames[0].filter(F.coalesce(predicate, F.lit(False)))
+    scope = ctx.scope(node, node.input.columns)
+    predicate = F.coalesce(compile_expr(node.predicate, scope), F.lit(False))
+    if scope.checks is None:
+        return frames[0].filter(predicate)
+    kept = _skipping(node, ctx, frames[0].withColumn("_pw_keep", predicate), scope,
+                     scope.checks.flag(node.predicate), "filter condition")
+    return kept.filter(col("_pw_keep")).drop("_pw_keep")
+
+
+def _remove_errors(node: n.RemoveErrors, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    return frames[0].filter(~has_errors()) if ctx.keep_errors else frames[0]
 
 
 def _flatten(node: n.Flatten, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -124,6 +229,8 @@ def _flatten(node: n.Flatten, frames: list[DataFrame], ctx: StepContext) -> Data
     columns = {name: col(name) for name in node.input.columns} | {node.column: item}
     if node.origin_id is not None:
         columns[node.origin_id] = col(ID)
+    if ctx.keep_errors:
+        columns[ERRORS] = col(ERRORS)
     return exploded.select(
         pointer_of([col(ID), col("_pos")]).alias(ID),
         *[c.alias(name) for name, c in columns.items()],
@@ -132,10 +239,20 @@ def _flatten(node: n.Flatten, frames: list[DataFrame], ctx: StepContext) -> Data
 
 
 def _reindex(node: n.Reindex, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    scope = Scope.of(node.input.columns, where=node.label)
+    scope = ctx.scope(node, node.input.columns)
     keys = [compile_expr(k, scope) for k in node.keys]
     new_id = keys[0] if node.use_pointer else pointer_of(keys)
-    return frames[0].select(new_id.alias(ID), *[col(c) for c in node.columns], col(DIFF))
+    if scope.checks is None:
+        return frames[0].select(new_id.alias(ID), *[col(c) for c in node.columns], col(DIFF))
+    failed = _any_flag(scope, node.keys)
+    frame = _skipping(node, ctx, frames[0].withColumn("_pw_new_id", new_id), scope, failed, "reindex as new id")
+    return frame.select(col("_pw_new_id").alias(ID), *[col(c) for c in node.columns], col(DIFF), col(ERRORS))
+
+
+def _any_flag(scope: Scope, exprs: Iterable[Expr]) -> Column | None:
+    """Where any of the (compiled) expressions is an Error; None: nowhere."""
+    flags = [f for f in (scope.checks.flag(e) for e in exprs) if f is not None]
+    return functools.reduce(lambda a, b: a | b, flags) if flags else None
 
 
 def _concat(node: n.Concat, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -151,30 +268,99 @@ def _concat(node: n.Concat, frames: list[DataFrame], ctx: StepContext) -> DataFr
     return out
 
 
-def _key_columns(
-    node: n.Node, exprs: list[Expr], inputs: list[dict[str, DType]], types: list[DType] | None = None
-) -> list[Column]:
-    scope = Scope.of(*inputs, where=node.label)
-    types = types or [infer(e, inputs) for e in exprs]
-    return [compile_expr(e, scope).cast(t.spark_type()) for e, t in zip(exprs, types)]
+def _keyed_input(
+    node: n.Node, ctx: StepContext, frame: DataFrame, scope: Scope, key_exprs: list[Expr], key_types: list[DType],
+    payload: dict[str, Column], what: str, key_names: list[str] | None = None, errors_as: str | None = None,
+    own_groups: int | None = None, keep_failed: bool = False, stored: bool = True,
+) -> KeyedInput:
+    """An input of a stateful node: its key columns and the payload it carries (plus,
+    named by ``key_names``, the key values).
+
+    Keeping Error values, a row whose key is an Error is skipped (and logged as an error
+    in the node's ``what``), and with ``errors_as`` (the kernel passes the row's
+    columns through) the payload also carries the row's ``ERRORS``, by that name.
+    With ``own_groups`` (a number per input) an extra key is the row's id where its key
+    is an Error, so that with ``keep_failed`` such a row is kept, alone in its group (an
+    outer join's unmatched row).
+    """
+    keys = [compile_expr(e, scope).cast(t.spark_type()) for e, t in zip(key_exprs, key_types)]
+    payload = dict(zip(key_names or [], keys)) | payload
+    if scope.checks is None:
+        return KeyedInput(frame, keys, payload, stored)
+    if errors_as is not None:
+        payload[errors_as] = col(ERRORS)
+    staged = frame.select(
+        "*", *[k.alias(f"_pw_key_{i}") for i, k in enumerate(keys)],
+        *[c.alias(f"_pw_payload_{j}") for j, c in enumerate(payload.values())],
+    )
+    failed = _any_flag(scope, key_exprs)
+    kept = _skipping(node, ctx, staged, scope, failed, what, keep=keep_failed)
+    keys = [col(f"_pw_key_{i}") for i in range(len(keys))]
+    if own_groups is not None:
+        alone = F.xxhash64(col(ID), F.lit(own_groups)) if failed is not None else F.lit(None)
+        keys.append(F.when(_holds_flag(failed), alone).cast("long"))
+    return KeyedInput(kept, keys, {name: col(f"_pw_payload_{j}") for j, name in enumerate(payload)}, stored)
+
+
+def _holds_flag(flag: Column | None) -> Column:
+    return flag if flag is not None else F.lit(False)
+
+
+def _errors_field(name: str = ERRORS) -> T.StructField:
+    return T.StructField(name, T.ArrayType(T.StringType()))
+
+
+def _with_errors(schema: T.StructType) -> T.StructType:
+    """A kernel's output schema with ``ERRORS`` just before ``_diff``."""
+    return T.StructType([*schema.fields[:-1], _errors_field(), schema.fields[-1]])
 
 
 def _reduce(node: n.Reduce, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     inputs = [node.input.columns]
-    scope = Scope.of(*inputs, where=node.label)
-    keys = _key_columns(node, [e for _, e in node.keys], inputs)
-    payload: dict[str, Column] = {name: k for (name, _), k in zip(node.keys, keys)}
+    scope = ctx.scope(node, *inputs)
+    payload: dict[str, Column] = {}
     aggregates = []
+    failures = {}  # aggregate -> the payload column saying where an argument is an Error
     for j, (name, agg) in enumerate(node.aggregates):
         arg_names = []
         for m, arg in enumerate(agg.args):
             arg_name = f"_pw_arg_{j}_{m}"
-            payload[arg_name] = compile_expr(arg, scope).cast(infer(arg, inputs).spark_type())
+            value = compile_expr(arg, scope).cast(infer(arg, inputs).spark_type())
             arg_names.append(arg_name)
+            failed = scope.checks.flag(arg) if scope.checks is not None else None
+            payload[arg_name] = value if failed is None else F.when(failed, F.lit(None)).otherwise(value)
+            if failed is not None and not node.skip_errors:
+                failures[name] = failures[name] | failed if name in failures else failed
         aggregates.append((name, agg.kind, arg_names, agg.params))
-    params = ([name for name, _ in node.keys], aggregates)
+    for name, failed in failures.items():  # whether the group has an Error: the max of the flags
+        payload[f"_pw_failed_{name}"] = failed
+        aggregates.append((f"_pw_failed_{name}", "max", [f"_pw_failed_{name}"], ()))
+    key_exprs = [e for _, e in node.keys]
+    keyed = _keyed_input(
+        node, ctx, frames[0], scope, key_exprs, [infer(e, inputs) for e in key_exprs], payload,
+        "grouping columns", key_names=[name for name, _ in node.keys],
+    )
+    params = ([name for name, _ in node.keys], aggregates, ctx.keep_errors)
     output = spark_schema(node.columns, with_id=True)
-    return ctx.keyed(node, [KeyedInput(frames[0], keys, payload)], reduce_groups, params, output)
+    fallible_names = [name for name, agg in node.aggregates if ctx.keep_errors and fallible(agg.kind)]
+    if not failures and not fallible_names:
+        return ctx.keyed(node, [keyed], reduce_groups, params, output)
+    extra = [T.StructField(f"_pw_failed_{name}", T.BooleanType()) for name in failures]
+    extra += [T.StructField(f"_pw_error_{name}", T.StringType()) for name in fallible_names]
+    reduced = ctx.keyed(node, [keyed], reduce_groups, params, T.StructType([*output.fields[:-1], *extra, output.fields[-1]]))
+    # an aggregate is an Error where an argument was one (with _skip_errors=False), or
+    # where its reducer failed for the group (a new error, logged when the row is inserted)
+    failed = {name: F.coalesce(col(f"_pw_failed_{name}"), F.lit(False)) for name in failures}
+    for name in fallible_names:
+        failing = col(f"_pw_error_{name}").isNotNull()
+        failed[name] = failed[name] | failing if name in failed else failing
+    if fallible_names:
+        messages = [(col(f"_pw_error_{name}").isNotNull() & (col(DIFF) > 0), col(f"_pw_error_{name}")) for name in fallible_names]
+        reduced = ctx.logging(node, reduced.withColumn(LOGGED, messages_column(messages)))
+    values = [F.when(failed[c], F.lit(None)).otherwise(col(c)) if c in failed else col(c) for c in node.columns]
+    return reduced.select(
+        col(ID), *[v.alias(c) for v, c in zip(values, node.columns)], col(DIFF), errors_column(failed).alias(ERRORS)
+    )
 
 
 def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -187,68 +373,120 @@ def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
         (frames[0], node.left, node.left_keys, times[0], node.keep_left),
         (frames[1], node.right, node.right_keys, times[1], True),
     ):
-        key_columns = _key_columns(node, list(keys), [table.columns], unified)
+        scope = ctx.scope(node, table.columns)
         payload = {c: col(c) for c in table.columns}
         if time is not None:
-            payload["_t"] = compile_expr(time, Scope.of(table.columns, where=node.label))
-        sides.append(KeyedInput(_typed(table, frame), key_columns, payload, stored))
+            payload["_t"] = compile_expr(time, scope)
+        # an outer side keeps a row whose key is an Error (unmatched); the other side skips it
+        outer = node.how in ("outer", "left" if len(sides) == 0 else "right")
+        own_groups = len(sides) if ctx.keep_errors and node.how != "inner" else None
+        sides.append(_keyed_input(
+            node, ctx, _typed(table, frame), scope, list(keys), unified, payload, "join condition", errors_as=ERRORS,
+            own_groups=own_groups, keep_failed=outer, stored=stored,
+        ))
     pair_columns = {k: v for k, v in node.columns.items() if k not in ("_l_id", "_r_id")}
-    output = T.StructType(
-        [T.StructField("_l_id", T.LongType()), T.StructField("_r_id", T.LongType())]
-        + list(spark_schema(pair_columns, with_id=False).fields)
-    )
+    pair_fields = list(spark_schema(pair_columns, with_id=False).fields)
+    left_payload, right_payload = list(node.left.columns), list(node.right.columns)
+    if ctx.keep_errors:  # each side's ERRORS after its columns
+        pair_fields.insert(len(left_payload), _errors_field(f"_l_{ERRORS}"))
+        pair_fields.insert(len(pair_fields) - 1, _errors_field(f"_r_{ERRORS}"))
+        left_payload, right_payload = left_payload + [ERRORS], right_payload + [ERRORS]
+    output = T.StructType([T.StructField("_l_id", T.LongType()), T.StructField("_r_id", T.LongType()), *pair_fields])
     bounds = tuple(durations.micros_or_number(b) for b in node.interval[2:]) if node.interval is not None else None
-    params = (node.how, list(node.left.columns), list(node.right.columns), bounds)
+    params = (node.how, left_payload, right_payload, bounds)
     pairs = ctx.keyed(node, sides, join_groups, params, output)
     if node.id_from is not None:
         new_id = col("_l_id" if node.id_from == "left" else "_r_id")
     else:
         new_id = pointer_of([F.coalesce(col("_l_id"), F.lit(-1)), F.coalesce(col("_r_id"), F.lit(-2))])
-    return pairs.select(new_id.alias(ID), *[col(c) for c in node.columns], col(DIFF))
+    errors = [_joined_errors()] if ctx.keep_errors else []
+    return pairs.select(new_id.alias(ID), *[col(c) for c in node.columns], col(DIFF), *errors)
+
+
+def _joined_errors() -> Column:
+    """``ERRORS`` of a joined pair: each side's, named as the pair's columns (``_l_x``)."""
+    return F.concat(*[_prefixed(col(f"_{side}_{ERRORS}"), f"_{side}_") for side in ("l", "r")]).alias(ERRORS)
+
+
+def _prefixed(names: Column, prefix: str) -> Column:
+    """An array of column names (null: none) with ``prefix`` added to each."""
+    return F.transform(F.coalesce(names, F.array().cast("array<string>")), lambda x: F.concat(F.lit(prefix), x))
 
 
 def _per_instance(
-    node: n.Node, frame: DataFrame, ctx: StepContext, instance: Expr | None,
+    node: n.Node, frame: DataFrame, ctx: StepContext, scope: Scope, instance: Expr | None,
     extra: dict[str, Column], kernel, params, carry_columns: bool = True,
 ) -> DataFrame:
     """A one-input stateful node whose groups are the values of ``instance`` (one group
     when None), carrying the input's columns (or not) plus ``extra`` payload columns."""
     source = node.inputs[0]
-    keys = _key_columns(node, [instance], [source.columns]) if instance is not None else []
+    instances = [instance] if instance is not None else []
     payload = {c: col(c) for c in source.columns} if carry_columns else {}
     payload.update(extra)
+    types = [infer(e, [source.columns]) for e in instances]
+    carries_errors = carry_columns and ERRORS in params[-1]
+    keyed = _keyed_input(
+        node, ctx, _typed(source, frame), scope, instances, types, payload, f"{node.kind.lower()} instance",
+        errors_as=ERRORS if carries_errors else None,
+    )
     output = spark_schema(node.columns, with_id=True)
-    return ctx.keyed(node, [KeyedInput(_typed(source, frame), keys, payload)], kernel, params, output)
+    return ctx.keyed(node, [keyed], kernel, params, _with_errors(output) if carries_errors else output)
+
+
+def _carried(node: n.Node, ctx: StepContext) -> list[str]:
+    """The input columns a kernel passes through (and the row's ``ERRORS`` when kept)."""
+    return list(node.inputs[0].columns) + ([ERRORS] if ctx.keep_errors else [])
 
 
 def _session_window(node: n.SessionWindow, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    scope = Scope.of(node.input.columns, where=node.label)
+    scope = ctx.scope(node, node.input.columns)
     instance_type = node.columns["_pw_instance"].spark_type()
     instance = compile_expr(node.instance, scope).cast(instance_type) if node.instance is not None else F.lit(None).cast(instance_type)
     extra = {"_t": compile_expr(node.time, scope), "_inst": instance}
     params = (node.max_gap, list(node.input.columns))
-    return _per_instance(node, frames[0], ctx, node.instance, extra, sessionize, params)
+    return _per_instance(node, frames[0], ctx, scope, node.instance, extra, sessionize, params)
 
 
 def _deduplicate(node: n.Deduplicate, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    extra = {"_v": compile_expr(node.value, Scope.of(node.input.columns, where=node.label))}
-    params = (node.acceptor, list(node.input.columns))
-    return _per_instance(node, frames[0], ctx, node.instance, extra, deduplicate_groups, params)
+    scope = ctx.scope(node, node.input.columns)
+    extra = {"_v": compile_expr(node.value, scope)}
+    params = (node.acceptor, _carried(node, ctx))
+    failed = scope.checks.flag(node.value) if scope.checks is not None else None
+    frame = frames[0].filter(~failed) if failed is not None else frames[0]  # as Pathway: silently
+    return _per_instance(node, frame, ctx, scope, node.instance, extra, deduplicate_groups, params)
 
 
 def _sort(node: n.Sort, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    extra = {"_k": compile_expr(node.key, Scope.of(node.input.columns, where=node.label))}
-    return _per_instance(node, frames[0], ctx, node.instance, extra, sort_groups, None, carry_columns=False)
+    scope = ctx.scope(node, node.input.columns)
+    extra = {"_k": compile_expr(node.key, scope)}
+    return _per_instance(node, frames[0], ctx, scope, node.instance, extra, sort_groups, None, carry_columns=False)
 
 
 def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     inputs = []
     for position, (table, frame, key) in enumerate(zip(node.tables, frames, node.keys)):
-        key_column = compile_expr(key, Scope.of(table.columns, where=node.label)) if key is not None else col(ID)
-        inputs.append(KeyedInput(frame, [key_column.cast("long")], _merge_payload(node, position, table)))
-    params = (node.mode, list(node.columns), node.optional)
+        scope = ctx.scope(node, table.columns)
+        payload = _merge_payload(node, position, table)
+        # the looked-up table's ERRORS under the prefix of its columns, beside the holder's
+        errors_as = (node.prefix or "") + ERRORS if node.mode == "ix" and position == 1 else ERRORS
+        keyed = _keyed_input(
+            node, ctx, frame, scope, [key] if key is not None else [], [dt.POINTER], payload, "key",
+            errors_as=errors_as if payload else None,
+        )
+        if key is None:  # matched on its ids
+            keyed.keys = [col(ID)]
+        inputs.append(keyed)
     output = spark_schema(node.columns, with_id=True)
-    return ctx.keyed(node, inputs, merge_groups, params, output)
+    if not ctx.keep_errors:
+        return ctx.keyed(node, inputs, merge_groups, (node.mode, list(node.columns), node.optional), output)
+    errors = [ERRORS] + ([node.prefix + ERRORS] if node.mode == "ix" and node.prefix is not None else [])
+    fields = [*output.fields[:-1], *[_errors_field(name) for name in errors], output.fields[-1]]
+    params = (node.mode, list(node.columns) + errors, node.optional)
+    merged = ctx.keyed(node, inputs, merge_groups, params, T.StructType(fields))
+    if len(errors) == 1:
+        return merged
+    both = F.concat(_prefixed(col(ERRORS), ""), _prefixed(col(errors[1]), node.prefix))
+    return merged.select(col(ID), *[col(c) for c in node.columns], col(DIFF), both.alias(ERRORS))
 
 
 def _merge_payload(node: n.KeyedMerge, position: int, table: n.Node) -> dict[str, Column]:
@@ -261,13 +499,20 @@ def _merge_payload(node: n.KeyedMerge, position: int, table: n.Node) -> dict[str
 
 
 def _output(node: n.Output, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    return frames[0]
+    if not ctx.keep_errors or getattr(node.sink, "keeps_errors", False) or ctx.inputs_error_free(node):
+        return frames[0]
+    failed = has_errors()
+    message = F.lit("Error value encountered in output, skipping the row")
+    frame = ctx.logging(node, frames[0].withColumn(LOGGED, F.when(failed, F.array(message))))
+    return frame.filter(~failed).drop(ERRORS)
 
 
 _COMPILERS: dict[type, Callable[[n.Node, list[DataFrame], StepContext], DataFrame]] = {
     n.Input: _input,
+    n.ErrorLog: _error_log,
     n.Select: _select,
     n.Filter: _filter,
+    n.RemoveErrors: _remove_errors,
     n.Flatten: _flatten,
     n.Reindex: _reindex,
     n.Concat: _concat,

@@ -8,6 +8,7 @@ A crash between logging and committing replays the logged step on restart.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -26,10 +27,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from sparkway.connectors.base import OutputBatch, Source
-from sparkway.core.changes import DIFF, ID, OUTPUT_DIFF, OUTPUT_TIME, consolidate, spark_schema
+from sparkway.core.changes import DIFF, ERRORS, ID, OUTPUT_DIFF, OUTPUT_TIME, consolidate, spark_schema
 from sparkway.engine.expressions import col
 from sparkway.engine.failures import computation_error
-from sparkway.engine.operators import StepContext, compile_node
+from sparkway.engine.operators import StepContext, compile_node, error_entries
 from sparkway.engine.spark import cache_root, get_spark
 from sparkway.errors import PlanError
 from sparkway.persistence.config import Config
@@ -47,6 +48,8 @@ class RunOptions:
     persistence: Config | None = None
     poll_interval_s: float = 0.5
     partitions: int | None = None
+    #: False: a failing value becomes an Error value (logged) instead of stopping the run
+    terminate_on_error: bool = True
 
 
 class Runner:
@@ -69,6 +72,9 @@ class Runner:
         self.wakeup = threading.Event()  # set when a source has input, or on a stop request
         self.entries: dict[str, int] = {}  # per source, entries read in this and earlier runs
         self._scratch: str | None = None
+        self.order, self.reads_log = _error_log_order(self.plan.nodes)
+        self.node_numbers = {id(node): i for i, node in enumerate(self.plan.nodes)}  # operator ids in the error log
+        self.global_log = next((x for x in self.plan.nodes if isinstance(x, n.ErrorLog) and not x.local), None)
 
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> None:
@@ -130,13 +136,19 @@ class Runner:
         self.step, self.last_time = step, time
 
     def _compute(self, spark: SparkSession, location: StateLocation, step: int, time: int, tables: dict[str, pa.Table]) -> list[OutputBatch]:
-        ctx = StepContext(spark, step, time, location, self.partitions, self.operator_names)
+        ctx = StepContext(spark, step, time, location, self.partitions, self.operator_names,
+                          keep_errors=not self.options.terminate_on_error)
         frames: dict[int, DataFrame] = {}
         nonempty: set[int] = set()
         consumers = self.plan.consumers()
-        cached: list[DataFrame] = []
-        for node in self.plan.nodes:
-            if isinstance(node, n.Input):
+        cached = ctx.persisted
+        for node in self.order:
+            if isinstance(node, n.ErrorLog):
+                entries = self._log_entries(ctx, time, node)
+                if entries is None:
+                    continue
+                ctx.inputs[id(node)] = entries
+            elif isinstance(node, n.Input):
                 table = tables[node.source.name]
                 if not table.num_rows:
                     continue
@@ -150,14 +162,32 @@ class Runner:
                 frame = frame.persist()  # evaluated once even when read twice
                 cached.append(frame)
             frames[id(node)] = frame
+        sinks = [frames.get(id(out)) if id(out) in nonempty else None for out in self.plan.outputs]
         try:
-            collected = _collect([frames.get(id(out)) if id(out) in nonempty else None for out in self.plan.outputs])
+            *collected, errors = _collect(sinks + [self._log_entries(ctx, time)])
         except Exception as error:
             raise computation_error(error) from None
         finally:
             for frame in cached:
                 frame.unpersist()
+        _log_errors(errors)
         return [_output_batch(out, table, time) for out, table in zip(self.plan.outputs, collected)]
+
+    def _log_entries(self, ctx: StepContext, time: int, error_log: n.ErrorLog | None = None) -> DataFrame | None:
+        """The errors logged in this step: those of ``error_log``, or (None) every error;
+        None when there are none."""
+        parts = [
+            self._entries_of(ctx, node, frame, time) for node, frame in ctx.logged
+            if error_log is None
+            or (id(node) not in self.reads_log and _log_of(node, self.global_log) is error_log)
+        ]
+        return functools.reduce(DataFrame.unionByName, parts) if parts else None
+
+    def _entries_of(self, ctx: StepContext, node: n.Node, frame: DataFrame, time: int) -> DataFrame:
+        """The error log rows of what ``node`` logged in this step (made once per step)."""
+        if id(node) not in ctx.entries:
+            ctx.entries[id(node)] = error_entries(frame, self.node_numbers[id(node)], node.trace, time)
+        return ctx.entries[id(node)]
 
     def _default_partitions(self, spark: SparkSession) -> int:
         return self.options.partitions or max(2, spark.sparkContext.defaultParallelism)
@@ -233,6 +263,32 @@ class Runner:
             shutil.rmtree(self._scratch, ignore_errors=True)
 
 
+def _error_log_order(nodes: list[n.Node]) -> tuple[list[n.Node], set[int]]:
+    """The nodes in an order that computes every node whose errors go to an error log
+    before the logs, and the logs before the nodes that read them; and the ids of the
+    nodes that read a log (whose errors are not logged in one: a log never feeds itself)."""
+    reads_log: set[int] = set()
+    for node in nodes:  # inputs come first
+        if isinstance(node, n.ErrorLog) or any(id(i) in reads_log for i in node.inputs):
+            reads_log.add(id(node))
+    before = [x for x in nodes if id(x) not in reads_log]
+    logs = [x for x in nodes if isinstance(x, n.ErrorLog)]
+    after = [x for x in nodes if id(x) in reads_log and not isinstance(x, n.ErrorLog)]
+    return before + logs + after, reads_log
+
+
+def _log_of(node: n.Node, global_log: n.ErrorLog | None) -> n.ErrorLog | None:
+    return node.error_log if node.error_log is not None else global_log
+
+
+def _log_errors(errors: pa.Table | None) -> None:
+    """Every error of the step in Python's log, as Pathway logs them."""
+    if errors is None:
+        return
+    for row in errors.to_pylist():
+        log.error("%s in operator %d. %s", row["message"], row["operator_id"], row["trace"])
+
+
 def _sources(plan: n.Plan) -> list[Source]:
     """The plan's sources, in the order they were created."""
     unique = {id(x.source): x.source for x in plan.nodes if isinstance(x, n.Input)}
@@ -295,7 +351,8 @@ def _output_batch(out: n.Output, table: pa.Table | None, time: int) -> OutputBat
     body = merged.select(columns)
     body = body.append_column(OUTPUT_TIME, pa.array([time] * merged.num_rows, pa.int64()))
     body = body.append_column(OUTPUT_DIFF, merged.column(DIFF))
-    return OutputBatch(body, time, merged.column(ID))
+    errors = merged.column(ERRORS) if ERRORS in merged.column_names else None
+    return OutputBatch(body, time, merged.column(ID), errors)
 
 
 def _install_signal_handlers(stop: threading.Event, wakeup: threading.Event) -> dict[int, Any]:

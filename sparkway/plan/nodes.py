@@ -8,12 +8,17 @@ The engine compiles one node kind with one function (``sparkway.engine.operators
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import Expr
-from sparkway.errors import user_frame
+from sparkway.errors import user_frame, user_trace
+
+#: the error logs of ``pw.local_error_log()`` blocks being built, innermost last
+_local_error_logs: list["ErrorLog"] = []
 
 
 @dataclass(frozen=True)
@@ -29,9 +34,15 @@ class Node:
     columns: dict[str, DType]
     #: ``file:line`` of the program that built this node, named in errors about it
     origin: str = field(default="", init=False, compare=False, repr=False)
+    #: the user's line, as the error log's ``trace`` column shows it
+    trace: str = field(default="", init=False, compare=False, repr=False)
+    #: where Error values this node makes are logged: a local log, or None for the global one
+    error_log: "ErrorLog | None" = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "origin", user_frame())
+        object.__setattr__(self, "trace", user_trace())
+        object.__setattr__(self, "error_log", _local_error_logs[-1] if _local_error_logs else None)
 
     @property
     def label(self) -> str:
@@ -82,6 +93,30 @@ class Select(_Unary):
 @dataclass(frozen=True, eq=False)
 class Filter(_Unary):
     predicate: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class RemoveErrors(_Unary):
+    """Drops the rows that hold an Error value in any column; keeps ids."""
+
+
+@dataclass(frozen=True, eq=False)
+class ErrorLog(Node):
+    """The errors logged while the program runs (``pw.global_error_log()``, or with
+    ``local`` the errors of the nodes built in one ``pw.local_error_log()`` block):
+    one row per error, never retracted.  Errors of nodes that read an error log are not
+    logged in one (only in Python's log), so that a log never feeds itself."""
+
+    local: bool = False
+
+    @contextmanager
+    def collecting(self) -> Iterator["ErrorLog"]:
+        """Nodes built inside the block log their errors here."""
+        _local_error_logs.append(self)
+        try:
+            yield self
+        finally:
+            _local_error_logs.remove(self)
 
 
 @dataclass(frozen=True, eq=False)
@@ -137,6 +172,8 @@ class Reduce(_Stateful, _Unary):
 
     keys: tuple[tuple[str, Expr], ...]
     aggregates: tuple[tuple[str, Aggregate], ...]
+    #: in a run keeping Error values: reducers leave Error values out (else give an Error)
+    skip_errors: bool = True
 
     def describe(self) -> dict[str, Any]:
         return {

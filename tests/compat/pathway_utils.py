@@ -1,7 +1,8 @@
 """``pathway.tests.utils`` for the compatibility run: the helpers Pathway's tests use.
 
 Written here from what the helpers are documented to do (not copied from Pathway), on
-sparkway's public API only: tables are computed with ``pw.io.subscribe`` and ``pw.run``.
+sparkway's public API (tables are computed with ``pw.run``), except that tables are
+captured with the in-memory sink of ``pw.debug``, which keeps Error values.
 Two departures, both because sparkway's times are wall-clock milliseconds while
 Pathway's debug tables keep their ``__time__`` values:
 
@@ -89,18 +90,29 @@ Change = tuple[Any, tuple, int, int]  # (id, values, time, diff)
 
 
 def _capture(tables: tuple[Any, ...], run_kwargs: dict[str, Any]) -> list[list[Change]]:
-    """Every change of each table, from one run of the program."""
-    streams: list[list[Change]] = []
+    """Every change of each table, from one run of the program.
+
+    As Pathway's own capture in its test helpers, this keeps rows with Error values (a
+    run with ``terminate_on_error=False``), which outputs such as ``pw.io.subscribe``
+    skip: so the tables are captured with sparkway's in-memory sink, as ``pw.debug`` does.
+    """
+    from sparkway.api.debug import batch_rows
+    from sparkway.api.graph import write_to_sink
+    from sparkway.connectors.memory import MemorySink
+
+    sinks = []
     for table in tables:
-        changes: list[Change] = []
-        names = list(table.column_names())
-
-        def on_change(key: Any, row: dict, time: int, is_addition: bool, out=changes, names=names) -> None:
-            out.append((key, tuple(_hashable(row[c]) for c in names), time, 1 if is_addition else -1))
-
-        _pw().io.subscribe(table, on_change=on_change)
-        streams.append(changes)
+        sinks.append(MemorySink())
+        write_to_sink(table, sinks[-1])
     run(**run_kwargs)
+    streams: list[list[Change]] = []
+    for table, sink in zip(tables, sinks):
+        names, types = list(table.column_names()), table.typehints()
+        streams.append([
+            (key, tuple(_hashable(row[c]) for c in names), batch.time, 1 if row["diff"] > 0 else -1)
+            for batch in sink.batches
+            for key, row in zip(batch.ids.to_pylist(), batch_rows(batch, types))
+        ])
     return streams
 
 

@@ -23,7 +23,7 @@ import importlib.abc
 import importlib.util
 import sys
 import types
-from typing import Any
+from typing import Any, Callable
 
 # While pytest imports test modules, placeholders may be called (decorators, module-level
 # constants) without failing; the plugin makes calls strict once collection is over.
@@ -171,8 +171,14 @@ class _ParseGraph:
         return Missing(f"pathway.internals.parse_graph.G.{name}")
 
 
+def _parse_graph_extras() -> dict[str, Any]:
+    from sparkway.api.graph import ErrorLogSchema
+
+    return {"G": _ParseGraph(), "ErrorLogSchema": ErrorLogSchema}
+
+
 # names a shim module offers besides its sparkway module's
-EXTRAS: dict[str, dict[str, Any]] = {"pathway.internals.parse_graph": {"G": _ParseGraph()}}
+EXTRAS: dict[str, Callable[[], dict[str, Any]]] = {"pathway.internals.parse_graph": _parse_graph_extras}
 
 
 class _Loader(importlib.abc.Loader):
@@ -180,7 +186,7 @@ class _Loader(importlib.abc.Loader):
         module = types.ModuleType(spec.name, f"pathway shim for {spec.name}")
         module.__path__ = []  # a package: any submodule may be imported
         _forward(module, _sparkway_module(spec.name))
-        module.__dict__.update(EXTRAS.get(spec.name, {}))
+        module.__dict__.update(EXTRAS[spec.name]() if spec.name in EXTRAS else {})
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:

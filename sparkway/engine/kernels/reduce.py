@@ -21,9 +21,12 @@ from sparkway.core.type_rules import return_type
 def reduce_groups(tables: list[pa.Table], params: Any) -> pa.Table:
     """One output row per ``_g``: ``_id`` (the group's pointer), the keys, the aggregates.
 
-    ``params`` = (key column names, [(output name, kind, argument column names, reducer params)]).
+    ``params`` = (key column names, [(output name, kind, argument column names, reducer
+    params)], whether Error values are kept).  Keeping them, a reducer that fails for a
+    group (a custom reducer raising, ``unique`` over distinct values) gives it a null and
+    a message, in a column ``_pw_error_<name>`` after the aggregates.
     """
-    key_names, aggregates = params
+    key_names, aggregates, keep_errors = params
     rows = tables[0].sort_by([("_g", "ascending"), (ID, "ascending")])
     firsts = rows.select(["_g", "_gid", *key_names]).take(_first_positions(rows))
     columns: dict[str, pa.Array] = {
@@ -31,9 +34,18 @@ def reduce_groups(tables: list[pa.Table], params: Any) -> pa.Table:
         ID: firsts.column("_gid"),
         **{k: firsts.column(k) for k in key_names},
     }
+    messages = {}
     for name, kind, arg_names, reducer_params in aggregates:
-        columns[name] = _AGGREGATORS[kind](rows, arg_names, reducer_params)
-    return pa.table(columns)
+        if keep_errors and kind in _FALLIBLE:
+            columns[name], messages[f"_pw_error_{name}"] = _FALLIBLE[kind](rows, arg_names, reducer_params)
+        else:
+            columns[name] = _AGGREGATORS[kind](rows, arg_names, reducer_params)
+    return pa.table(columns | messages)
+
+
+def fallible(kind: str) -> bool:
+    """Whether a reducer can fail for a group (and then, keeping Error values, gives an Error)."""
+    return kind in _FALLIBLE
 
 
 Aggregator = Callable[[pa.Table, list[str], tuple], pa.Array]
@@ -75,13 +87,38 @@ def _any(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
     return rows.column(args[0]).take(_first_positions(rows))
 
 
+_NOT_UNIQUE = "pw.reducers.unique: a group has more than one distinct value"
+
+
+def _distinct_counts(rows: pa.Table, args: list[str]) -> pa.Array:
+    out = rows.group_by("_g", use_threads=False).aggregate([(args[0], "count_distinct", pc.CountOptions(mode="all"))])
+    return out.column(f"{args[0]}_count_distinct")
+
+
 def _unique(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
-    out = rows.group_by("_g", use_threads=False).aggregate(
-        [(args[0], "count_distinct", pc.CountOptions(mode="all"))]
-    )
-    if pc.max(out.column(f"{args[0]}_count_distinct")).as_py() > 1:
-        raise ValueError("pw.reducers.unique: a group has more than one distinct value")
+    if pc.max(_distinct_counts(rows, args)).as_py() > 1:
+        raise ValueError(_NOT_UNIQUE)
     return _any(rows, args, params)
+
+
+def _unique_or_error(rows: pa.Table, args: list[str], params: tuple) -> tuple[pa.Array, pa.Array]:
+    several = pc.greater(_distinct_counts(rows, args), 1)
+    values = pc.if_else(several, pa.nulls(len(several), rows.schema.field(args[0]).type), _any(rows, args, params))
+    groups = pc.unique(rows.column("_g")).to_pylist()  # ascending, as the aggregates list them
+    failing = {g for g, bad in zip(groups, several.to_pylist()) if bad}
+    firsts: dict[int, list] = {}
+    for g, value in zip(rows.column("_g").to_pylist(), rows.column(args[0]).to_pylist()):
+        if g in failing and value not in firsts.setdefault(g, []) and len(firsts[g]) < 2:
+            firsts[g].append(value)
+    messages = [_not_unique_message(firsts[g]) if g in failing else None for g in groups]
+    return values, pa.array(messages, pa.string())
+
+
+def _not_unique_message(values: list) -> str:
+    """Pathway's message, which names two of the values as its engine types them."""
+    names = {bool: "Bool", int: "Int", float: "Float", str: "String"}
+    shown = ", ".join(f"{names.get(type(v), type(v).__name__)}({v!r})" for v in values)
+    return f"More than one distinct value passed to the unique reducer: {shown}"
 
 
 def _tuple(sort_values: bool) -> Aggregator:
@@ -150,16 +187,19 @@ def _ndarray(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
     return pa.StructArray.from_arrays([shapes, ints, floats], fields=list(ARRAY_ARROW))
 
 
-def _custom(fold: Callable[[Any, list[tuple[int, list[tuple]]]], Any]) -> Aggregator:
+def _custom(fold: Callable[[Any, list[tuple[int, list[tuple]]]], Any], keep_errors: bool = False) -> Callable:
     """A reducer written in Python (``stateful_many``, ``udf_reducer``...): ``fold``
     gets the reducer's params and a group's rows as (arrival time, values) batches, in the
-    order they arrived.  A Python loop over the rows: the user's function needs them."""
-    def aggregate(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
+    order they arrived.  A Python loop over the rows: the user's function needs them.
+    With ``keep_errors``, a group whose fold raises gets a null and the error's message."""
+    def aggregate(rows: pa.Table, args: list[str], params: tuple) -> Any:
         ordered = rows.sort_by([("_g", "ascending"), ("_time", "ascending"), (ID, "ascending")])
         groups = ordered.column("_g").to_pylist()
         times = ordered.column("_time").to_pylist()
         values = list(zip(*(ordered.column(a).to_pylist() for a in args))) or [()] * len(groups)
-        results, start = [], 0
+        kind = return_type(params[0].compute_result if isinstance(params[0], type) else params[0])
+        convert = from_python(kind)
+        results, messages, start = [], [], 0
         while start < len(groups):
             end = start
             while end < len(groups) and groups[end] == groups[start]:
@@ -167,10 +207,18 @@ def _custom(fold: Callable[[Any, list[tuple[int, list[tuple]]]], Any]) -> Aggreg
             batches: dict[int, list[tuple]] = {}
             for k in range(start, end):
                 batches.setdefault(times[k], []).append(values[k])
-            results.append(fold(params, sorted(batches.items())))
+            if not keep_errors:
+                results.append(convert(fold(params, sorted(batches.items()))))
+            else:
+                try:
+                    results.append(convert(fold(params, sorted(batches.items()))))
+                    messages.append(None)
+                except Exception as error:
+                    results.append(None)
+                    messages.append(f"{type(error).__name__}: {error}")
             start = end
-        kind = return_type(params[0].compute_result if isinstance(params[0], type) else params[0])
-        return pa.array([from_python(kind)(r) for r in results], kind.arrow_type())
+        values_out = pa.array(results, kind.arrow_type())
+        return (values_out, pa.array(messages, pa.string())) if keep_errors else values_out
     return aggregate
 
 
@@ -217,4 +265,11 @@ _AGGREGATORS: dict[str, Aggregator] = {
     "ndarray": _ndarray,
     "stateful": _custom(_stateful),
     "accumulator": _custom(_accumulated),
+}
+
+#: reducers that can fail for a group, computing (values, messages) when Error values are kept
+_FALLIBLE: dict[str, Callable[[pa.Table, list[str], tuple], tuple[pa.Array, pa.Array]]] = {
+    "unique": _unique_or_error,
+    "stateful": _custom(_stateful, keep_errors=True),
+    "accumulator": _custom(_accumulated, keep_errors=True),
 }
