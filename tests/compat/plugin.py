@@ -136,6 +136,12 @@ _RESULTS: dict[str, dict[str, Any]] = {}
 _TIMED_OUT: set[str] = set()
 
 
+def _timeout_of(item: pytest.Item) -> float:
+    """Seconds the item may run: the run's limit per test, three times that for a
+    docstring's examples."""
+    return _config()["timeout"] * (3 if isinstance(item, DocExample) else 1)
+
+
 def _cancel_spark_jobs(nodeid: str) -> None:
     """pytest-timeout's SIGALRM cannot end a test blocked on a Spark job (pyspark waits
     for the job's result in a ``finally``); cancelling the jobs can."""
@@ -148,7 +154,7 @@ def _cancel_spark_jobs(nodeid: str) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Any:
-    watchdog = threading.Timer(_config()["timeout"] + 1, _cancel_spark_jobs, [item.nodeid])
+    watchdog = threading.Timer(_timeout_of(item) + 1, _cancel_spark_jobs, [item.nodeid])
     watchdog.daemon = True
     watchdog.start()
     try:
@@ -184,7 +190,27 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
         record.update(outcome="failed", category="missing API", reason=f"MissingAPI: {shim.USED[0]}: not in sparkway (caught by the test)")
     if call.when == "teardown":
         _write(_RESULTS.pop(item.nodeid))
+        if item.nodeid in _TIMED_OUT:
+            _restart_spark()
     return report
+
+
+def _restart_spark() -> None:
+    """A timeout can fire in the middle of a Py4J call and leave the gateway's socket out
+    of step, so that later calls fail or get other calls' answers: after a timeout the JVM
+    is replaced by a new one, so that the tests after it run (and count) normally."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    from sparkway.engine.spark import get_spark
+
+    gateway = SparkContext._gateway  # not stopped through Py4J: its answers cannot be trusted
+    if gateway is not None and getattr(gateway, "proc", None) is not None:
+        gateway.proc.kill()
+        gateway.proc.wait()
+    SparkContext._gateway = SparkContext._jvm = SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = SparkSession._activeSession = None
+    get_spark()
 
 
 # -- Pathway's docstring examples --------------------------------------------------------
@@ -246,6 +272,8 @@ class DocExample(pytest.Item):
     def __init__(self, *, test: doctest.DocTest, imports: list[ast.stmt], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.test, self.imports = test, imports
+        # one docstring often runs several programs (Pathway's as-of join examples run six)
+        self.add_marker(pytest.mark.timeout(_timeout_of(self)))
 
     def _module_globals(self) -> None:
         """The module's own imports (``np``, ``pw``...), as pytest's doctests run in the
