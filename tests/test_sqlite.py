@@ -388,3 +388,12 @@ def test_a_program_writes_its_result_through_pw_run(tmp_path: Path) -> None:
     pw.run()
     assert sorted(query(db, "SELECT word, n FROM counts")) == [("a", 2), ("b", 1)]
     assert sorted(query(db, 'SELECT word, n, diff FROM "my-changes"')) == [("a", 2, 1), ("b", 1, 1)]
+
+
+def test_a_snapshot_may_have_a_column_named_time(tmp_path: Path) -> None:
+    db = tmp_path / "out.db"
+    events = pw.debug.table_from_markdown("pkey | time\n1 | 100\n2 | 200")
+    pw.io.sqlite.write(events, db, "events", output_table_type="snapshot", primary_key=[events.pkey],
+                       init_mode="create_if_not_exists")
+    pw.run()
+    assert query(db, "SELECT pkey, time FROM events ORDER BY pkey") == [(1, 100), (2, 200)]

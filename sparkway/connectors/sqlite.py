@@ -621,10 +621,11 @@ class SqliteSink(Sink):
                  batch.time, (_time.monotonic() - started) * 1000)
 
     def _rows(self, batch: OutputBatch) -> list[tuple]:
-        """The batch's rows as SQLite parameters: the columns, then time and diff."""
-        values = [list(map(enc, batch.table.column(c).to_pylist())) for enc, c in zip(self._encoders, self.columns)]
-        times = [batch.time] * batch.table.num_rows
-        values += [times, batch.table.column("diff").to_pylist()]
+        """The batch's rows as SQLite parameters: the columns, then time and diff.  Columns
+        are taken by position: a snapshot's table may have its own ``time`` or ``diff``."""
+        table = batch.table
+        values = [list(map(enc, table.column(i).to_pylist())) for i, enc in enumerate(self._encoders)]
+        values += [[batch.time] * table.num_rows, table.column(table.num_columns - 1).to_pylist()]
         return list(zip(*values))
 
     def _progress(self) -> int | None:
