@@ -372,6 +372,17 @@ def test_write_refuses_tables_sqlite_cannot_hold(tmp_path: Path, columns: str, k
         pw.io.sqlite.write(table, tmp_path / "out.db", "t", init_mode="create_if_not_exists", **kwargs)
 
 
+def test_two_outputs_to_one_table_need_distinct_names(tmp_path: Path) -> None:
+    db = tmp_path / "out.db"
+    first, second = pw.debug.table_from_markdown("k\n1"), pw.debug.table_from_markdown("k\n2")
+    pw.io.sqlite.write(first, db, "t", init_mode="create_if_not_exists")
+    with pytest.raises(ValueError, match="both named 't': give each a distinct name="):
+        pw.io.sqlite.write(second, db, "t", init_mode="create_if_not_exists")
+    pw.io.sqlite.write(second, db, "t", init_mode="create_if_not_exists", name="second")
+    pw.run()
+    assert sorted(query(db, "SELECT k FROM t")) == [(1,), (2,)]
+
+
 def test_snapshot_refuses_a_nullable_key(tmp_path: Path) -> None:
     table = pw.debug.table_from_markdown("k | v\n1 | 2").select(k=pw.if_else(pw.this.v > 1, None, pw.this.k), v=pw.this.v)
     with pytest.raises(ValueError, match=r"primary_key column 'k' is declared nullable.*must be non-nullable in snapshot"):

@@ -337,7 +337,10 @@ class SqliteSource(Source):
 
     >>> from sparkway.core.columns import Column
     >>> from sparkway.core import dtypes
-    >>> source = SqliteSource("shop.db", "users", {"name": Column(dtypes.STR)})  # doctest: +SKIP
+    >>> source = SqliteSource("shop.db", "users", {"id": Column("id", dtypes.INT, primary_key=True),
+    ...                                            "name": Column("name", dtypes.STR)})
+    >>> source.key_columns   # rows are told apart by id, not by rowid
+    ['id']
     """
 
     connector_label = "SqliteReader"
@@ -349,6 +352,7 @@ class SqliteSource(Source):
         self.schema = schema
         self.columns: dict[str, DType] = {c: col.dtype for c, col in schema.items()}
         self.key_columns = [c for c, col in schema.items() if col.primary_key]
+        self.sqlite_names = {c: col.input_name for c, col in schema.items()}  # the table's column names
         self.name = name
         self.poll_interval_s = (autocommit_duration_ms or 0) / 1000
         self.arrow_schema = changes.arrow_schema(self.columns)
@@ -365,7 +369,7 @@ class SqliteSource(Source):
         obj = describe(self._conn, self.table_name)
         self._check(obj)
         by_rowid = not self.key_columns
-        selected = (["_rowid_"] if by_rowid else []) + [quote(c) for c in self.columns]
+        selected = (["_rowid_"] if by_rowid else []) + [quote(c) for c in self.sqlite_names.values()]
         self._select = f"SELECT {', '.join(selected)} FROM {quote(self.table_name)}"
         self._key_positions = [list(self.columns).index(c) for c in self.key_columns]
         self._sent: dict[Any, tuple] = {}  # identity -> row, as sent (committed steps)
@@ -379,12 +383,13 @@ class SqliteSource(Source):
         if obj.kind not in ("table", "view"):
             found = "does not exist" if obj.kind is None else f"is a SQLite {obj.kind}, not a table or view"
             raise SqliteError(f"{where} {found}: check table_name")
-        missing = [c for c in self.columns if c.lower() not in obj.column_names()]
+        missing = [c for c in self.sqlite_names.values() if c.lower() not in obj.column_names()]
         if missing:
             raise SqliteError(f"pw.Schema references column(s) {missing} that do not exist in {where}; "
                               f"its columns are {[c.name for c in obj.columns]}")
         if self.key_columns:
-            check_key_constraint(obj, self.key_columns, "the schema's primary key columns",
+            key = [self.sqlite_names[c] for c in self.key_columns]
+            check_key_constraint(obj, key, "the schema's primary key columns",
                                  "add the constraint in SQLite, or change the schema's primary key")
             return
         if not obj.has_rowid:
@@ -506,7 +511,7 @@ class SqliteSink(Sink):
         self.primary_key = list(primary_key or [])
         self.init_mode = init_mode
         self.name = name or table_name
-        self.progress_id = f"{self.name}"  # the key of this sink's row in the progress table
+        self.progress_id = self.name  # the key of this sink's row in the progress table
         self._encoders = [encoder(t) for t in self.columns.values()]
         self._conn: sqlite3.Connection | None = None
 

@@ -98,7 +98,18 @@ def write(
     key = _primary_key(table, primary_key, output_table_type)
     sink = SqliteSink(path, table_name, columns, table_type=output_table_type, primary_key=key,
                       init_mode=init_mode, name=name)
+    _check_distinct_progress(sink)
     graph.write_to_sink(table, sink)
+
+
+def _check_distinct_progress(sink: SqliteSink) -> None:
+    """Two sinks with one progress record in one file would skip each other's times."""
+    for output in graph.outputs():
+        other = output.sink
+        if (isinstance(other, SqliteSink) and other.progress_id == sink.progress_id
+                and os.path.abspath(other.path) == os.path.abspath(sink.path)):
+            raise PlanError(f"two SQLite outputs of this program to {sink.path!r} are both named "
+                            f"{sink.progress_id!r}: give each a distinct name= (it keys the output's progress record)")
 
 
 def _reject_directory(path: str | os.PathLike) -> None:
