@@ -28,10 +28,12 @@ pytestmark = pytest.mark.usefixtures("spark")
 WAIT_S = 120
 
 
-def execute(db: Path, *statements: str, params: tuple = ()) -> None:
-    with sqlite3.connect(db) as conn:
+def execute(db: Path, *statements: str) -> None:
+    """Runs the statements in one transaction of a connection of their own."""
+    conn = sqlite3.connect(db)
+    with conn:
         for statement in statements:
-            conn.execute(statement, params)
+            conn.execute(statement)
     conn.close()
 
 
@@ -130,32 +132,34 @@ def test_rows_repeating_a_unique_key_are_left_out_but_the_first(tmp_path: Path) 
     assert poll(opened(db, S, "t")) == [({"k": 1, "v": "alpha"}, 1), ({"k": None, "v": "beta"}, 1)]
 
 
-@pytest.mark.parametrize("ddl, schema_pk, message", [
-    ("CREATE TABLE t (k INTEGER, v TEXT)", False, r"pw\.Schema references column\(s\) \['nope'\] that do not exist"),
-    ("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT) WITHOUT ROWID", False,
+class KV(pw.Schema):
+    k: int
+    v: str
+
+
+class KeyedKV(pw.Schema):
+    k: int = pw.column_definition(primary_key=True)
+    v: str
+
+
+class WithMissingColumn(pw.Schema):
+    k: int
+    nope: int
+
+
+@pytest.mark.parametrize("ddl, schema, message", [
+    ("CREATE TABLE t (k INTEGER, v TEXT)", WithMissingColumn,
+     r"pw\.Schema references column\(s\) \['nope'\] that do not exist"),
+    ("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT) WITHOUT ROWID", KV,
      r"does not expose an implicit `_rowid_` column.*Declare primary key columns in your pw\.Schema"),
-    ('CREATE TABLE t ("RowID" TEXT, k INTEGER, v TEXT)', False,
+    ('CREATE TABLE t ("RowID" TEXT, k INTEGER, v TEXT)', KV,
      r"shadows SQLite's implicit rowid alias.*Declare primary-key columns in your pw\.Schema"),
-    ("CREATE TABLE t (k INTEGER, v TEXT)", True, r"do not correspond to any UNIQUE or PRIMARY KEY constraint"),
+    ("CREATE TABLE t (k INTEGER, v TEXT)", KeyedKV, r"do not correspond to any UNIQUE or PRIMARY KEY constraint"),
 ])
 def test_a_table_the_schema_does_not_fit_is_refused_when_the_run_starts(
-        tmp_path: Path, ddl: str, schema_pk: bool, message: str) -> None:
+        tmp_path: Path, ddl: str, schema: type[pw.Schema], message: str) -> None:
     db = tmp_path / "app.db"
     execute(db, ddl)
-
-    class Keyed(pw.Schema):
-        k: int = pw.column_definition(primary_key=True)
-        v: str
-
-    class Plain(pw.Schema):
-        k: int
-        v: str
-
-    class Wrong(pw.Schema):
-        k: int
-        nope: int
-
-    schema = Keyed if schema_pk else (Wrong if "nope" in message else Plain)
     with pytest.raises(SqliteError, match=message):
         opened(db, schema, "t")
 
@@ -225,7 +229,7 @@ def test_a_streaming_read_follows_the_table_until_interrupted(tmp_path: Path) ->
 # ------------------------------------------------------------------ the sink
 
 
-KV = {"k": dtypes.INT, "v": dtypes.STR}
+KV_COLUMNS = {"k": dtypes.INT, "v": dtypes.STR}
 
 
 def batch(columns: dict[str, dtypes.DType], rows: list[dict], *, time: int, diffs: list[int] | None = None) -> OutputBatch:
@@ -237,7 +241,7 @@ def batch(columns: dict[str, dtypes.DType], rows: list[dict], *, time: int, diff
 
 
 def sink(db: Path, table: str = "kv", columns: dict | None = None, **kwargs: Any) -> SqliteSink:
-    opened_sink = SqliteSink(db, table, columns or KV, **kwargs)
+    opened_sink = SqliteSink(db, table, columns or KV_COLUMNS, **kwargs)
     opened_sink.open()
     return opened_sink
 
@@ -246,8 +250,8 @@ def test_stream_and_snapshot_tables_and_a_replayed_time_written_once(tmp_path: P
     db = tmp_path / "out.db"
     stream = sink(db, "changes", init_mode="create_if_not_exists")
     snapshot = sink(db, "snap", init_mode="create_if_not_exists", table_type="snapshot", primary_key=["k"])
-    first = batch(KV, [{"k": 1, "v": "a"}, {"k": 2, "v": "b"}], time=100)
-    update = batch(KV, [{"k": 1, "v": "a"}, {"k": 1, "v": "z"}, {"k": 2, "v": "b"}], time=200, diffs=[-1, 1, -1])
+    first = batch(KV_COLUMNS, [{"k": 1, "v": "a"}, {"k": 2, "v": "b"}], time=100)
+    update = batch(KV_COLUMNS, [{"k": 1, "v": "a"}, {"k": 1, "v": "z"}, {"k": 2, "v": "b"}], time=200, diffs=[-1, 1, -1])
     for s in (stream, snapshot):
         s.write(first)
         s.write(update)
@@ -263,7 +267,7 @@ def test_a_rejected_time_writes_nothing_of_it(tmp_path: Path) -> None:
     execute(db, "CREATE TABLE kv (k INTEGER CHECK (k < 5), v TEXT, time INTEGER, diff INTEGER)")
     out = sink(db)
     with pytest.raises(SqliteError, match="CHECK constraint failed"):
-        out.write(batch(KV, [{"k": 1, "v": "ok"}, {"k": 9, "v": "bad"}], time=1))
+        out.write(batch(KV_COLUMNS, [{"k": 1, "v": "ok"}, {"k": 9, "v": "bad"}], time=1))
     assert query(db, "SELECT * FROM kv") == []
 
 
@@ -319,26 +323,26 @@ def test_init_modes(tmp_path: Path, init_mode: str) -> None:
         execute(db, "CREATE TABLE kv (k INTEGER, v TEXT, time INTEGER, diff INTEGER)")
     elif init_mode == "replace":
         execute(db, "CREATE TABLE kv (stale TEXT)", "INSERT INTO kv VALUES ('old')")
-    sink(db, init_mode=init_mode).write(batch(KV, [{"k": 1, "v": "hello"}], time=3))
+    sink(db, init_mode=init_mode).write(batch(KV_COLUMNS, [{"k": 1, "v": "hello"}], time=3))
     assert query(db, "SELECT k, v FROM kv") == [(1, "hello")]
 
 
 @pytest.mark.parametrize("ddl, columns, kwargs, message", [
-    (None, KV, {}, r'destination table "kv" does not exist'),
-    ("CREATE TABLE kv (k INTEGER, v TEXT)", KV, {}, r'"kv" is missing required column\(s\) \[\'time\', \'diff\'\]'),
+    (None, KV_COLUMNS, {}, r'destination table "kv" does not exist'),
+    ("CREATE TABLE kv (k INTEGER, v TEXT)", KV_COLUMNS, {}, r'"kv" is missing required column\(s\) \[\'time\', \'diff\'\]'),
     ("CREATE TABLE kv (k INTEGER, v TEXT, w TEXT GENERATED ALWAYS AS (upper(v)) STORED, time INTEGER, diff INTEGER)",
-     {**KV, "w": dtypes.STR}, {}, r"has generated column\(s\) \['w'\]"),
+     {**KV_COLUMNS, "w": dtypes.STR}, {}, r"has generated column\(s\) \['w'\]"),
     ("CREATE TABLE kv (a INTEGER NOT NULL, b INTEGER, v TEXT, time INTEGER, diff INTEGER, PRIMARY KEY (a, b))",
      {"v": dtypes.STR}, {}, r"NOT NULL column\(s\) \['a'\] without a DEFAULT value"),
     ("CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT NOT NULL, time INTEGER, diff INTEGER)",
      {"k": dtypes.INT, "v": dtypes.STR.with_optional()}, {}, r"declares column\(s\) \['v'\] as Optional but"),
-    ("CREATE TABLE kv (k INTEGER, v TEXT)", KV, {"table_type": "snapshot", "primary_key": ["k"]},
+    ("CREATE TABLE kv (k INTEGER, v TEXT)", KV_COLUMNS, {"table_type": "snapshot", "primary_key": ["k"]},
      r"do not correspond to any UNIQUE or PRIMARY KEY constraint"),
-    ("CREATE TABLE kv (k INTEGER, v TEXT); CREATE UNIQUE INDEX kv_k ON kv(k) WHERE v IS NOT NULL", KV,
+    ("CREATE TABLE kv (k INTEGER, v TEXT); CREATE UNIQUE INDEX kv_k ON kv(k) WHERE v IS NOT NULL", KV_COLUMNS,
      {"table_type": "snapshot", "primary_key": ["k"]}, r"do not correspond to any UNIQUE or PRIMARY KEY constraint"),
-    ("CREATE TABLE base (k INTEGER); CREATE VIEW kv AS SELECT * FROM base", KV, {},
+    ("CREATE TABLE base (k INTEGER); CREATE VIEW kv AS SELECT * FROM base", KV_COLUMNS, {},
      r'destination "kv" is a SQLite view, which SQLite treats as read-only'),
-    ("CREATE TABLE base (k INTEGER); CREATE INDEX KV ON base(k)", KV, {},
+    ("CREATE TABLE base (k INTEGER); CREATE INDEX KV ON base(k)", KV_COLUMNS, {},
      r'destination "kv" is a SQLite index in the database, not a table'),
 ])
 def test_a_destination_that_cannot_take_the_writes_is_refused_at_start(
