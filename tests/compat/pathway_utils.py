@@ -11,8 +11,12 @@ Pathway's debug tables keep their ``__time__`` values:
 * ``run_all`` is ``pw.run_all`` when sparkway has it, else ``pw.run`` (which runs every
   output defined so far); a test without outputs then fails as missing ``run_all``.
 
-Helpers not defined here (``wait_result_with_checker``, ``DiffEntry``...) are
-placeholders that fail as a missing API when a test uses them.
+* ``wait_result_with_checker`` runs ``pw.run`` in this process (Pathway forks one, which
+  the Spark session of this process cannot follow) and ends it with SIGINT once the
+  checker holds.
+
+Helpers not defined here (``DiffEntry``...) are placeholders that fail as a missing API
+when a test uses them.
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ import multiprocessing
 import os
 import pathlib
 import re
+import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -296,6 +302,87 @@ def terminate_process(process: Any) -> None:
     if process.is_alive():
         process.kill()
         process.join(30)
+
+
+class FileLinesNumberChecker:
+    """True once every registered file exists with exactly its number of lines."""
+
+    def __init__(self, path: pathlib.Path, n_lines: int) -> None:
+        self.expected = [(pathlib.Path(path), n_lines)]
+
+    def add_path(self, path: pathlib.Path, n_lines: int) -> "FileLinesNumberChecker":
+        self.expected.append((pathlib.Path(path), n_lines))
+        return self
+
+    def __call__(self) -> bool:
+        return all(p.exists() and _count_lines(p) == n for p, n in self.expected)
+
+    def provide_information_on_failure(self) -> str:
+        return "; ".join(f"{p}: {_count_lines(p) if p.exists() else 'missing'} line(s), expected {n}"
+                         for p, n in self.expected)
+
+
+def _count_lines(path: pathlib.Path) -> int:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return sum(1 for _ in f)
+
+
+def wait_result_with_checker(checker: Callable[[], bool], timeout_sec: float, *, step: float = 0.1,
+                             double_check_interval: float | None = None, target: Any = run,
+                             processes: int = 1, first_port: int | None = None, args: Any = (),
+                             kwargs: Any = None) -> None:
+    """Runs ``target`` (``pw.run``) until ``checker()`` holds, at most ``timeout_sec``, then
+    asserts that it held.  The run is in the main thread of this process; a watcher thread
+    polls the checker and stops the run with SIGINT (a graceful stop for ``pw.run``).
+    With ``target=None`` it only waits for the checker."""
+    if processes != 1:
+        pytest.fail("wait_result_with_checker with several processes is not supported by sparkway's test helpers")
+    held = threading.Event()
+    finished = threading.Event()
+    lock = threading.Lock()
+
+    def watch() -> None:
+        deadline = time.monotonic() + timeout_sec
+        while not finished.is_set() and time.monotonic() < deadline:
+            finished.wait(step)
+            if checker() and (double_check_interval is None or _holds_after(checker, double_check_interval)):
+                held.set()
+                break
+        with lock:
+            if target is not None and not finished.is_set():
+                os.kill(os.getpid(), signal.SIGINT)
+
+    if target is None:
+        watch()
+    else:
+        watcher = threading.Thread(target=watch, name="wait_result_with_checker", daemon=True)
+        watcher.start()
+        try:
+            target(*args, **(kwargs or {}))
+        finally:
+            _set_under(lock, finished)
+            watcher.join()
+    if not held.is_set() and checker():
+        held.set()  # the run ended by itself with the result
+    information = getattr(checker, "provide_information_on_failure", lambda: "")()
+    assert held.is_set(), f"the checker did not hold within {timeout_sec} s. {information}"
+
+
+def _holds_after(checker: Callable[[], bool], interval: float) -> bool:
+    time.sleep(interval)
+    return checker()
+
+
+def _set_under(lock: threading.Lock, event: threading.Event) -> None:
+    """Sets ``event`` holding ``lock``; a SIGINT the watcher sent just as the run ended
+    is swallowed here instead of interrupting the test."""
+    while True:
+        try:
+            with lock:
+                event.set()
+            return
+        except KeyboardInterrupt:
+            continue
 
 
 def __getattr__(name: str) -> Any:
