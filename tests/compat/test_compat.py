@@ -1,6 +1,6 @@
 """Pathway 0.33.0's own tests that passed with sparkway (``baseline.json``) still pass.
 
-Opt-in (``SPARKWAY_COMPAT=1``): the run takes about 11 minutes on 2 cores and downloads
+Opt-in (``SPARKWAY_COMPAT=1``): the run takes about 20 minutes on 2 cores and downloads
 Pathway's 105 MB wheel on first use, which would more than double the main suite.
 Run it with ``SPARKWAY_COMPAT=1 .venv/bin/python -m pytest tests/compat -m compat``; after
 an improvement, record the new numbers with ``python -m tests.compat.runner --write-baseline``.
