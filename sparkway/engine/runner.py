@@ -81,14 +81,14 @@ class Runner:
         _name_sources(self.sources)
         for source in self.sources:
             source.wakeup = self.wakeup
-        previous: dict[int, Any] = {}
+        previous = _install_signal_handlers(self.stop_requested, self.wakeup)  # a stop while Spark starts too
         log.info("Preparing the sparkway computation")
         try:
             self._lock()  # before Spark starts: a second process fails at once
             spark = get_spark(self.options.spark_master)
-            # after Spark: a new SparkContext installs its own SIGINT handler (raising
-            # KeyboardInterrupt), which would otherwise replace the graceful stop
-            previous = _install_signal_handlers(self.stop_requested, self.wakeup)
+            # again: a new SparkContext installs its own SIGINT handler (raising
+            # KeyboardInterrupt) over the graceful stop
+            _install_signal_handlers(self.stop_requested, self.wakeup)
             location = self._open(spark)
             sinks = [out.sink for out in self.plan.outputs]
             for sink in sinks:
