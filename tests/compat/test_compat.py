@@ -21,8 +21,8 @@ BASELINE = Path(__file__).with_name("baseline.json")
 
 
 @pytest.mark.compat
-@pytest.mark.timeout(900)
-@pytest.mark.skipif(os.environ.get("SPARKWAY_COMPAT") != "1", reason="opt-in: set SPARKWAY_COMPAT=1 (~11 min)")
+@pytest.mark.timeout(1500)  # the runner stops itself at its budget (1,200 s)
+@pytest.mark.skipif(os.environ.get("SPARKWAY_COMPAT") != "1", reason="opt-in: set SPARKWAY_COMPAT=1 (~20 min)")
 def test_pathway_tests_passed_do_not_drop(tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
     subprocess.run([sys.executable, "-m", "tests.compat.runner", "--report", str(report_path)], cwd=ROOT, check=True)
