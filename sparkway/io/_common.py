@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from sparkway.api.table import Table
+from sparkway.core.expression import ColumnRef
 from sparkway.errors import PlanError
 
 
@@ -10,3 +14,28 @@ def persistent_name(name: str | None, persistent_id: str | None) -> str | None:
     if persistent_id is not None and name is not None and persistent_id != name:
         raise PlanError("give name= or its older spelling persistent_id=, not both")
     return name if name is not None else persistent_id
+
+
+def snapshot_primary_key(table: Table, primary_key: list[Any] | None, output_table_type: str) -> list[str]:
+    """A database sink's ``primary_key=`` as column names (from references such as
+    ``table.col``, ``pw.this.col``, or names): snapshots only, each a non-optional column of
+    the table, once."""
+    if output_table_type != "snapshot":
+        if primary_key:
+            raise PlanError("primary_key is for output_table_type='snapshot' only")
+        return []
+    if not primary_key:
+        raise PlanError("a snapshot needs primary_key: the column(s) that identify a row, e.g. [table.id_col]")
+    names = [c.name if isinstance(c, ColumnRef) else c for c in primary_key]
+    columns = table.typehints()
+    for name in names:
+        if not isinstance(name, str) or name not in columns:
+            raise PlanError(f"primary_key entry {name!r} is not a column of the table; its columns are {list(columns)}")
+        if columns[name].optional:
+            raise PlanError(f"primary_key column {name!r} is declared nullable, and key columns must be "
+                            "non-nullable in snapshot mode (a NULL key could never be matched to delete it): "
+                            f"filter the Nones out first (.filter(pw.this.{name}.is_not_none()))")
+    repeated = sorted({c for c in names if names.count(c) > 1})
+    if repeated:
+        raise PlanError(f"primary_key contains duplicate column(s) {repeated}: name each column once")
+    return names

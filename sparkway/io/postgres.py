@@ -12,8 +12,8 @@ from sparkway.api.table import Table
 from sparkway.connectors.postgres import (
     INIT_MODES, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, PostgresSink, sql_type,
 )
-from sparkway.core.expression import ColumnRef
 from sparkway.errors import PlanError, PlanTypeError, traced
+from sparkway.io._common import snapshot_primary_key
 
 __all__ = ["write", "write_snapshot"]
 
@@ -58,7 +58,7 @@ def write(
         raise PlanError(f"max_batch_size must be a positive number of rows, not {max_batch_size}")
     columns = table.typehints()
     _check_columns(columns)
-    key = _primary_key(table, primary_key, output_table_type)
+    key = snapshot_primary_key(table, primary_key, output_table_type)
     sink = PostgresSink(postgres_settings, table_name, columns, table_type=output_table_type, primary_key=key,
                         init_mode=init_mode, max_batch_size=max_batch_size, name=name)
     _check_distinct_progress(sink)
@@ -99,27 +99,6 @@ def _check_columns(columns: dict[str, Any]) -> None:
             sql_type(dtype)
         except TypeError as error:
             raise PlanTypeError(f"column {column!r}: {error}") from None
-
-
-def _primary_key(table: Table, primary_key: list[Any] | None, output_table_type: str) -> list[str]:
-    """The key's column names; references (``table.col``, ``pw.this.col``) or names."""
-    if output_table_type != SNAPSHOT:
-        if primary_key:
-            raise PlanError("primary_key is for output_table_type='snapshot' only")
-        return []
-    if not primary_key:
-        raise PlanError("a snapshot needs primary_key: the column(s) that identify a row, e.g. [table.id_col]")
-    names = [c.name if isinstance(c, ColumnRef) else c for c in primary_key]
-    columns = table.typehints()
-    for name in names:
-        if not isinstance(name, str) or name not in columns:
-            raise PlanError(f"primary_key entry {name!r} is not a column of the table; its columns are {list(columns)}")
-        if columns[name].optional:
-            raise PlanError(f"primary_key column {name!r} may be None; a key column must not be: "
-                             f"filter the Nones out first (.filter(pw.this.{name}.is_not_none()))")
-    if len(set(names)) != len(names):
-        raise PlanError(f"primary_key names a column twice: {names}")
-    return names
 
 
 def _check_distinct_progress(sink: PostgresSink) -> None:

@@ -15,8 +15,8 @@ from sparkway.api.table import Table
 from sparkway.connectors.sqlite import (
     INIT_MODES, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, SqliteSink, SqliteSource,
 )
-from sparkway.core.expression import ColumnRef
 from sparkway.errors import PlanError, traced
+from sparkway.io._common import snapshot_primary_key
 
 __all__ = ["read", "write"]
 
@@ -95,7 +95,7 @@ def write(
     _reject_directory(path)
     columns = table.typehints()
     _check_column_names(list(columns), output_table_type)
-    key = _primary_key(table, primary_key, output_table_type)
+    key = snapshot_primary_key(table, primary_key, output_table_type)
     sink = SqliteSink(path, table_name, columns, table_type=output_table_type, primary_key=key,
                       init_mode=init_mode, name=name)
     _check_distinct_progress(sink)
@@ -131,24 +131,3 @@ def _check_column_names(names: list[str], output_table_type: str) -> None:
                         "stream_of_changes mode: rename them (table.rename(...)) before writing")
 
 
-def _primary_key(table: Table, primary_key: list[Any] | None, output_table_type: str) -> list[str]:
-    """The key's column names, from column references (``table.col``, ``pw.this.col``)."""
-    if output_table_type != SNAPSHOT:
-        if primary_key:
-            raise PlanError("primary_key is for output_table_type='snapshot' only")
-        return []
-    if not primary_key:
-        raise PlanError("a snapshot needs primary_key: the column(s) that identify a row, e.g. [table.id_col]")
-    names = [c.name if isinstance(c, ColumnRef) else c for c in primary_key]
-    columns = table.typehints()
-    for name in names:
-        if not isinstance(name, str) or name not in columns:
-            raise PlanError(f"primary_key entry {name!r} is not a column of the table; its columns are {list(columns)}")
-        if columns[name].optional:
-            raise PlanError(f"primary_key column {name!r} is declared nullable, and key columns must be "
-                            "non-nullable in snapshot mode (a NULL key could never be matched to delete it): "
-                            f"filter the Nones out first (.filter(pw.this.{name}.is_not_none()))")
-    repeated = sorted({c for c in names if names.count(c) > 1})
-    if repeated:
-        raise PlanError(f"primary_key contains duplicate column(s) {repeated}: name each column once")
-    return names
