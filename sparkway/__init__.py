@@ -9,6 +9,7 @@ from sparkway.api.functions import (
     apply, apply_with_type, cast, coalesce, declare_type, fill_error, if_else, make_tuple, require, unwrap,
 )
 from sparkway.api.graph import global_error_log, local_error_log
+from sparkway.api.iterate import iterate, iterate_universe
 from sparkway.api.run import MonitoringLevel, run, run_all
 from sparkway.api.schema import (
     Schema, SchemaProperties, assert_table_has_schema, column_definition, schema_builder, schema_from_csv,
@@ -26,7 +27,7 @@ __all__ = [
     "BaseCustomAccumulator", "ColumnExpression", "ColumnReference", "DateTimeNaive", "DateTimeUtc", "Duration", "GroupedTable", "JoinMode", "JoinResult",
     "Json", "MonitoringLevel", "Pointer", "Schema", "SchemaProperties", "Table", "UDF", "apply", "apply_async",
     "apply_with_type", "assert_table_has_schema", "cast", "coalesce", "column_definition", "csv", "debug", "declare_type", "errors",
-    "fill_error", "global_error_log", "if_else", "io", "left", "local_error_log", "make_tuple", "persistence",
+    "fill_error", "global_error_log", "if_else", "io", "iterate", "iterate_universe", "left", "local_error_log", "make_tuple", "persistence",
     "reducers", "require", "right", "run", "run_all", "schema_builder", "schema_from_csv", "schema_from_dict",
     "schema_from_types", "temporal", "this", "udf", "udfs",
     "universes", "unwrap",

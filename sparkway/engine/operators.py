@@ -178,6 +178,22 @@ def _error_log(node: n.ErrorLog, frames: list[DataFrame], ctx: StepContext) -> D
     return entries if entries is not None else ctx.empty(node)
 
 
+def _iteration_input(node: n.IterationInput, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    changes = ctx.inputs.get(id(node))
+    return changes if changes is not None else ctx.empty(node)
+
+
+def _iterate(node: n.Iterate, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    from sparkway.engine.iterate import fixpoint  # it compiles the body with this module
+
+    return fixpoint(node, [_typed(table, frame) for table, frame in zip(node.tables, frames)], ctx)
+
+
+def _iterate_result(node: n.IterateResult, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    rows = frames[0].filter(F.col("_input") == node.index)
+    return rows.select(col(ID), *[col(f"_{node.index}_{c}").alias(c) for c in node.columns], col(DIFF))
+
+
 def _select(node: n.Select, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     scope = ctx.scope(node, node.input.columns)
     compiled = {
@@ -522,5 +538,8 @@ _COMPILERS: dict[type, Callable[[n.Node, list[DataFrame], StepContext], DataFram
     n.Deduplicate: _deduplicate,
     n.Sort: _sort,
     n.KeyedMerge: _keyed_merge,
+    n.IterationInput: _iteration_input,
+    n.Iterate: _iterate,
+    n.IterateResult: _iterate_result,
     n.Output: _output,
 }

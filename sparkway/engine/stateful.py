@@ -115,8 +115,9 @@ def _run_partitions(spec: KernelSpec, batches: Iterator[pa.RecordBatch]) -> Iter
         yield from out.cast(spec.output_schema).to_batches()
 
 
-def _apply_with_retry(spec: KernelSpec, part: int, rows: pa.Table, attempts: int = 50) -> pa.Table:
-    """Applies the step to one state partition; waits while another task holds it."""
+def _apply_with_retry(spec: Any, part: int, rows: pa.Table, attempts: int = 50, apply: Callable = None) -> pa.Table:
+    """Applies the step to one state partition (with ``apply``, default ``_apply``);
+    waits while another task holds it."""
     for attempt in range(attempts):
         store = spec.location.partition(spec.operator, part)
         try:
@@ -128,7 +129,7 @@ def _apply_with_retry(spec: KernelSpec, part: int, rows: pa.Table, attempts: int
             _time.sleep(0.1 * (attempt + 1))
             continue
         try:
-            out, updates = _apply(spec, rows, store)
+            out, updates = (apply or _apply)(spec, rows, store)
             store.commit(updates)
             return out
         finally:
@@ -213,3 +214,90 @@ def _to_table(old: list[tuple], new: list[tuple], payload: tuple[tuple[str, pa.D
     for j, (name, kind) in enumerate(payload):
         columns[name] = pa.array([r[4][j] for r in rows], kind)
     return pa.table(columns)
+
+
+# -- whole collections (pw.iterate) ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class CollectionSpec:
+    """A persistent collection of rows by (input, id), read whole at every step."""
+
+    operator: str
+    step: int
+    location: StateLocation
+    payloads: tuple[tuple[tuple[str, pa.DataType], ...], ...]  # per input: (name, type)
+    #: False: the frames are changes, and the output is every row held after them;
+    #: True: the frames are the whole new contents, and the output is what changed
+    replace: bool
+    output_schema: pa.Schema
+
+
+def collection_step(
+    frames: list[DataFrame], *, operator: str, step: int, location: StateLocation, partitions: int, replace: bool,
+) -> DataFrame:
+    """Every state partition runs, also those without input (they must say what they
+    hold): so this costs in proportion to the whole collection, unlike ``keyed_step``.
+    Output columns: ``_input``, ``_id``, each input's columns as ``_<input>_<name>``, ``_diff``."""
+    tagged = []
+    for index, frame in enumerate(frames):
+        data = [F.col(c).alias(f"_{index}_{c}") for c in frame.columns if c not in (ID, DIFF)]
+        tagged.append(frame.select(F.lit(index).alias("_input"), F.col(ID), F.col(DIFF), *data))
+    spark = frames[0].sparkSession
+    every_part = spark.range(partitions).select(
+        F.lit(-1).alias("_input"), F.lit(None).cast("long").alias(ID), F.lit(0).cast("long").alias(DIFF),
+        F.col("id").cast("long").alias("_part"),
+    )
+    union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), tagged)
+    union = union.withColumn("_part", F.pmod(F.col(ID), F.lit(partitions)))
+    union = union.unionByName(every_part, allowMissingColumns=True)
+    output = T.StructType([f for f in union.schema.fields if f.name != "_part"])
+    schema = to_arrow_schema(output, timezone="UTC", prefers_large_types=False)
+    payloads = tuple(
+        tuple((c, schema.field(f"_{i}_{c}").type) for c in frame.columns if c not in (ID, DIFF))
+        for i, frame in enumerate(frames)
+    )
+    spec = CollectionSpec(operator, step, location, payloads, replace, schema)
+    return union.repartition(partitions, "_part").mapInArrow(functools.partial(_collection_partitions, spec), output)
+
+
+def _collection_partitions(spec: CollectionSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    chunks = list(batches)
+    if not chunks:
+        return
+    table = pa.Table.from_batches(chunks)
+    for part in sorted(pc.unique(table.column("_part")).to_pylist()):
+        rows = table.filter(pc.and_(pc.equal(table.column("_part"), part), pc.greater_equal(table.column("_input"), 0)))
+        out = _apply_with_retry(spec, part, rows, apply=_apply_collection)
+        yield from out.cast(spec.output_schema).to_batches()
+
+
+def _apply_collection(spec: CollectionSpec, rows: pa.Table, store: Any) -> tuple[pa.Table, dict[bytes, bytes | None]]:
+    held = {key: pickle.loads(value) for key, value in store.items()}  # key -> [values, multiplicity]
+    given: dict[bytes, list] = {} if spec.replace else {k: list(v) for k, v in held.items()}
+    for i, payload in enumerate(spec.payloads):
+        changes = rows.filter(pc.equal(rows.column("_input"), i))
+        columns = [changes.column(f"_{i}_{name}").to_pylist() for name, _ in payload]
+        for row_id, diff, *values in zip(changes.column(ID).to_pylist(), changes.column(DIFF).to_pylist(), *columns):
+            entry = given.setdefault(_state_key(i, row_id), [tuple(values), 0])
+            if diff > 0:
+                entry[0] = tuple(values)
+            entry[1] += diff
+    given = {k: v for k, v in given.items() if v[1] != 0}
+    updates = {k: pickle.dumps(tuple(v), protocol=5) for k, v in given.items() if held.get(k) != tuple(v)}
+    updates |= {k: None for k in held if k not in given}
+    if not spec.replace:
+        return _collection_rows(spec, [(k, v[0], v[1]) for k, v in given.items()]), updates
+    changed = [(k, v[0], -v[1]) for k, v in held.items() if k in updates]
+    changed += [(k, v[0], v[1]) for k, v in given.items() if k in updates]
+    return _collection_rows(spec, changed), updates
+
+
+def _collection_rows(spec: CollectionSpec, rows: list[tuple[bytes, tuple, int]]) -> pa.Table:
+    """(state key, values, diff) as rows of the output schema."""
+    keys = [struct.unpack(">Bq", key) for key, _, _ in rows]
+    columns: dict[str, list] = {"_input": [i for i, _ in keys], ID: [row_id for _, row_id in keys]}
+    columns[DIFF] = [diff for _, _, diff in rows]
+    for i, payload in enumerate(spec.payloads):
+        for j, (name, _) in enumerate(payload):
+            columns[f"_{i}_{name}"] = [values[j] if k[0] == i else None for k, (_, values, _) in zip(keys, rows)]
+    return pa.table({f.name: pa.array(columns[f.name], f.type) for f in spec.output_schema})

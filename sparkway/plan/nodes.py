@@ -276,6 +276,53 @@ class KeyedMerge(_Stateful, Node):
         return {**super().describe(), "mode": self.mode, **extra}
 
 
+@dataclass(frozen=True, eq=False)
+class IterationInput(Node):
+    """Inside the body of an ``Iterate``: the current value of its input ``index``."""
+
+    index: int
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "index": self.index}
+
+
+@dataclass(frozen=True, eq=False)
+class Iterate(_Stateful, Node):
+    """The fixpoint of a body of nodes (``pw.iterate``): the body reads its inputs'
+    current values through ``IterationInput`` nodes, and its ``results`` replace the
+    inputs named by ``iterated`` until nothing changes, or ``limit`` times.  Inputs that
+    no result replaces stay as they are.
+
+    Its rows are the rows of every result, tagged: ``_input`` is the result's number and
+    its columns are ``_<number>_<column>``; ``IterateResult`` nodes take them apart.
+    """
+
+    tables: tuple[Node, ...]
+    results: tuple[Node, ...]
+    iterated: tuple[int, ...]  # per result: the input it replaces
+    limit: int | None
+
+    @property
+    def inputs(self) -> tuple[Node, ...]:
+        return self.tables
+
+    @property
+    def body(self) -> list[Node]:
+        """The nodes of the body, inputs first."""
+        return topological(self.results)
+
+    def describe(self) -> dict[str, Any]:
+        body = [{"kind": x.kind, **x.describe()} for x in self.body]
+        return {**super().describe(), "iterated": list(self.iterated), "limit": self.limit, "body": body}
+
+
+@dataclass(frozen=True, eq=False)
+class IterateResult(_Unary):
+    """Result ``index`` of an ``Iterate``."""
+
+    index: int
+
+
 def is_append_only(node: Node) -> bool:
     """Whether the node's rows are only ever inserted, never retracted, as far as the plan
     can tell (Pathway's ``Table.is_append_only``): from sources that only insert, through
@@ -308,18 +355,7 @@ class Plan:
     nodes: list[Node] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        seen: set[int] = set()
-
-        def visit(node: Node) -> None:
-            if id(node) in seen:
-                return
-            seen.add(id(node))
-            for child in node.inputs:
-                visit(child)
-            self.nodes.append(node)
-
-        for out in self.outputs:
-            visit(out)
+        self.nodes = topological(self.outputs)
 
     def consumers(self) -> dict[int, int]:
         """How many nodes read each node (by ``id(node)``)."""
@@ -328,3 +364,21 @@ class Plan:
             for child in node.inputs:
                 counts[id(child)] = counts.get(id(child), 0) + 1
         return counts
+
+
+def topological(roots: "list[Node] | tuple[Node, ...]") -> list[Node]:
+    """Every node reachable from ``roots``, each after its inputs."""
+    ordered: list[Node] = []
+    seen: set[int] = set()
+
+    def visit(node: Node) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        for child in node.inputs:
+            visit(child)
+        ordered.append(node)
+
+    for root in roots:
+        visit(root)
+    return ordered

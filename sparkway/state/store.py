@@ -98,6 +98,11 @@ class PartitionStore:
         assert self.db is not None
         return self.db.get(keys) if keys else []
 
+    def items(self) -> list[tuple[bytes, bytes]]:
+        """Every key and value of the partition (a scan: its cost grows with the state)."""
+        assert self.db is not None
+        return [(k, v) for k, v in self.db.items() if not k.startswith(_META_PREFIX)]
+
     def commit(self, updates: dict[bytes, bytes | None]) -> None:
         """Make ``updates`` (None deletes) the state at version ``step``."""
         assert self.db is not None
