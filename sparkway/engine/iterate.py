@@ -58,26 +58,36 @@ def _rounds(node: n.Iterate, contents: list[DataFrame], ctx: StepContext, operat
     body = node.body
     names = {id(x): f"{j:03d}-{x.kind.lower()}" for j, x in enumerate(body) if x.is_stateful}
     feed: dict[int, DataFrame] = dict(enumerate(contents))
-    outputs: list[list[DataFrame]] = [[] for _ in node.results]
+    # per result: change frames adding up to its current value
+    values = [[contents[k]] for k in node.iterated]
     try:
         for round_number in itertools.count(1):
             round_ctx = StepContext(ctx.spark, round_number, ctx.time, scratch, ctx.partitions, names,
                                     keep_errors=ctx.keep_errors)
-            changes = [_consolidated(f).localCheckpoint() for f in _run_body(body, node.results, feed, round_ctx)]
+            outputs = _run_body(body, node.results, feed, round_ctx)
+            if round_number == 1:  # the first output is a value: what changed is its difference from the input
+                outputs = [out.unionByName(_negated(contents[k])) for out, k in zip(outputs, node.iterated)]
+            changes = [_materialized(out) for out in outputs]
             for frame in round_ctx.persisted:
                 frame.unpersist()
-            for found, frame in zip(outputs, changes):
-                found.append(frame)
-            if round_number == 1:  # the first output is a value: feed its difference from the input
-                changes = [_consolidated(out.unionByName(_negated(contents[k]))).localCheckpoint()
-                           for out, k in zip(changes, node.iterated)]
-            feed = {k: frame for k, frame in zip(node.iterated, changes) if not frame.isEmpty()}
+            feed = {k: frame for k, (frame, count) in zip(node.iterated, changes) if count}
+            for value, (frame, count) in zip(values, changes):
+                if count:
+                    value.append(frame)
+                if len(value) >= 16:  # keeps the plans Spark analyses small
+                    value[:] = [_materialized(functools.reduce(DataFrame.unionByName, value))[0]]
             if not feed or round_number == node.limit:
                 break
     finally:
         scratch.checkpoint.delete("")
         shutil.rmtree(scratch.local_root, ignore_errors=True)
-    return [_consolidated(functools.reduce(DataFrame.unionByName, found)) for found in outputs]
+    return [_consolidated(functools.reduce(DataFrame.unionByName, value)) for value in values]
+
+
+def _materialized(frame: DataFrame) -> tuple[DataFrame, int]:
+    """The consolidated changes, computed once (in one job that also counts them)."""
+    kept = _consolidated(frame).localCheckpoint(eager=False)
+    return kept, kept.count()
 
 
 def _run_body(body: list[n.Node], results: tuple[n.Node, ...], feed: dict[int, DataFrame], ctx: StepContext) -> list[DataFrame]:

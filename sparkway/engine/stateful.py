@@ -115,7 +115,9 @@ def _run_partitions(spec: KernelSpec, batches: Iterator[pa.RecordBatch]) -> Iter
         yield from out.cast(spec.output_schema).to_batches()
 
 
-def _apply_with_retry(spec: Any, part: int, rows: pa.Table, attempts: int = 50, apply: Callable = None) -> pa.Table:
+def _apply_with_retry(
+    spec: Any, part: int, rows: pa.Table, attempts: int = 50, apply: Callable | None = None,
+) -> pa.Table:
     """Applies the step to one state partition (with ``apply``, default ``_apply``);
     waits while another task holds it."""
     for attempt in range(attempts):
