@@ -740,6 +740,34 @@ def test_with_id_takes_the_pointer_as_it_is():
     assert {row_id for row_id in frame.index} == set(frame["p"])
 
 
+def test_groupby_and_reduce_read_columns_of_tables_with_the_same_rows_and_lookups():
+    pets = pw.debug.table_from_markdown(
+        """
+          | pet | age | best
+        1 | dog | 10  | 2
+        2 | dog | 9   | 3
+        3 | cat | 8   | 1
+        """
+    ).with_columns(best=pw.this.pointer_from(pw.this.best))
+    copy = pets.select(*pw.this)
+    # keys and reducers of another table with the same rows, and of rows found by a pointer
+    result = pets.groupby(copy.pet).reduce(
+        pets.pet, oldest=pw.reducers.max(copy.age), best_age=pw.reducers.min(pets.ix(pets.best).age)
+    )
+    # dog: ages 10, 9; its rows point at rows 2 (9) and 3 (8); cat: age 8, points at row 1 (10)
+    assert_rows(result, [("cat", 8, 10), ("dog", 10, 8)])
+
+
+def test_with_id_reads_a_pointer_of_a_table_with_the_same_rows():
+    t = pw.debug.table_from_markdown(GROUPS)
+    pointers = t.select(p=t.pointer_from(pw.this.v))
+    moved = t.with_id(pointers.p)
+    frame = pw.debug.table_to_pandas(moved.select(pw.this.v, p=t.pointer_from(pw.this.v)))
+    assert {row_id for row_id in frame.index} == set(frame["p"])
+    by_values = t.with_id_from(pointers.p)
+    assert len(pw.debug.table_to_pandas(by_values)) == len(pw.debug.table_to_pandas(t))
+
+
 def test_static_tables_with_the_same_ids_share_their_columns():
     # as Pathway: debug tables with equal ids have one universe; other ids need a promise
     letters = pw.debug.table_from_markdown("  | lower\n1 | a\n2 | b")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import re
 from typing import Any, Callable, Iterable
 
 from sparkway.api.schema import Schema, schema_from_columns
@@ -299,8 +300,9 @@ class Table:
 
     def with_id_from(self, *args: Any) -> "Table":
         """Same rows, with ids computed from the given values."""
-        keys = tuple(self._bind(wrap(a)) for a in args)
-        return self._derive(n.Reindex(dict(self._node.columns), self._node, keys))
+        base, exprs = self._with_lookups([(str(k), wrap(a)) for k, a in enumerate(args)])
+        keys = tuple(base._bind(e) for _, e in exprs)
+        return self._derive(n.Reindex(dict(self._node.columns), base._node, keys))
 
     def with_id(self, new_id: Expr) -> "Table":
         """Same rows, with ids taken from a pointer column (its values must be distinct).
@@ -312,11 +314,12 @@ class Table:
         same
         True
         """
-        pointer = self._bind(new_id)
-        kind = infer(pointer, [self._node.columns])
+        base, [(_, looked_up)] = self._with_lookups([("id", wrap(new_id))])  # a column of a table with the same rows
+        pointer = base._bind(looked_up)
+        kind = infer(pointer, [base._node.columns])
         if kind.with_optional(False) not in (dt.POINTER, dt.ANY):
             raise PlanTypeError(f"with_id needs a pointer column (e.g. t.pointer_from(...)), got one of type {kind}")
-        return self._derive(n.Reindex(dict(self._node.columns), self._node, (pointer,), use_pointer=True))
+        return self._derive(n.Reindex(dict(self._node.columns), base._node, (pointer,), use_pointer=True))
 
     def pointer_from(self, *args: Any, optional: bool = False) -> PointerFrom:
         """The id that ``groupby(...).reduce`` or ``with_id_from`` give to these values;
@@ -386,6 +389,11 @@ class Table:
                 raise PlanError(
                     f"groupby takes columns, not {k!r}: compute the value with with_columns() first"
                 )
+        # keys of tables with the same rows, or looked up by a pointer (other.ix(t.p).k)
+        base, looked_up = self._with_lookups([(k.name, k) for k in keys])
+        if base is not self:
+            return base.groupby(*[e for _, e in looked_up], id=id, sort_by=sort_by, _names=[k.name for k in keys], **kwargs)
+        names = kwargs.get("_names") or [k.name for k in keys]
         id_key = None
         if id is not None:
             id_key = id.name
@@ -394,7 +402,7 @@ class Table:
         order = self._bind(sort_by) if sort_by is not None else None
         # _skip_errors=False: a reducer over an Error value gives an Error (Pathway's option)
         return GroupedTable(
-            self, [(k.name, self._bind(k)) for k in keys], id_key=id_key, sort_by=order,
+            self, [(name, self._bind(k)) for name, k in zip(names, keys)], id_key=id_key, sort_by=order,
             skip_errors=kwargs.get("_skip_errors", True),
         )
 
@@ -515,8 +523,8 @@ class Table:
         this table's rows (``pw.this`` in it, and a placeholder target, mean this table)."""
 
         def resolve(e: Expr) -> Expr | None:
-            if not isinstance(e, IxRef):
-                return None
+            if not isinstance(e, IxRef) or any(isinstance(x, ReducerExpr) for x in walk(e.pointer)):
+                return None  # a pointer computed per group is looked up after the reduce
             target = self if isinstance(e.target, Placeholder) else e.target
             pointer = transform(self._resolve_ix(e.pointer), lambda x: ColumnRef(self, x.name) if (
                 isinstance(x, ColumnRef) and x.table is this) else None)
@@ -550,7 +558,7 @@ class Table:
             return self, exprs
         base: Table = self
         prefixes: dict[int, str] = {}
-        for j, (key, (keys, target, optional)) in enumerate(lookups.items()):
+        for j, (key, (keys, target, optional)) in enumerate(lookups.items(), start=_lookups_in(self._node.columns)):
             prefix = prefixes[key] = f"_pw_ix{j}_"
             looked_up = {prefix + c: t.with_optional(t.optional or optional) for c, t in target.columns.items()}
             columns = {**base._node.columns, **looked_up}
@@ -893,6 +901,12 @@ def _table_of(expr: Expr) -> Table | None:
     return next((e.table for e in nodes if isinstance(e, ColumnRef) and isinstance(e.table, Table)), None)
 
 
+def _lookups_in(columns: dict[str, DType]) -> int:
+    """How many lookups added columns to a table already (their prefixes are numbered)."""
+    numbers = [int(m.group(1)) for c in columns if (m := re.match(r"_pw_ix(\d+)_", c))]
+    return max(numbers, default=-1) + 1
+
+
 def _named_exprs(args: tuple, kwargs: dict, tables: list[Any]) -> list[tuple[str, Expr]]:
     """``select``'s arguments as (name, expression) pairs; ``*pw.this`` expands, and so
     does ``**pw.left``, after the other named expressions (as in Pathway)."""
@@ -944,6 +958,7 @@ class GroupedTable:
         self._aliases = aliases or {}  # source column name -> key column name (windows, joins)
         # how the expressions of reduce() are read (a join's: from the joined pairs)
         self._bind = bind or (lambda e: e)
+        self._bind_is_own = bind is None
 
     def reduce(self, *args: Any, **kwargs: Any) -> Table:
         """One row per group: group columns and reducers such as ``pw.reducers.count()``.
@@ -955,6 +970,8 @@ class GroupedTable:
         """
         table = self._table
         exprs = [(name, self._bind(e)) for name, e in _named_exprs(args, kwargs, [table])]
+        if self._bind_is_own:  # reducers of columns of tables with the same rows, or looked up
+            table, exprs = table._with_lookups(exprs)
         key_names = [k for k, _ in self._keys]
         aggregates: list[tuple[str, n.Aggregate]] = []
 
