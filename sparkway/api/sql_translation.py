@@ -81,7 +81,7 @@ class _Source:
         """The column named ``qualifier.name`` (or just ``name``), None if there is none."""
         try:
             return self.column(qualifier, name)
-        except (KeyError, ValueError):
+        except KeyError:
             return None
 
     def column(self, qualifier: str, name: str) -> str:
@@ -94,7 +94,7 @@ class _Source:
             raise KeyError(f"no column {name!r} in the query's tables; {self._listing()}")
         if len({self.same(c) for c in found}) > 1:
             tables = [q for q, columns in self.names.items() if name in columns]
-            raise ValueError(f"column {name!r} is in tables {tables}: qualify it, e.g. {tables[0]}.{name}")
+            raise KeyError(f"column {name!r} is in tables {tables}: qualify it, e.g. {tables[0]}.{name}")
         return found[0]
 
     def same(self, column: str) -> str:
@@ -195,9 +195,7 @@ class _Translator:
                 name = item.name
             else:
                 name = f"_col_{position}"
-            if name in out:
-                raise ValueError(f"two output columns are named {name!r}: rename one with AS")
-            out[name] = item
+            out[name] = item  # two outputs named alike: the later one, as in Pathway
         return list(out.items())
 
     def projected(self, source: _Source, items: list[tuple[str, Any]]) -> Table:
@@ -397,7 +395,7 @@ class _Translator:
             if not found:
                 raise KeyError(f"{part.sql()}: no such column in the joined tables")
             if len(found) > 1:
-                raise ValueError(f"column {part.sql()} is in both joined tables: qualify it, e.g. t.{part.name}")
+                raise KeyError(f"column {part.sql()} is in both joined tables: qualify it, e.g. t.{part.name}")
             side, column = found[0]
             return (left, right)[side][column]
 
