@@ -165,9 +165,7 @@ class _Translator:
         if where:
             source = self.filtered(source, where)
         items = self.outputs(node, source)
-        grouped = node.args.get("group") or node.args.get("having") or any(
-            isinstance(item, exp.Expression) and item.find(exp.AggFunc) for _, item in items
-        )
+        grouped = node.args.get("group") or node.args.get("having") or any(_has_aggregate(item) for _, item in items)
         result = self.aggregated(node, source, items) if grouped else self.projected(source, items)
         distinct = node.args.get("distinct")
         if distinct is not None:
@@ -434,14 +432,16 @@ class _Translator:
         return this[name]
 
     def attach(self, table: Table, subqueries: list[tuple[str, Table]]) -> Table:
-        """``table`` with a column per scalar subquery: its one row joined to every row (so
+        """``table`` with a column per scalar subquery: its value joined to every row (so
         the rows keep their ids; a subquery without rows leaves none)."""
         for name, rows in subqueries:
             columns = rows.column_names()
             if len(columns) != 1:
                 raise ValueError(f"a subquery used as a value must give one column; this one gives {columns}")
-            pairs = table.join(rows, id=left.id)
-            table = pairs.select(*(left[c] for c in table.column_names()), **{name: right[columns[0]]})
+            # one row: pw.reducers.unique fails on a subquery giving different values
+            value = rows.reduce(value=reducers.unique(this[columns[0]]))
+            pairs = table.join(value, id=left.id)
+            table = pairs.select(*(left[c] for c in table.column_names()), **{name: right.value})
         return table
 
     def expr(self, node: Any, leaf: Leaf) -> Expr:
@@ -541,6 +541,15 @@ def _no_aggregate_or_subquery(part: Any, where: str) -> None:
     if isinstance(part, exp.Subquery):
         raise NotImplementedError(f"{part.sql()}: a subquery is not supported in {where}")
     return None
+
+
+def _has_aggregate(node: Any) -> bool:
+    """Whether ``node`` has an aggregate of its query (not one of a subquery's)."""
+    if isinstance(node, exp.AggFunc):
+        return True
+    if isinstance(node, exp.Subquery) or not isinstance(node, exp.Expression):
+        return False
+    return any(_has_aggregate(child) for child in node.iter_expressions())
 
 
 def _distinct(table: Table) -> Table:
