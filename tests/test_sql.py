@@ -106,6 +106,10 @@ def test_outer_joins_fill_none():
     s, sh = sales(), shops()
     result = pw.sql("SELECT sh.shop, item FROM sh LEFT JOIN s ON sh.shop = s.shop WHERE sh.shop <> 'A'", s=s, sh=sh)
     assert_rows(result, [("B", "apple"), ("B", "plum"), ("D", None)])
+    # USING: the shared name reads the left table's column, never None in a left join
+    using = pw.sql("SELECT shop, city, item FROM sh LEFT JOIN s USING (shop)", s=s, sh=sh)
+    assert_rows(using, [("A", "Oslo", "apple"), ("A", "Oslo", "pear"), ("B", "Rome", "apple"),
+                        ("B", "Rome", "plum"), ("D", "Lima", None)])
 
 
 def test_self_join_with_aliases_and_join_ids():
@@ -126,6 +130,8 @@ def test_subqueries_with_and_scalar_subqueries():
     above = pw.sql("SELECT item, qty FROM t WHERE qty > (SELECT AVG(qty) FROM t)", t=t)
     assert_rows(above, [("apple", 4), ("pear", 6)])
     assert ids_of(above) == ids_of(t.filter(t.qty > 3.2).select(t.item))
+    in_select = pw.sql("SELECT item, (SELECT MAX(price) FROM t) AS top FROM t WHERE shop = 'C'", t=t)
+    assert_rows(in_select, [("pear", 7)])
     top = pw.sql("SELECT shop FROM t GROUP BY shop HAVING SUM(qty) = (SELECT MAX(qty) FROM t)", t=t)
     assert_rows(top, [("B",), ("C",)])  # sums: A 4, B 6, C 6; the largest qty is 6
 

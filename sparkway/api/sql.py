@@ -49,6 +49,9 @@ def sql(query: str, **tables: Table) -> Table:
     ``EXISTS``, ``ANY``/``ALL``, correlated subqueries, ``EXCEPT``, ``INTERSECT ALL``, natural
     joins, window functions, CAST and other functions.
     '''
+    for name, table in tables.items():
+        if not isinstance(table, Table):
+            raise TypeError(f"pw.sql: {name}= must be a table, got {type(table).__name__}")
     try:
         import sqlglot
     except ImportError:

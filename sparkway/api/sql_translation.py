@@ -8,8 +8,8 @@ Imported only when ``pw.sql`` runs (it imports sqlglot). A SELECT becomes:
 * WHERE: a ``filter``;
 * the output: a ``select`` (the ids stay), or, with GROUP BY or aggregates, a
   ``groupby(...).reduce(...)`` then a ``filter`` for HAVING;
-* a scalar subquery ``(SELECT AVG(x) FROM t)``: its one-row table joined to the rows that
-  use it as one more column (with the rows' own ids).
+* a scalar subquery ``(SELECT AVG(x) FROM t)``: its value (one row) joined to the rows
+  that use it, as one more column (the rows keep their ids).
 
 Expressions read the current table through ``pw.this`` (``pw.left``/``pw.right`` in join
 conditions); a translation function ``leaf`` decides, per context, what a column, an
@@ -369,7 +369,8 @@ class _Translator:
                     f"{join.sql()}: an outer join's ON may only compare the two tables' columns for equality"
                 )
             pairs = pairs.filter(functools.reduce(operator.and_, rest))
-        return _flattened(pairs, first, second, equal if how == "inner" else [])
+        # an unqualified name of both tables reads the first one's: right for inner and left joins
+        return _flattened(pairs, first, second, equal if how in ("inner", "left") else [])
 
     def key_pair(self, condition: exp.Expression, sides: tuple[_Source, _Source]) -> tuple[Expr, Expr] | None:
         """A join key: ``condition`` is ``x = y`` with ``x`` of one table, ``y`` of the other."""
@@ -524,7 +525,7 @@ def _columns_of(condition: exp.EQ, sides: tuple[_Source, _Source]) -> tuple[str,
 
 def _side_of(node: exp.Expression, sides: tuple[_Source, _Source]) -> int | None:
     """0 or 1 when every column of ``node`` is of that side of a join (and some is), else None."""
-    if any(isinstance(part, (exp.AggFunc, exp.Subquery)) for part in node.find_all(exp.AggFunc, exp.Subquery)):
+    if node.find(exp.AggFunc, exp.Subquery) is not None:
         return None
     found = set()
     for column in node.find_all(exp.Column):
