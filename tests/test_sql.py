@@ -124,7 +124,9 @@ def test_subqueries_with_and_scalar_subqueries():
     t = sales()
     nested = pw.sql("SELECT s.item FROM (SELECT item, qty FROM t WHERE qty > 2) AS s WHERE s.qty < 6", t=t)
     assert_rows(nested, [("apple",), ("apple",)])
-    with_ = pw.sql("WITH big AS (SELECT shop, qty FROM t WHERE qty >= 3) SELECT shop, SUM(qty) AS q FROM big GROUP BY shop", t=t)
+    with_ = pw.sql(
+        "WITH big AS (SELECT shop, qty FROM t WHERE qty >= 3) SELECT shop, SUM(qty) AS q FROM big GROUP BY shop", t=t
+    )
     assert_rows(with_, [("A", 3), ("B", 4), ("C", 6)])
     # the average qty is 16 / 5 = 3.2; the rows keep their ids
     above = pw.sql("SELECT item, qty FROM t WHERE qty > (SELECT AVG(qty) FROM t)", t=t)
@@ -189,6 +191,8 @@ def test_name_errors_say_what_is_missing():
         pw.sql("SELECT colour FROM t", t=t)
     with pytest.raises(KeyError, match="qualify it"):
         pw.sql("SELECT shop FROM t, u", t=t, u=shops())
+    with pytest.raises(KeyError, match="cannot read the outer query's tables"):  # a correlated subquery
+        pw.sql("SELECT item FROM t WHERE qty < (SELECT MAX(qty) FROM u WHERE u.item = t.item)", t=t, u=sales())
     with pytest.raises(ValueError, match="neither in GROUP BY nor inside an aggregate"):
         pw.sql("SELECT item, COUNT(*) FROM t GROUP BY shop", t=t)
     with pytest.raises(ValueError, match="aggregate is not allowed in WHERE"):

@@ -71,10 +71,12 @@ class _Source:
     ``names``: qualifier (a table's name or alias, "" for an unnamed subquery) -> SQL
     column name -> column of ``table``. ``equal``: a column -> the first of the columns a
     join found equal to it, so that a name both tables have may be read from either.
+    ``read``: the given tables the rows come from, also through subqueries.
     """
 
     table: Table
     names: dict[str, dict[str, str]]
+    read: frozenset[str]
     equal: dict[str, str] = field(default_factory=dict)
 
     def find(self, qualifier: str, name: str) -> str | None:
@@ -86,7 +88,12 @@ class _Source:
 
     def column(self, qualifier: str, name: str) -> str:
         if qualifier:
-            if name not in self.names.get(qualifier, {}):
+            if qualifier not in self.names:
+                raise KeyError(
+                    f"no table {qualifier!r} in this query's FROM (a subquery cannot read the outer query's "
+                    f"tables); {self._listing()}"
+                )
+            if name not in self.names[qualifier]:
                 raise KeyError(f"no column {qualifier}.{name} in the query's tables; {self._listing()}")
             return self.names[qualifier][name]
         found = [columns[name] for columns in self.names.values() if name in columns]
@@ -320,10 +327,12 @@ class _Translator:
             if item.name not in self.tables:
                 raise KeyError(f"table {item.name!r} is not given: pass it as pw.sql(query, {item.name}=table)")
             table = self.tables[item.name].copy()  # its own node: a table may be joined with itself
-            source = _Source(table, {item.alias_or_name: {c: c for c in table.column_names()}})
+            columns = {c: c for c in table.column_names()}
+            source = _Source(table, {item.alias_or_name: columns}, frozenset([item.name]))
         elif isinstance(item, exp.Subquery) and isinstance(item.this, exp.Query):
             table = self.query(item)
-            source = _Source(table, {item.alias: {c: c for c in table.column_names()}})
+            read = frozenset(t.name for t in item.find_all(exp.Table))
+            source = _Source(table, {item.alias: {c: c for c in table.column_names()}}, read)
         elif isinstance(item, exp.Subquery):  # FROM (a JOIN b)
             _reject_parts(item, {"this"})
             source = self.source(item.this, where)
@@ -415,9 +424,9 @@ class _Translator:
 
     def column_value(self, source: _Source, part: exp.Column | _Resolved) -> Expr:
         if isinstance(part, exp.Column) and part.table and part.table not in source.names \
-                and part.table in self.tables:
-            # a table not in FROM whose ids the source has (Pathway reads it: ``SELECT
-            # t1.a FROM (SELECT a AS b FROM t1) AS t2``)
+                and part.table in source.read:
+            # a table a subquery in FROM read, whose ids the rows have (Pathway reads it:
+            # ``SELECT t1.a FROM (SELECT a AS b FROM t1) AS t2``)
             return self.tables[part.table][part.name]
         return this[self.resolve(source, part)]
 
@@ -496,7 +505,7 @@ def _flattened(pairs: Any, first: _Source, second: _Source, equal: list[tuple[st
                 new = f"_{number}_{name}"
                 exprs[new] = (left, right)[side][column]
                 names[qualifier][name] = renamed[side][column] = new
-    result = _Source(pairs.select(**exprs), names)
+    result = _Source(pairs.select(**exprs), names, first.read | second.read)
     for side, source in enumerate((first, second)):  # keep what each side knew to be equal
         for column, same in source.equal.items():
             _make_equal(result, renamed[side][column], renamed[side][same])
@@ -603,4 +612,5 @@ def _reject_parts(node: exp.Expression, supported: set[str]) -> None:
             continue
         parts = value if isinstance(value, list) else [value]
         text = " ".join(p.sql() if isinstance(p, exp.Expression) else str(p) for p in parts)
-        raise NotImplementedError(f"{key}: {text}: not supported by pw.sql; {_HINTS.get(key, 'rewrite the query without it')}")
+        hint = _HINTS.get(key, "rewrite the query without it")
+        raise NotImplementedError(f"{key}: {text}: not supported by pw.sql; {hint}")
