@@ -1,8 +1,9 @@
 """``pw.sql``: SQL queries translated into table operations.
 
-Expected rows are worked out by hand from the input tables; the names of unnamed output
-columns (``_col_<position>``) and the rows' ids (kept by SELECT/WHERE, those of
-``groupby().reduce()`` for GROUP BY) are Pathway's, recorded from the Pathway 0.33 oracle.
+Expected rows are worked out by hand from the input tables. The names of unnamed output
+columns (``_col_<position>``) were recorded from the Pathway 0.33 oracle; the rows' ids are
+checked, as Pathway's own tests do, against the table operations a program would write by
+hand (SELECT/WHERE keep the input's ids, GROUP BY gives ``groupby().reduce()``'s).
 """
 
 from __future__ import annotations
