@@ -15,6 +15,7 @@ from sparkway.api.schema import (
     Schema, SchemaProperties, assert_table_has_schema, column_definition, schema_builder, schema_from_csv,
     schema_from_dict, schema_from_types,
 )
+from sparkway.api.sql import sql
 from sparkway.api.table import GroupedTable, JoinMode, JoinResult, Table
 from sparkway.api.thisclass import left, right, this
 from sparkway.api.reducers import BaseCustomAccumulator
@@ -29,6 +30,6 @@ __all__ = [
     "apply_with_type", "assert_table_has_schema", "cast", "coalesce", "column_definition", "csv", "debug", "declare_type", "errors",
     "fill_error", "global_error_log", "if_else", "io", "iterate", "iterate_universe", "left", "local_error_log", "make_tuple", "persistence",
     "reducers", "require", "right", "run", "run_all", "schema_builder", "schema_from_csv", "schema_from_dict",
-    "schema_from_types", "temporal", "this", "udf", "udfs",
+    "schema_from_types", "sql", "temporal", "this", "udf", "udfs",
     "universes", "unwrap",
 ]
