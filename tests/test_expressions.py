@@ -805,3 +805,14 @@ def test_assert_table_has_schema_checks_columns_and_types():
         pw.assert_table_has_schema(t, pw.schema_from_types(a=int), allow_superset=False)
     with pytest.raises(AssertionError, match="no column 'c'"):
         pw.assert_table_has_schema(t, pw.schema_from_types(c=int))
+
+
+def test_declare_type_only_narrows_or_extends():
+    # which declarations Pathway 0.33 accepts was recorded from it
+    ints = pw.debug.table_from_markdown("v\n1\n2")
+    floats = pw.debug.table_from_markdown("v\n1.5\n2")
+    assert ints.select(v=pw.declare_type(float, pw.this.v)).typehints()["v"].name == "float"
+    assert floats.select(v=pw.declare_type(int, pw.this.v)).typehints()["v"].name == "int"
+    for table, target in [(ints, str), (ints, bool), (ints, pw.Pointer), (floats, int | None)]:
+        with pytest.raises(TypeError, match="Cannot change type"):
+            table.select(v=pw.declare_type(target, pw.this.v))

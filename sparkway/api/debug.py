@@ -214,7 +214,8 @@ def table_from_markdown(
     ['name', 'age']
     """
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    lines = [line for line in lines if not set(line) <= set("-|: ")]  # markdown rulers
+    # markdown rulers go; a line of bars only is a row of None values
+    lines = [line for line in lines if not (set(line) <= set("-|: ") and "-" in line)]
     rows = _split_rows(lines, split_on_whitespace)
     header = rows[0]
     # as in Pathway: an unnamed (or "id") first header cell makes the first column row

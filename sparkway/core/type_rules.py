@@ -60,7 +60,13 @@ def infer(expr: Expr, inputs: Columns) -> DType:
         case Unwrap(a):
             return infer(a, inputs).with_optional(False)
         case Cast(target, a, declared):
-            return target if declared else target.with_optional(target.optional or infer(a, inputs).optional)
+            source = infer(a, inputs)
+            if declared and not (_within(target, source) or _within(source, target)):
+                raise PlanTypeError(
+                    f"Cannot change type from {source} to {target}.\n"
+                    "pw.`declare_type` should be used only for type narrowing or type extending."
+                )
+            return target if declared else target.with_optional(target.optional or source.optional)
         case IsNone():
             return dt.BOOL
         case MakeTuple(args):
@@ -302,3 +308,13 @@ REDUCER_TYPES: dict[str, Callable[[list[DType], tuple], DType]] = {
     "stateful": lambda a, p: return_type(p[0]),
     "accumulator": lambda a, p: return_type(p[0].compute_result),
 }
+
+
+def _within(a: dt.DType, b: dt.DType) -> bool:
+    """Whether every value of type ``a`` is one of type ``b`` (an int is a float)."""
+    if a.optional and not b.optional:
+        return False
+    base_a, base_b = a.with_optional(False), b.with_optional(False)
+    if base_a.items or base_b.items:
+        return dt.related(base_a, base_b)
+    return base_a == base_b or base_b == dt.ANY or (base_a, base_b) == (dt.INT, dt.FLOAT)
