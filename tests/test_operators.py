@@ -43,6 +43,13 @@ def test_filter_with_columns_without_rename():
     assert_rows(result.select(pw.this.a, pw.this.e, pw.this.f), [(20, 20, 22), (30, 30, 33)])
 
 
+def test_id_is_not_a_column_name():
+    t = pw.debug.table_from_markdown(ABC)
+    for build in (lambda: t.select(id=t.a), lambda: t.with_columns(id=t.a)):
+        with pytest.raises(ValueError, match="Can't use 'id' as a column name"):  # Pathway's words
+            build()
+
+
 def test_filter_treats_none_as_false_and_keeps_ids():
     t = pw.debug.table_from_markdown(
         """

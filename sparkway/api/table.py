@@ -919,6 +919,8 @@ def _named_exprs(args: tuple, kwargs: dict, tables: list[Any]) -> list[tuple[str
             out[a.name] = a
         else:
             raise PlanTypeError(f"select takes columns positionally and expressions by name; got {a!r}")
+    if "id" in kwargs:
+        raise PlanError("Can't use 'id' as a column name: set the ids with with_id() or with_id_from()")
     for k, v in kwargs.items():
         if not isinstance(v, AllColumns):
             out[k] = wrap(v)
