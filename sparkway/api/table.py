@@ -471,7 +471,9 @@ class Table:
         return self._merge("difference", (self, other), dict(self._node.columns), Universe(self._universe))
 
     def intersect(self, *others: "Table") -> "Table":
-        """The rows whose ids are in every one of ``others``."""
+        """The rows whose ids are in every one of ``others`` (with none: the table itself)."""
+        if not others:
+            return self
         return self._merge("intersect", (self, *others), dict(self._node.columns), Universe(self._universe))
 
     def restrict(self, other: "Table") -> "Table":
