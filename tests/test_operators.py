@@ -591,6 +591,21 @@ def test_placeholders_expand_to_every_column_under_a_prefix_or_suffix():
     assert a.select(*pw.this.with_prefix("p_"), **pw.this).column_names() == ["p_col", "p_on", "col", "on"]
 
 
+def test_column_slices_pick_rename_and_leave_out_columns():
+    a = pw.debug.table_from_markdown("col | on\na | 11\nb | 12")
+    b = pw.debug.table_from_markdown("col | on\nd | 12\ne | 13")
+    joined = a.join(b, a.on == b.on)
+    renamed = joined.select(**pw.left.without(a.col), **pw.right.rename({b.col: pw.this.col2})[["col2"]])
+    assert renamed.column_names() == ["on", "col2"]
+    assert_rows(renamed, [(12, "d")])
+    assert_rows(joined.select(a.slice.on, **b.slice.with_prefix("r_").without("r_on")), [(12, "d")])
+    wide = pw.debug.table_from_markdown("a | b | c | d\n1 | 2 | 3 | 4")
+    assert wide.select(*pw.this[["a", "b", pw.this.c]].without(pw.this.a)).column_names() == ["b", "c"]
+    assert_rows(wide.select(pw.this.without("a").b), [(2,)])
+    with pytest.raises(KeyError):
+        wide.select(pw.this.without(pw.this.a).a)
+
+
 def test_join_filter_and_self_join():
     left, right = pw.debug.table_from_markdown(LEFT), pw.debug.table_from_markdown(RIGHT)
     joined = left.join(right, left.k == right.k)

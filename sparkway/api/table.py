@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable
 
 from sparkway.api.schema import Schema, schema_from_columns
 from sparkway.api.temporal import check_time_types, check_window_types
-from sparkway.api.thisclass import AllColumns, PendingIx, Placeholder, left, right, this
+from sparkway.api.thisclass import AllColumns, ColumnSlice, PendingIx, Placeholder, left, right, this
 from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
@@ -112,6 +112,17 @@ class Table:
 
     def __iter__(self):
         yield AllColumns(self)
+
+    @property
+    def slice(self) -> ColumnSlice:
+        """The columns, to pick, rename or leave out some in ``select`` (``**t.slice.without("a")``).
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("a | b\\n1 | 2")
+        >>> t.select(**t.slice.with_suffix("_x")).column_names()
+        ['a_x', 'b_x']
+        """
+        return ColumnSlice(self)
 
     def keys(self) -> list[str]:
         """The column names: with ``__getitem__`` this makes ``**table`` give its columns,
@@ -909,14 +920,14 @@ def _lookups_in(columns: dict[str, DType]) -> int:
     return max(numbers, default=-1) + 1
 
 
-def _named_exprs(args: tuple, kwargs: dict, tables: list[Any]) -> list[tuple[str, Expr]]:
+def _named_exprs(args: tuple, kwargs: dict, tables: list[Any], this_columns: list[str] | None = None) -> list[tuple[str, Expr]]:
     """``select``'s arguments as (name, expression) pairs; ``*pw.this`` expands, and so
     does ``**pw.left``, after the other named expressions (as in Pathway)."""
     out: dict[str, Expr] = {}
     expanded = [v for v in kwargs.values() if isinstance(v, AllColumns)]
     for a in args:
         if isinstance(a, AllColumns):
-            out.update(_all_columns(a, tables))
+            out.update(_all_columns(a, tables, this_columns))
         elif isinstance(a, (ColumnRef, IxRef)):
             out[a.name] = a
         else:
@@ -927,18 +938,19 @@ def _named_exprs(args: tuple, kwargs: dict, tables: list[Any]) -> list[tuple[str
         if not isinstance(v, AllColumns):
             out[k] = wrap(v)
     for a in expanded:  # select(**pw.left): every column (Placeholder.keys)
-        out.update(_all_columns(a, tables))
+        out.update(_all_columns(a, tables, this_columns))
     return list(out.items())
 
 
-def _all_columns(columns: AllColumns, tables: list[Any]) -> dict[str, Expr]:
+def _all_columns(columns: AllColumns, tables: list[Any], this_columns: list[str] | None = None) -> dict[str, Expr]:
+    """The columns ``*x``/``**x`` unpack to; ``this_columns``: what ``pw.this`` has (a join's)."""
     source = columns.table
+    if source is this and this_columns is not None:
+        return {out: ColumnRef(this, c) for out, c in columns.resolve(this_columns)}
     if isinstance(source, Placeholder):
         source = tables[0] if source is this else tables[0 if source is left else 1]
-    return {
-        columns.renamed(c): ColumnRef(source, c) if isinstance(source, Table) else ColumnRef(columns.table, c)
-        for c in source._node.columns if c not in columns.exclude
-    }
+    ref_table = source if isinstance(source, Table) else columns.table
+    return {out: ColumnRef(ref_table, c) for out, c in columns.resolve(list(source._node.columns))}
 
 
 def _types(exprs: Iterable[tuple[str, Expr]], inputs: list[dict]) -> dict[str, DType]:
@@ -1105,9 +1117,7 @@ class JoinResult:
 
     def select(self, *args: Any, **kwargs: Any) -> Table:
         """The output columns, from ``pw.left``, ``pw.right``, ``pw.this`` or the tables."""
-        args = tuple(c for a in args for c in (
-            self._this_columns(a.exclude) if isinstance(a, AllColumns) and a.table is this else (a,)))
-        exprs = _named_exprs(args, kwargs, [self._left, self._right])
+        exprs = _named_exprs(args, kwargs, [self._left, self._right], self._this_columns())
         bound = [(name, self._bind_pair(e)) for name, e in exprs]
         node = n.Select(_types(bound, [self._node.columns]), self._node, tuple(bound))
         return Table(node, self._left._label, universe=self._universe)
@@ -1193,16 +1203,16 @@ class JoinResult:
             columns = {c: f"_pw_chain{k}_{c}" for c in (*table._node.columns, "id")}
             hidden.update({hidden_name: ColumnRef(table, c) for c, hidden_name in columns.items()})
             names.append((table, columns))
-        pairs = self.select(*self._this_columns(frozenset()), **hidden)
+        pairs = self.select(*[ColumnRef(this, c) for c in self._this_columns()], **hidden)
         return pairs, {id(table._node): (table, pairs, columns) for table, columns in names}
 
-    def _this_columns(self, exclude: frozenset[str]) -> list[ColumnRef]:
+    def _this_columns(self) -> list[str]:
         """What ``*pw.this`` gives: each side's columns, a column both sides have only when
         the join compares it (then once); hidden columns of a chain left out."""
         ours = [c for c in self._left._node.columns if not c.startswith("_pw_chain")]
         theirs = [c for c in self._right._node.columns if not c.startswith("_pw_chain")]
         names = [c for c in ours if c not in theirs or c in self._shared] + [c for c in theirs if c not in ours]
-        return [ColumnRef(this, c) for c in names if c not in exclude]
+        return names
 
     def _unalias(self, expr: Any) -> Any:
         """Columns of tables joined earlier in a chain, as the hidden columns holding them."""

@@ -11,27 +11,105 @@ from sparkway.core.expression import ColumnRef, Expr, IxRef, PointerFrom, wrap
 
 @dataclass(frozen=True)
 class AllColumns:
-    """What ``*pw.this`` (or ``*table``) unpacks to inside ``select``: every column of
-    ``table`` but the ``exclude``d ones."""
+    """What ``*x`` and ``**x`` unpack to inside ``select`` (``x`` a table, ``pw.this``, or
+    a ``ColumnSlice`` of them): the columns of ``table``, after the slice's operations."""
 
     table: object
-    exclude: frozenset[str] = frozenset()
-    prefix: str = ""  # pw.left.with_prefix("l_"): the columns renamed
-    suffix: str = ""
+    ops: tuple[tuple[str, Any], ...] = ()
 
-    def renamed(self, name: str) -> str:
-        return f"{self.prefix}{name}{self.suffix}"
+    def resolve(self, names: list[str]) -> list[tuple[str, str]]:
+        """(output name, column of the table) pairs, given the table's columns."""
+        pairs = [(c, c) for c in names]
+        for op, arg in self.ops:
+            if op == "without":
+                pairs = [(out, src) for out, src in pairs if out not in arg]
+            elif op == "rename":
+                pairs = [(arg.get(out, out), src) for out, src in pairs]
+            elif op == "pick":
+                found = dict(pairs)
+                missing = [c for c in arg if c not in found]
+                if missing:
+                    raise KeyError(f"no column {missing[0]!r} among {', '.join(found)}")
+                pairs = [(c, found[c]) for c in arg]
+            else:  # prefix, suffix
+                pairs = [(arg + out if op == "prefix" else out + arg, src) for out, src in pairs]
+        return pairs
+
+    def source_of(self, name: str) -> str:
+        """The table's column that the output column ``name`` is (KeyError: none)."""
+        for op, arg in reversed(self.ops):
+            if op == "without" and name in arg or op == "pick" and name not in arg:
+                raise KeyError(f"column {name!r} is not in this selection of columns")
+            if op == "rename":
+                sources = [old for old, new in arg.items() if new == name]
+                if not sources and name in arg:
+                    raise KeyError(f"column {name!r} was renamed to {arg[name]!r}")
+                name = sources[0] if sources else name
+            elif op in ("prefix", "suffix"):
+                fits = name.startswith(arg) if op == "prefix" else name.endswith(arg)
+                if not fits:
+                    raise KeyError(f"column {name!r} does not have the {op} {arg!r}")
+                name = name[len(arg):] if op == "prefix" else name[: len(name) - len(arg)]
+        return name
 
 
-@dataclass(frozen=True)
-class ColumnsWithout:
-    """``pw.this.without("a")``: unpacked with ``*`` in ``select``, every column but ``a``."""
+def _name(column: str | ColumnRef) -> str:
+    return column.name if isinstance(column, ColumnRef) else column
 
-    table: object
-    exclude: frozenset[str]
+
+class ColumnSlice:
+    """Some columns of a table (``t.slice``, ``pw.this.without("a")``, ``pw.left.rename(...)``),
+    maybe renamed, to unpack in ``select``: ``select(*pw.this.without("a"))``,
+    ``select(**pw.right.with_suffix("_r"))``; ``slice.name`` is one of its columns.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("a | b | c\\n1 | 2 | 3")
+    >>> t.select(**t.slice.without("a").rename({"b": "x"}).with_prefix("t_")).column_names()
+    ['t_x', 't_c']
+    """
+
+    def __init__(self, table: object, ops: tuple[tuple[str, Any], ...] = ()) -> None:
+        self._columns = AllColumns(table, ops)
+
+    def _then(self, op: str, arg: Any) -> "ColumnSlice":
+        return ColumnSlice(self._columns.table, (*self._columns.ops, (op, arg)))
+
+    def without(self, *columns: str | ColumnRef) -> "ColumnSlice":
+        """Every column but these."""
+        return self._then("without", frozenset(_name(c) for c in columns))
+
+    def rename(self, names: dict | None = None, **kwargs: str | ColumnRef) -> "ColumnSlice":
+        """Columns renamed: ``rename({"a": "b"})`` or ``rename(b=pw.this.a)``."""
+        mapping = {_name(old): _name(new) for old, new in (names or {}).items()}
+        mapping |= {_name(old): new for new, old in kwargs.items()}
+        return self._then("rename", mapping)
+
+    def with_prefix(self, prefix: str) -> "ColumnSlice":
+        """Every column renamed ``prefix + name``."""
+        return self._then("prefix", prefix)
+
+    def with_suffix(self, suffix: str) -> "ColumnSlice":
+        """Every column renamed ``name + suffix``."""
+        return self._then("suffix", suffix)
+
+    def __getattr__(self, name: str) -> ColumnRef:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return ColumnRef(self._columns.table, self._columns.source_of(name))
+
+    def __getitem__(self, name: Any) -> Any:
+        if isinstance(name, list):
+            return self._then("pick", tuple(_name(c) for c in name))
+        if isinstance(name, str) and name.startswith(_ALL_COLUMNS):
+            return self._columns
+        return self.__getattr__(_name(name))
+
+    def keys(self) -> list[str]:
+        """``select(**slice)``: one key standing for all its columns."""
+        return [f"{_ALL_COLUMNS}{next(_expansions)}"]
 
     def __iter__(self) -> Iterator[AllColumns]:
-        yield AllColumns(self.table, self.exclude)
+        yield self._columns
 
 
 @dataclass(frozen=True)
@@ -78,7 +156,12 @@ class Placeholder:
         (numbered, so that two such arguments do not collide), expanded by ``select``."""
         return [f"{_ALL_COLUMNS}{next(_expansions)}"]
 
-    def with_prefix(self, prefix: str) -> "RenamedPlaceholder":
+    @property
+    def slice(self) -> ColumnSlice:
+        """Every column, to pick, rename or leave out some (``pw.left.slice.without("a")``)."""
+        return ColumnSlice(self)
+
+    def with_prefix(self, prefix: str) -> ColumnSlice:
         """Every column, renamed ``prefix + name``: ``select(**pw.left.with_prefix("l_"))``.
 
         >>> import sparkway as pw
@@ -86,23 +169,29 @@ class Placeholder:
         >>> t.select(**pw.this.with_prefix("x_")).column_names()
         ['x_a', 'x_b']
         """
-        return RenamedPlaceholder(self, prefix, "")
+        return self.slice.with_prefix(prefix)
 
-    def with_suffix(self, suffix: str) -> "RenamedPlaceholder":
+    def with_suffix(self, suffix: str) -> ColumnSlice:
         """Every column, renamed ``name + suffix``: ``select(*pw.right.with_suffix("_r"))``."""
-        return RenamedPlaceholder(self, "", suffix)
+        return self.slice.with_suffix(suffix)
+
+    def rename(self, names: dict | None = None, **kwargs: Any) -> ColumnSlice:
+        """Every column, some renamed: ``select(**pw.right.rename({"col": "col2"}))``."""
+        return self.slice.rename(names, **kwargs)
 
     def __getattr__(self, name: str) -> ColumnRef:
         if name.startswith("__"):
             raise AttributeError(name)
         return ColumnRef(self, name)
 
-    def __getitem__(self, name: str) -> ColumnRef | AllColumns:
+    def __getitem__(self, name: Any) -> Any:
+        if isinstance(name, list):
+            return self.slice[name]
         if name.startswith(_ALL_COLUMNS):
             return AllColumns(self)
         return ColumnRef(self, name)
 
-    def without(self, *columns: str | ColumnRef) -> ColumnsWithout:
+    def without(self, *columns: str | ColumnRef) -> ColumnSlice:
         """Every column but these, for ``select(*pw.this.without("a"))``.
 
         >>> import sparkway as pw
@@ -110,7 +199,7 @@ class Placeholder:
         >>> t.select(*pw.this.without("a", pw.this.c)).column_names()
         ['b']
         """
-        return ColumnsWithout(self, frozenset(c.name if isinstance(c, ColumnRef) else c for c in columns))
+        return self.slice.without(*columns)
 
     def pointer_from(self, *args: Any, optional: bool = False) -> PointerFrom:
         """The id that rows with these key values get (as ``Table.pointer_from``).
@@ -145,34 +234,6 @@ class Placeholder:
 
     def __repr__(self) -> str:
         return f"pw.{self._label}"
-
-
-class RenamedPlaceholder(Placeholder):
-    """``pw.left.with_prefix(...)``/``with_suffix(...)``: the columns of the placeholder's
-    table under new names, in ``select(*...)`` or ``select(**...)``."""
-
-    def __init__(self, base: Placeholder, prefix: str, suffix: str) -> None:
-        super().__init__(base._label)
-        self._base, self._prefix, self._suffix = base, prefix, suffix
-
-    def __getattr__(self, name: str) -> ColumnRef:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return ColumnRef(self._base, name)
-
-    def __getitem__(self, name: str) -> ColumnRef | AllColumns:
-        if name.startswith(_ALL_COLUMNS):
-            return AllColumns(self._base, prefix=self._prefix, suffix=self._suffix)
-        return ColumnRef(self._base, name)
-
-    def __iter__(self) -> Iterator[AllColumns]:
-        yield AllColumns(self._base, prefix=self._prefix, suffix=self._suffix)
-
-    def with_prefix(self, prefix: str) -> "RenamedPlaceholder":
-        return RenamedPlaceholder(self._base, prefix + self._prefix, self._suffix)
-
-    def with_suffix(self, suffix: str) -> "RenamedPlaceholder":
-        return RenamedPlaceholder(self._base, self._prefix, self._suffix + suffix)
 
 
 this = Placeholder("this")
