@@ -716,6 +716,15 @@ def test_ix_with_argmax_finds_the_row():
     assert_rows(best.select(pw.this.k, s=t.ix(best.at).s, f=t.ix(best.at).f), [("a", "x", 1.5), ("b", "z", 4.0)])
 
 
+def test_argmin_and_argmax_can_return_another_column_and_positional_reducers_name_their_column():
+    t = pw.debug.table_from_markdown("name | age\nCharlie | 18\nAlice | 18\nDavid | 19\nErin | 19")
+    # ties are broken by the smallest returned value (recorded from Pathway 0.33)
+    result = t.reduce(young=pw.reducers.argmin(t.age, t.name), old=pw.reducers.argmax(t.age, t.name))
+    assert_rows(result, [("Alice", "David")])
+    assert_rows(t.reduce(pw.reducers.min(t.name), pw.reducers.max(t.age)), [("Alice", 19)])
+    assert t.reduce(pw.reducers.any(t.name)).column_names() == ["name"]
+
+
 def test_ix_with_a_pointer_read_in_the_operation_that_uses_it():
     t = pw.debug.table_from_markdown(GROUPS)
     # pw.this.ix(argmax) in reduce: the grouped table's row with the largest v

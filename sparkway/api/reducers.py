@@ -50,14 +50,23 @@ def max(arg: Any) -> ReducerExpr:  # noqa: A001
     return _reducer("max", arg)
 
 
-def argmin(arg: Any) -> ReducerExpr:
-    """The id of the row with the smallest value (the smallest id among ties)."""
-    return _reducer("argmin", arg)
+def argmin(arg: Any, id: Any = None) -> ReducerExpr:  # noqa: A002 - Pathway's name
+    """The id of the row with the smallest value (the smallest id among ties); with ``id``,
+    that column's value in the row instead (the smallest among ties).
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("name | age\nBob | 18\nAl | 18\nEve | 20")
+    >>> pw.debug.compute_and_print(t.reduce(youngest=pw.reducers.argmin(t.age, t.name)), include_id=False)
+    youngest
+    Al
+    """
+    return _reducer("argmin", arg) if id is None else _reducer("argmin", arg, id)
 
 
-def argmax(arg: Any) -> ReducerExpr:
-    """The id of the row with the largest value (the smallest id among ties)."""
-    return _reducer("argmax", arg)
+def argmax(arg: Any, id: Any = None) -> ReducerExpr:  # noqa: A002 - Pathway's name
+    """The id of the row with the largest value (the smallest id among ties); with ``id``,
+    that column's value in the row instead (the smallest among ties)."""
+    return _reducer("argmax", arg) if id is None else _reducer("argmax", arg, id)
 
 
 def unique(arg: Any) -> ReducerExpr:

@@ -930,6 +930,8 @@ def _named_exprs(args: tuple, kwargs: dict, tables: list[Any], this_columns: lis
             out.update(_all_columns(a, tables, this_columns))
         elif isinstance(a, (ColumnRef, IxRef)):
             out[a.name] = a
+        elif isinstance(a, ReducerExpr) and a.args and isinstance(a.args[0], ColumnRef):
+            out[a.args[0].name] = a  # reduce(pw.reducers.any(t.pet)) names the column pet
         else:
             raise PlanTypeError(f"select takes columns positionally and expressions by name; got {a!r}")
     if "id" in kwargs:

@@ -74,10 +74,13 @@ def _by_order(column: str | None, descending: bool, pick: str) -> Aggregator:
     """The ``pick`` column of the first row of each group in a given order."""
     def aggregate(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
         order_by = column or args[0]
-        ordered = rows.sort_by(
-            [("_g", "ascending"), (order_by, "descending" if descending else "ascending"), (ID, "ascending")]
-        )
         target = pick if pick != "arg" else args[0]
+        if pick == ID and len(args) > 1:  # argmin(value, other): other's value, the smallest among ties
+            target = args[1]
+        ordered = rows.sort_by([
+            ("_g", "ascending"), (order_by, "descending" if descending else "ascending"),
+            (target, "ascending"), (ID, "ascending"),
+        ])
         return ordered.column(target).take(_first_positions(ordered))
     return aggregate
 
