@@ -55,7 +55,7 @@ def argmin(arg: Any, id: Any = None) -> ReducerExpr:  # noqa: A002 - Pathway's n
     that column's value in the row instead (the smallest among ties).
 
     >>> import sparkway as pw
-    >>> t = pw.debug.table_from_markdown("name | age\nBob | 18\nAl | 18\nEve | 20")
+    >>> t = pw.debug.table_from_markdown("name | age\\nBob | 18\\nAl | 18\\nEve | 20")
     >>> pw.debug.compute_and_print(t.reduce(youngest=pw.reducers.argmin(t.age, t.name)), include_id=False)
     youngest
     Al
