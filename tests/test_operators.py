@@ -752,6 +752,14 @@ def test_optional_pointers_lookups_and_filters_that_make_columns_not_optional():
     assert_rows(known, [("hoopoe", "upupa"), ("owl", "bubo")])
 
 
+def test_groupby_instance_ids_are_those_of_with_id_from_with_the_instance():
+    t = pw.debug.table_from_markdown("a | b | v\n0 | 0 | 1\n0 | 0 | 2\n1 | 0 | 3\n0 | 1 | 5")
+    sums = t.groupby(pw.this.b, instance=pw.this.a).reduce(pw.this.a, pw.this.b, v=pw.reducers.sum(pw.this.v))
+    by_hand = pw.debug.table_from_markdown("a | b | v\n0 | 0 | 3\n1 | 0 | 3\n0 | 1 | 5")
+    assert frame_rows(pw.debug.table_to_pandas(sums)) == frame_rows(
+        pw.debug.table_to_pandas(by_hand.with_id_from(pw.this.b, instance=pw.this.a)))
+
+
 def test_groupby_with_id_uses_the_pointer_column_as_the_ids():
     t = pw.debug.table_from_markdown(GROUPS).with_columns(g=pw.this.pointer_from(pw.this.k))
     sums = t.groupby(id=t.g).reduce(t.g, total=pw.reducers.sum(t.v))

@@ -309,8 +309,10 @@ class Table:
             columns[origin_id] = dt.POINTER
         return self._derive(n.Flatten(columns, self._node, name, origin_id))
 
-    def with_id_from(self, *args: Any) -> "Table":
-        """Same rows, with ids computed from the given values."""
+    def with_id_from(self, *args: Any, instance: Any = None) -> "Table":
+        """Same rows, with ids computed from the given values (and the ``instance``, last,
+        as ``groupby(..., instance=...)`` makes them)."""
+        args = (*args, instance) if instance is not None else args
         base, exprs = self._with_lookups([(str(k), wrap(a)) for k, a in enumerate(args)])
         keys = tuple(base._bind(e) for _, e in exprs)
         return self._derive(n.Reindex(dict(self._node.columns), base._node, keys))
@@ -332,9 +334,10 @@ class Table:
             raise PlanTypeError(f"with_id needs a pointer column (e.g. t.pointer_from(...)), got one of type {kind}")
         return self._derive(n.Reindex(dict(self._node.columns), base._node, (pointer,), use_pointer=True))
 
-    def pointer_from(self, *args: Any, optional: bool = False) -> PointerFrom:
+    def pointer_from(self, *args: Any, optional: bool = False, instance: Any = None) -> PointerFrom:
         """The id that ``groupby(...).reduce`` or ``with_id_from`` give to these values;
         with ``optional``, None where a value is None."""
+        args = (*args, instance) if instance is not None else args
         return PointerFrom(tuple(wrap(a) for a in args), optional)
 
     @staticmethod
