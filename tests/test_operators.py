@@ -644,8 +644,21 @@ def test_update_rows_and_update_cells():
     merged = pw.debug.table_to_pandas(base.update_rows(rows_update))
     expected_ids = {**frame_rows(pw.debug.table_to_pandas(base)), **frame_rows(pw.debug.table_to_pandas(rows_update))}
     assert frame_rows(merged) == expected_ids  # ids of both; the update wins for label 2
+    with pytest.raises(ValueError, match="needs to be a subset"):  # as in Pathway: promise it first
+        base.update_cells(cells_update)
+    pw.universes.promise_is_subset_of(cells_update, base)
     assert_rows(base.update_cells(cells_update), [("a", 1), ("b", 2), ("c", 30)])
-    assert_rows(base << rows_update.filter(pw.this.name == "B"), [("a", 1), ("B", 20), ("c", 3)])
+    only_b = rows_update.filter(pw.this.name == "B")
+    pw.universes.promise_is_subset_of(only_b, base)
+    assert_rows(base << only_b, [("a", 1), ("B", 20), ("c", 3)])
+    # Pathway's warnings where nothing is left to update (recorded from it)
+    doubled = base.select(pw.this.name, v=pw.this.v * 2)
+    with pytest.warns(UserWarning, match="Returning other"):
+        assert_rows(base.update_rows(doubled), [("a", 2), ("b", 4), ("c", 6)])
+    with pytest.warns(UserWarning, match="Using with_columns"):
+        assert_rows(base.update_cells(doubled.select(pw.this.v)), [("a", 2), ("b", 4), ("c", 6)])
+    with pytest.raises(ValueError, match="Columns do not match"):
+        base.update_rows(cells_update)
 
 
 def test_difference_intersect_restrict():

@@ -466,14 +466,48 @@ class Table:
         return self.select(**{f"diff_{v.name}": self[v.name] - previous[v.name] for v in values})
 
     def update_rows(self, other: "Table") -> "Table":
-        """Rows of ``other`` replace the rows of this table with the same ids."""
+        """Rows of ``other`` replace the rows of this table with the same ids, and its
+        other rows are added."""
+        if set(other._node.columns) != set(self._node.columns):
+            raise PlanError(
+                "Columns do not match between argument of Table.update_rows() and the updated table: "
+                f"{list(other._node.columns)} and {list(self._node.columns)}"
+            )
+        if self._universe.is_subset_of(other._universe):
+            warn_user("Universe of self is a subset of universe of other in update_rows. Returning other.")
+            return other.select(*[other[c] for c in self._node.columns])
+        if other._universe.is_subset_of(self._universe):
+            return self._merge("update_cells", (self, other), dict(self._node.columns), self._universe)
         return self._merge("update_rows", (self, other), dict(self._node.columns))
 
     def update_cells(self, other: "Table") -> "Table":
-        """For ids in ``other``, its columns replace this table's values."""
+        """For the ids of ``other``, which must be ids of this table (say so with
+        ``pw.universes.promise_is_subset_of``), its columns replace this table's values.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("  | a | b\\n1 | 1 | x\\n2 | 2 | y")
+        >>> u = pw.debug.table_from_markdown("  | b\\n2 | z")
+        >>> pw.universes.promise_is_subset_of(u, t)
+        >>> pw.debug.compute_and_print(t.update_cells(u), include_id=False)
+        a | b
+        1 | x
+        2 | z
+        """
         missing = set(other._node.columns) - set(self._node.columns)
         if missing:
-            raise PlanError(f"update_cells: columns {sorted(missing)} are not in the updated table")
+            raise PlanError(
+                f"Columns of the argument in Table.update_cells() not present in the updated table: {sorted(missing)}."
+            )
+        same_rows = self._universe.is_subset_of(other._universe) and other._universe.is_subset_of(self._universe)
+        if same_rows:
+            warn_user("Key sets of self and other in update_cells are the same. Using with_columns instead of update_cells.")
+            return self.with_columns(*[other[c] for c in other._node.columns])
+        if not other._universe.is_subset_of(self._universe):
+            raise PlanError(
+                "Universe of the argument of Table.update_cells() needs to be a subset of the universe of the "
+                "updated table.\nConsider using pw.universes.promise_is_subset_of() to assert this.\n"
+                "(However, untrue assertion might result in runtime errors.)"
+            )
         return self._merge("update_cells", (self, other), dict(self._node.columns), self._universe)
 
     def __lshift__(self, other: "Table") -> "Table":
