@@ -816,3 +816,11 @@ def test_declare_type_only_narrows_or_extends():
     for table, target in [(ints, str), (ints, bool), (ints, pw.Pointer), (floats, int | None)]:
         with pytest.raises(TypeError, match="Cannot change type"):
             table.select(v=pw.declare_type(target, pw.this.v))
+
+
+def test_equality_of_optional_values_is_never_none():
+    # as in Pathway 0.33 (recorded): None == None is True, None == 1.0 is False
+    t = pw.debug.table_from_markdown("a | b | c\n1 | 1.0 | 1\n2 |  | \n3 | 3.5 | 2")
+    result = t.select(eq=t.a == t.b, ne=t.a != t.b, same=t.c == t.c)
+    assert {name: str(kind) for name, kind in result.typehints().items()} == {"eq": "bool", "ne": "bool", "same": "bool"}
+    assert_rows(result, [(True, False, True), (False, True, True), (False, True, True)])

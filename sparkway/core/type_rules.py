@@ -119,7 +119,8 @@ def _binop_type(op: str, a: DType, b: DType) -> DType:
     if op in _COMPARISONS:
         if not dt.related(base_a, base_b):
             raise _unsupported(op, base_a, base_b)
-        return dt.BOOL.with_optional(optional)
+        # None == None holds and None == 1 does not: equality is never None (as in Pathway)
+        return dt.BOOL if op in ("==", "!=") else dt.BOOL.with_optional(optional)
     if op in ("&", "|", "^"):
         return dt.BOOL.with_optional(optional) if base_a == dt.BOOL else base_a.with_optional(optional)
     if op in ("<<", ">>"):
@@ -159,7 +160,7 @@ def _array_binop_type(op: str, a: DType, b: DType) -> DType:
     of arrays that are not optional); the result's shape and element type are known only
     when it is computed, as in Pathway.  Other operators are numpy's business: use a UDF."""
     if op in ("==", "!=") and dt.related(a, b):
-        return dt.BOOL.with_optional(a.optional or b.optional)
+        return dt.BOOL
     if op == "@" and a.is_array and b.is_array and not (a.optional or b.optional):
         return dt.ANY_ARRAY
     raise PlanTypeError(
