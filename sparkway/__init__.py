@@ -16,7 +16,9 @@ from sparkway.api.schema import (
     schema_from_dict, schema_from_types,
 )
 from sparkway.api.sql import sql
-from sparkway.api.table import GroupedTable, JoinMode, JoinResult, Table
+from sparkway.api.table import (
+    GroupedTable, JoinMode, JoinResult, Table, groupby, join, join_inner, join_left, join_outer, join_right,
+)
 from sparkway.api.thisclass import left, right, this
 from sparkway.api.reducers import BaseCustomAccumulator
 from sparkway.api.udfs import UDF, apply_async, udf
@@ -28,7 +30,7 @@ __all__ = [
     "BaseCustomAccumulator", "ColumnExpression", "ColumnReference", "DateTimeNaive", "DateTimeUtc", "Duration", "GroupedTable", "JoinMode", "JoinResult",
     "Json", "MonitoringLevel", "Pointer", "Schema", "SchemaProperties", "Table", "UDF", "apply", "apply_async",
     "apply_with_type", "assert_table_has_schema", "cast", "coalesce", "column_definition", "csv", "debug", "declare_type", "errors",
-    "fill_error", "global_error_log", "if_else", "io", "iterate", "iterate_universe", "left", "local_error_log", "make_tuple", "persistence",
+    "fill_error", "global_error_log", "groupby", "if_else", "io", "iterate", "iterate_universe", "join", "join_inner", "join_left", "join_outer", "join_right", "left", "local_error_log", "make_tuple", "persistence",
     "reducers", "require", "right", "run", "run_all", "schema_builder", "schema_from_csv", "schema_from_dict",
     "schema_from_types", "sql", "temporal", "this", "udf", "udfs",
     "universes", "unwrap",

@@ -242,6 +242,43 @@ class Table:
 
     rename_columns = rename
 
+    def with_prefix(self, prefix: str) -> "Table":
+        """Every column renamed ``prefix + name``.
+
+        >>> import sparkway as pw
+        >>> pw.debug.table_from_markdown("a | b\\n1 | 2").with_prefix("u_").column_names()
+        ['u_a', 'u_b']
+        """
+        return self.rename_by_dict({c: prefix + c for c in self._node.columns})
+
+    def with_suffix(self, suffix: str) -> "Table":
+        """Every column renamed ``name + suffix``."""
+        return self.rename_by_dict({c: c + suffix for c in self._node.columns})
+
+    @property
+    def C(self) -> "ColumnNamespace":  # noqa: N802 - Pathway's name
+        """The columns, also those named like a method: ``t.C.filter``.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("age | filter\\n10 | True\\n9 | False")
+        >>> pw.debug.compute_and_print(t.filter(t.C.filter), include_id=False)
+        age | filter
+        10  | True
+        """
+        return ColumnNamespace(self)
+
+    def split(self, condition: Expr) -> tuple["Table", "Table"]:
+        """The rows where ``condition`` holds, and the others.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("v\\n1\\n7")
+        >>> big, small = t.split(t.v > 5)
+        >>> pw.debug.compute_and_print(small, include_id=False)
+        v
+        1
+        """
+        return self.filter(condition), self.filter(~wrap(condition))
+
     def rename_by_dict(self, names: dict[Any, str]) -> "Table":
         """Columns renamed by a dict ``{old: new}``, as ``rename``."""
         return self.rename(names)
@@ -997,6 +1034,21 @@ def _types(exprs: Iterable[tuple[str, Expr]], inputs: list[dict]) -> dict[str, D
 
 
 @traced
+class ColumnNamespace:
+    """``t.C``: a table's columns as attributes, whatever their names."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+
+    def __getattr__(self, name: str) -> ColumnRef:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._table[name]
+
+    def __getitem__(self, name: str) -> ColumnRef:
+        return self._table[name]
+
+
 class GroupedTable:
     """A table grouped by key columns; ``reduce`` gives one row per group."""
 
@@ -1387,3 +1439,33 @@ def _to_side(e: Expr, side: int) -> Expr:
     if _input_of(e) != side:
         raise PlanError("each side of a join condition must use one table's columns")
     return transform(e, lambda x: ColumnRef(n.InputRef(0), x.name) if isinstance(x, ColumnRef) else None)
+
+
+def join(left: Table, right: Table, *on: Expr, **kwargs: Any) -> JoinResult:
+    """``left.join(right, *on, ...)``, as a function (Pathway's ``pw.join``)."""
+    return left.join(right, *on, **kwargs)
+
+
+def join_inner(left: Table, right: Table, *on: Expr, **kwargs: Any) -> JoinResult:
+    """``left.join_inner(right, *on, ...)``."""
+    return left.join_inner(right, *on, **kwargs)
+
+
+def join_left(left: Table, right: Table, *on: Expr, **kwargs: Any) -> JoinResult:
+    """``left.join_left(right, *on, ...)``."""
+    return left.join_left(right, *on, **kwargs)
+
+
+def join_right(left: Table, right: Table, *on: Expr, **kwargs: Any) -> JoinResult:
+    """``left.join_right(right, *on, ...)``."""
+    return left.join_right(right, *on, **kwargs)
+
+
+def join_outer(left: Table, right: Table, *on: Expr, **kwargs: Any) -> JoinResult:
+    """``left.join_outer(right, *on, ...)``."""
+    return left.join_outer(right, *on, **kwargs)
+
+
+def groupby(table: Table, *args: Any, **kwargs: Any) -> GroupedTable:
+    """``table.groupby(*args, ...)``, as a function (Pathway's ``pw.groupby``)."""
+    return table.groupby(*args, **kwargs)
