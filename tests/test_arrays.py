@@ -53,9 +53,9 @@ def test_pandas_arrays_keep_dimensions_and_element_types():
     })
     t = pw.debug.table_from_pandas(df)
     # Pathway: a is Array(INT) (dimensions differ), f Array(1, FLOAT), m Array(1) (elements differ)
-    assert t.typehints()["a"] == dt.Array(None, dt.INT)
-    assert t.typehints()["f"] == dt.Array(1, dt.FLOAT)
-    assert t.typehints()["m"] == dt.Array(1)
+    assert t.schema._dtypes()["a"] == dt.Array(None, dt.INT)
+    assert t.schema._dtypes()["f"] == dt.Array(1, dt.FLOAT)
+    assert t.schema._dtypes()["m"] == dt.Array(1)
     assert arrays(t, "a", "i") == [("int64", (2,), [1, 2]), ("int64", (2, 2), [[1, 2], [3, 4]])]
     # int32 and float32 arrays come back as int64 and float64 ones, as in Pathway
     assert arrays(t, "m", "i") == [("int64", (2,), [1, 2]), ("float64", (1,), [1.5])]
@@ -75,7 +75,7 @@ def test_matrix_multiplication_follows_numpy():
         pd.DataFrame({"a": [a for a, _ in pairs], "b": [b for _, b in pairs], "i": range(len(pairs))})
     )
     result = t.select(pw.this.i, c=t.a @ t.b)
-    assert result.typehints()["c"] == dt.ANY_ARRAY
+    assert result.schema._dtypes()["c"] == dt.ANY_ARRAY
     # the oracle's results: vector @ vector is a 0-dimensional array
     assert arrays(result, "c", "i") == [
         ("int64", (), 11),
@@ -118,9 +118,9 @@ def test_indexing_gives_rows_and_elements():
     }))
     result = t.select(pw.this.i, last=t.v[-1], second=t.v.get(2, default=-1.0), row=t.m[1])
     # Pathway: FLOAT, FLOAT, Array(1, INT)
-    assert result.typehints()["last"] == dt.FLOAT
-    assert result.typehints()["second"] == dt.FLOAT
-    assert result.typehints()["row"] == dt.INT_ARRAY_1D
+    assert result.schema._dtypes()["last"] == dt.FLOAT
+    assert result.schema._dtypes()["second"] == dt.FLOAT
+    assert result.schema._dtypes()["row"] == dt.INT_ARRAY_1D
     frame = pw.debug.table_to_pandas(result).sort_values("i")
     assert frame["last"].tolist() == [3.0, 5.0]
     assert frame["second"].tolist() == [3.0, -1.0]
@@ -140,12 +140,12 @@ def test_flatten_gives_elements_or_rows():
         "k": [1, 2, 3],
     }))
     flat = t.flatten(t.v)
-    assert flat.typehints()["v"] == dt.INT  # Pathway: INT from Array(1, INT)
+    assert flat.schema._dtypes()["v"] == dt.INT  # Pathway: INT from Array(1, INT)
     assert sorted(pw.debug.table_to_pandas(flat)[["v", "k"]].itertuples(index=False, name=None)) == [
         (1, 1), (2, 1), (3, 3)
     ]
     rows = t.flatten(t.m)
-    assert rows.typehints()["m"] == dt.FLOAT_ARRAY_1D  # Pathway: Array(1, FLOAT) from Array(2, FLOAT)
+    assert rows.schema._dtypes()["m"] == dt.FLOAT_ARRAY_1D  # Pathway: Array(1, FLOAT) from Array(2, FLOAT)
     assert sorted(v for _, _, v in arrays(rows, "m")) == [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]
 
 
@@ -167,7 +167,7 @@ def test_ndarray_reducer_collects_values_into_arrays():
         d=pw.reducers.ndarray(t.colD, skip_nones=True),
         f=pw.reducers.ndarray(t.colF),
     )
-    assert result.typehints()["b"] == dt.ANY_ARRAY  # Pathway: Array
+    assert result.schema._dtypes()["b"] == dt.ANY_ARRAY  # Pathway: Array
     frame = pw.debug.table_to_pandas(result).set_index("colA")
     # the oracle's arrays, up to their order (which follows row ids, and ids differ)
     assert sorted(frame.loc["valA", "b"].tolist()) == [-1, 1, 2]
@@ -216,7 +216,7 @@ def test_arrays_in_schemas_and_user_functions():
         return x * 2.0
 
     result = t.select(pw.this.a, w=doubled(pw.this.v), same=pw.this.v == pw.this.v)
-    assert result.typehints()["w"] == dt.FLOAT_ARRAY
+    assert result.schema._dtypes()["w"] == dt.FLOAT_ARRAY
     assert arrays(result, "w", "a") == [("float64", (3,), [2.0, 2.0, 2.0]), ("float64", (1, 1), [[3.0]])]
     assert pw.debug.table_to_pandas(result)["same"].tolist() == [True, True]
 

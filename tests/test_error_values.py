@@ -83,7 +83,7 @@ def test_errors_propagate_through_expressions_except_untaken_branches_and_fill_e
 def test_fill_error_takes_the_common_type_of_its_arguments(capsys: pytest.CaptureFixture) -> None:
     t = pw.debug.table_from_markdown("a | b\n3 | 3\n4 | 0")
     t = t.select(fe=pw.fill_error(pw.this.a // pw.this.b, 1.5), kept=pw.fill_error(pw.this.a, pw.this.a // pw.this.b))
-    assert str(t.typehints()["fe"]) == "float" and str(t.typehints()["kept"]) == "int"
+    assert str(t.schema._dtypes()["fe"]) == "float" and str(t.schema._dtypes()["kept"]) == "int"
     assert printed(t, capsys) == ["fe  | kept", "1.0 | 3", "1.5 | 4"]
 
 

@@ -126,7 +126,7 @@ def test_int_arithmetic_with_python_semantics_for_negatives():
         sq=pw.this.a ** 2, cube=pw.this.b ** 3, neg=-pw.this.a, ab=abs(pw.this.a),
         radd=1 + pw.this.a, rsub=10 - pw.this.a, rdiv=1 / pw.this.b, rmod=9 % pw.this.b,
     )
-    types = result.typehints()
+    types = result.schema._dtypes()
     assert str(types["div"]) == "float" and str(types["rdiv"]) == "float"  # int / int is float
     assert {str(types[c]) for c in ("add", "sub", "mul", "fdiv", "mod", "sq", "cube", "neg", "rmod")} == {"int"}
     assert_rows(result, [
@@ -150,7 +150,7 @@ def test_float_and_mixed_arithmetic():
         pw.this.x, fdiv=pw.this.x // pw.this.y, mod=pw.this.x % pw.this.y,
         mixed=pw.this.x + pw.this.n, half=pw.this.n / 2, pw_=pw.this.y ** 2,
     )
-    assert {str(result.typehints()[c]) for c in ("fdiv", "mod", "mixed", "half", "pw_")} == {"float"}
+    assert {str(result.schema._dtypes()[c]) for c in ("fdiv", "mod", "mixed", "half", "pw_")} == {"float"}
     assert_rows(result, [
         (7.5, 3.0, 1.5, 8.5, 0.5, 4.0),
         (-7.5, -4.0, 0.5, -5.5, 1.0, 4.0),
@@ -239,8 +239,8 @@ def test_if_else():
         widened=pw.if_else(pw.this.a > 0, pw.this.a, 0.5),  # int and float unify to float
         maybe=pw.if_else(pw.this.a > 0, pw.this.x, None),
     )
-    assert str(result.typehints()["widened"]) == "float"
-    assert result.typehints()["maybe"].optional
+    assert str(result.schema._dtypes()["widened"]) == "float"
+    assert result.schema._dtypes()["maybe"].optional
     assert_rows(result, [(1, 1, "pos", 1.0, 10), (-2, 2, "neg", 0.5, None), (3, 3, "pos", 3.0, None)])
 
 
@@ -254,7 +254,7 @@ def test_coalesce_require_is_none():
         none=pw.this.x.is_none(),
         some=pw.this.y.is_not_none(),
     )
-    types = result.typehints()
+    types = result.schema._dtypes()
     assert not types["first"].optional  # the last argument is never None
     assert types["req"].optional
     assert_rows(result, [
@@ -267,7 +267,7 @@ def test_coalesce_require_is_none():
 def test_unwrap_removes_optional_and_fails_on_none():
     t = pw.debug.table_from_markdown(OPTIONALS)
     present = t.filter(pw.this.x.is_not_none()).select(u=pw.unwrap(pw.this.x))
-    assert not present.typehints()["u"].optional
+    assert not present.schema._dtypes()["u"].optional
     assert_rows(present, [(10,)])
     with pytest.raises(Exception, match="unwrap"):
         pw.debug.table_to_pandas(t.select(u=pw.unwrap(pw.this.x)))
@@ -288,7 +288,7 @@ def test_cast_between_numbers_strings_and_bools():
         i_f=pw.cast(float, pw.this.i), f_i=pw.cast(int, pw.this.f), i_s=pw.cast(str, pw.this.i),
         f_s=pw.cast(str, pw.this.f), b_i=pw.cast(int, pw.this.b), i_b=pw.cast(bool, pw.this.i),
     )
-    types = result.typehints()
+    types = result.schema._dtypes()
     assert [str(types[c]) for c in ("i_f", "f_i", "i_s", "b_i", "i_b")] == ["float", "int", "str", "int", "bool"]
     # float -> int truncates toward zero, as Python's int()
     assert_rows(result, [(7, 7.0, 2, "7", "2.7", 1, True), (-3, -3.0, -2, "-3", "-2.7", 0, True)])
@@ -303,7 +303,7 @@ def test_cast_to_types():
         """
     )
     result = t.cast_to_types(a=float, b=int)
-    assert [str(v) for v in result.typehints().values()] == ["float", "int"]
+    assert [str(v) for v in result.schema._dtypes().values()] == ["float", "int"]
     assert_rows(result, [(1.0, 2), (2.0, 3)])
 
 
@@ -342,7 +342,7 @@ def test_apply_apply_with_type_and_udf():
         anything=pw.apply(lambda a: [a] * a, pw.this.a),  # no annotation: any Python value
         chained=double(pw.this.a) + 1,
     )
-    types = result.typehints()
+    types = result.schema._dtypes()
     assert [str(types[c]) for c in ("d", "n", "dbl", "half")] == ["str", "int", "int", "float"]
     assert_rows(result, [
         (1, "x:1", 1, 2, 0.5, 10, [1], 3),
@@ -361,7 +361,7 @@ def test_apply_sees_none_unless_udf_propagates_it():
         return "none" if v is None else str(v)
 
     result = t.select(pw.this.a, shown=pw.apply(show, pw.this.x), inc=inc(pw.this.x))
-    assert str(result.typehints()["inc"]) == "Optional[int]"  # a None argument gives None
+    assert str(result.schema._dtypes()["inc"]) == "Optional[int]"  # a None argument gives None
     assert_rows(result, [(1, "10", 11), (-2, "none", None), (3, "none", None)])
 
 
@@ -443,7 +443,7 @@ def test_str_parse_methods():
         f=pw.this.f.str.parse_float(optional=True),
         b=pw.this.b.str.parse_bool(optional=True),
     )
-    types = result.typehints()
+    types = result.schema._dtypes()
     assert [str(types[c].with_optional(False)) for c in ("i", "f", "b")] == ["int", "float", "bool"]
     assert_rows(result, [(42, 1.5, True), (-3, -2.0, False), (None, None, None)])
     strict = t.filter(pw.this.i == "x").select(i=pw.this.i.str.parse_int())
@@ -482,7 +482,7 @@ def test_dt_parts_format_and_floor():
         """
     )
     parsed = t.select(t=pw.this.s.str.strip().dt.strptime("%Y-%m-%dT%H:%M:%S"))
-    assert str(parsed.typehints()["t"]) == "DateTimeNaive"
+    assert str(parsed.schema._dtypes()["t"]) == "DateTimeNaive"
     d = pw.this.t
     result = parsed.select(
         y=d.dt.year(), mo=d.dt.month(), day=d.dt.day(), h=d.dt.hour(), mi=d.dt.minute(), sec=d.dt.second(),
@@ -550,7 +550,7 @@ def test_dt_durations_timezones_and_timestamps():
         naive=pw.this.epoch.dt.from_timestamp(unit="s"),
         utc=pw.this.epoch.dt.utc_from_timestamp(unit="s"),
     )
-    assert [str(v) for v in parsed.typehints().values()] == ["DateTimeUtc", "DateTimeUtc", "DateTimeNaive", "DateTimeUtc"]
+    assert [str(v) for v in parsed.schema._dtypes().values()] == ["DateTimeUtc", "DateTimeUtc", "DateTimeNaive", "DateTimeUtc"]
     spans = parsed.select(
         length=pw.this.end - pw.this.start,
         secs=(pw.this.end - pw.this.start).dt.seconds(),
@@ -558,7 +558,7 @@ def test_dt_durations_timezones_and_timestamps():
         later=pw.this.naive + dt.timedelta(hours=1),
         utc_hour=pw.this.utc.dt.hour(),
     )
-    assert str(spans.typehints()["length"]) == "Duration"
+    assert str(spans.schema._dtypes()["length"]) == "Duration"
     # +0200 means 08:01:30 UTC: 1 day 22:01:30 after the start
     assert_rows(spans, [
         (dt.timedelta(days=1, hours=22, minutes=1, seconds=30), 165690, 1, dt.datetime(1970, 1, 1, 1), 0),
@@ -581,7 +581,7 @@ def test_duration_arithmetic():
     result = t.select(
         hours=d / hour, whole=d // hour, rest=d % hour, twice=d * 2, half=d / 2, back=pw.this.start + d,
     )
-    types = result.typehints()
+    types = result.schema._dtypes()
     assert [str(types[c]) for c in ("hours", "whole", "rest", "twice", "half")] == ["float", "int", "Duration", "Duration", "Duration"]
     # -25 h: floor division and modulo follow Python's signs, as for timedelta
     assert_rows(result, [
@@ -612,7 +612,7 @@ def test_json_item_access_and_conversions():
         dflt_s=d.get("zz", default="s"), dflt_col=d.get("zz", default=pw.this.data["b"].as_str()),
         plain=pw.apply(lambda j: j["a"].value * 10, d),  # a Python function gets pw.Json
     )
-    types = result.typehints()
+    types = result.schema._dtypes()
     assert str(types["a"].with_optional(False)) == "Json"
     assert [str(types[c].with_optional(False)) for c in ("ai", "b", "f", "tt")] == ["int", "str", "float", "bool"]
     assert_rows(result, [
@@ -624,7 +624,7 @@ def test_json_item_access_and_conversions():
 def test_json_from_pandas_and_wrong_type_conversion_fails():
     frame = pd.DataFrame({"data": [{"n": "text"}, {"n": 2}]})
     t = pw.debug.table_from_pandas(frame)
-    assert str(t.typehints()["data"]) == "Json"
+    assert str(t.schema._dtypes()["data"]) == "Json"
     assert_rows(t.select(n=pw.this.data["n"]), [(pw.Json("text"),), (pw.Json(2),)])
     with pytest.raises(Exception, match="not a int|is not"):
         pw.debug.table_to_pandas(t.select(n=pw.this.data["n"].as_int()))
@@ -730,7 +730,7 @@ def test_udf_classes_async_functions_batches_caches_and_retries(tmp_path):
         x=Inc(2)(pw.this.a), y=tenfold(pw.this.a), z=add(pw.this.a, pw.this.b), f=flaky(pw.this.a),
         w=pw.apply_async(tenfold.__wrapped__, pw.this.b),
     ).await_futures()
-    assert [str(k) for k in result.typehints().values()] == ["int"] * 5
+    assert [str(k) for k in result.schema._dtypes().values()] == ["int"] * 5
     assert_rows(result, [(3, 10, 2, -1, 10), (4, 20, 2, -2, 0), (5, 30, 4, -3, 10)])
 
 
@@ -755,7 +755,7 @@ def test_json_as_type_takes_a_default_or_unwraps():
     result = t.select(
         a=pw.this.j.as_int(), b=pw.this.j.as_int(default=5), c=pw.this.j.as_float(default=pw.this.n),
     )
-    assert {k: str(v) for k, v in result.typehints().items()} == {"a": "Optional[int]", "b": "int", "c": "float"}
+    assert {k: str(v) for k, v in result.schema._dtypes().items()} == {"a": "Optional[int]", "b": "int", "c": "float"}
     assert_rows(result, [(42, 42, 42.0), (None, 5, 2.0), (None, 5, 3.0)])
     with pytest.raises(TypeError, match="type of default <class 'str'> is not compatible with <class 'int'>"):
         t.select(r=pw.this.j.as_int(default="x"))
@@ -811,8 +811,8 @@ def test_declare_type_only_narrows_or_extends():
     # which declarations Pathway 0.33 accepts was recorded from it
     ints = pw.debug.table_from_markdown("v\n1\n2")
     floats = pw.debug.table_from_markdown("v\n1.5\n2")
-    assert ints.select(v=pw.declare_type(float, pw.this.v)).typehints()["v"].name == "float"
-    assert floats.select(v=pw.declare_type(int, pw.this.v)).typehints()["v"].name == "int"
+    assert ints.select(v=pw.declare_type(float, pw.this.v)).schema._dtypes()["v"].name == "float"
+    assert floats.select(v=pw.declare_type(int, pw.this.v)).schema._dtypes()["v"].name == "int"
     for table, target in [(ints, str), (ints, bool), (ints, pw.Pointer), (floats, int | None)]:
         with pytest.raises(TypeError, match="Cannot change type"):
             table.select(v=pw.declare_type(target, pw.this.v))
@@ -822,5 +822,5 @@ def test_equality_of_optional_values_is_never_none():
     # as in Pathway 0.33 (recorded): None == None is True, None == 1.0 is False
     t = pw.debug.table_from_markdown("a | b | c\n1 | 1.0 | 1\n2 |  | \n3 | 3.5 | 2")
     result = t.select(eq=t.a == t.b, ne=t.a != t.b, same=t.c == t.c)
-    assert {name: str(kind) for name, kind in result.typehints().items()} == {"eq": "bool", "ne": "bool", "same": "bool"}
+    assert {name: str(kind) for name, kind in result.schema._dtypes().items()} == {"eq": "bool", "ne": "bool", "same": "bool"}
     assert_rows(result, [(True, False, True), (False, True, True), (False, True, True)])

@@ -154,7 +154,7 @@ def test_flatten_lists_tuples_and_json_arrays():
     )
     lists = t.select(pw.this.k, xs=pw.apply_with_type(lambda n: list(range(n)), list[int], pw.this.n))
     flat = lists.flatten(pw.this.xs, origin_id="origin")
-    assert str(flat.typehints()["xs"]) == "int"
+    assert str(flat.schema._dtypes()["xs"]) == "int"
     frame = pw.debug.table_to_pandas(flat)
     assert sorted_rows((k, x) for k, x, _ in frame_rows(frame).values()) == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)]
     assert frame.index.is_unique
@@ -170,7 +170,7 @@ def test_flatten_lists_tuples_and_json_arrays():
 def test_flatten_strings_into_characters():
     t = pw.debug.table_from_markdown("s | k\nabc | 1\nxy | 3")
     flat = t.flatten(pw.this.s)
-    assert str(flat.typehints()["s"]) == "str"  # the oracle: a, b, c, x, y, as STR
+    assert str(flat.schema._dtypes()["s"]) == "str"  # the oracle: a, b, c, x, y, as STR
     assert_rows(flat, [("a", 1), ("b", 1), ("c", 1), ("x", 3), ("y", 3)])
     with pytest.raises(TypeError, match="Cannot flatten column of type int"):
         pw.debug.table_from_markdown("a\n1").flatten(pw.this.a)
@@ -205,7 +205,7 @@ def test_groupby_reduce_with_value_reducers():
         spread=pw.reducers.max(pw.this.v) - pw.reducers.min(pw.this.v),
         label=pw.this.k + "!",
     )
-    types = result.typehints()
+    types = result.schema._dtypes()
     assert [str(types[c]) for c in ("count", "total", "mean", "fsum", "smin")] == ["int", "int", "float", "float", "str"]
     assert_rows(result, [
         ("a", 3, 6, 1, 3, 2.0, 2, (1, 2, 3), 4.5, "x", "y", "A", 2, "a!"),
@@ -514,7 +514,7 @@ def test_this_reads_a_column_both_sides_have_when_the_join_compares_them():
     # as Pathway 0.33.0: the column compared is either side's (None only where both are)
     left, right = pw.debug.table_from_markdown(LEFT), pw.debug.table_from_markdown(RIGHT)
     outer = left.join_outer(right, left.k == right.k).select(pw.this.k, pw.this.a, pw.this.b)
-    assert str(outer.typehints()["k"]) == "Optional[int]"
+    assert str(outer.schema._dtypes()["k"]) == "Optional[int]"
     assert_rows(outer, [(1, "x", None), (2, "y", "p"), (2, "z", "p"), (3, None, "q"), (4, "w", "r"), (4, "w", "s")])
     with pytest.raises(ValueError, match="ambiguous"):
         left.join(right, left.a == right.b).select(pw.this.k)
@@ -532,7 +532,7 @@ def test_left_right_and_outer_joins_pad_with_none():
         inner + [(1, "x", None, None), (None, None, 3, "q")],
     )
     outer = left.join_outer(right, *on).select(**columns)
-    assert all(t.optional for t in outer.typehints().values())
+    assert all(t.optional for t in outer.schema._dtypes().values())
 
 
 def test_join_on_two_columns_and_id_from_a_side():
@@ -701,7 +701,7 @@ def test_with_id_from_and_ix():
         """
     )
     with_pointer = visits.select(visits.who, visits.day, p=people.pointer_from(visits.who))
-    assert str(with_pointer.typehints()["p"]) == "Pointer"
+    assert str(with_pointer.schema._dtypes()["p"]) == "Pointer"
     known = with_pointer.filter(pw.this.who != "carol")
     looked_up = people.ix(known.p)
     assert_rows(looked_up, [("alice", 30), ("bob", 40), ("alice", 30)])
@@ -756,12 +756,12 @@ def test_optional_pointers_lookups_and_filters_that_make_columns_not_optional():
     animals = pw.debug.table_from_markdown("  | genus\n1 | upupa\n2 | bubo")
     birds = pw.debug.table_from_markdown("  | desc | ref\n1 | hoopoe | 1\n2 | owl | 2\n3 | none |").with_columns(
         ref=animals.pointer_from(pw.this.ref, optional=True))
-    assert str(birds.typehints()["ref"]) == "Optional[Pointer]"
+    assert str(birds.schema._dtypes()["ref"]) == "Optional[Pointer]"
     latin = birds.select(pw.this.desc, *animals.ix(pw.this.ref, optional=True)[["genus"]])
-    assert str(latin.typehints()["genus"]) == "Optional[str]"
+    assert str(latin.schema._dtypes()["genus"]) == "Optional[str]"
     assert_rows(latin, [("hoopoe", "upupa"), ("owl", "bubo"), ("none", None)])
     known = latin.filter(pw.this.genus.is_not_none() & (pw.this.desc != "x"))
-    assert str(known.typehints()["genus"]) == "str"  # as Pathway: the filter rules None out
+    assert str(known.schema._dtypes()["genus"]) == "str"  # as Pathway: the filter rules None out
     assert_rows(known, [("hoopoe", "upupa"), ("owl", "bubo")])
 
 
@@ -854,7 +854,7 @@ def test_diff_subtracts_the_previous_row_in_time_order_per_instance():
     # per instance in t order: i=0: 1, 7, 16, 37; i=1: 2, 4, 11
     result = t.select(pw.this.i, pw.this.v) + t.diff(t.t, t.v, instance=t.i)
     assert_rows(result, [(0, 1, None), (0, 7, 6), (0, 16, 9), (0, 37, 21), (1, 2, None), (1, 4, 2), (1, 11, 7)])
-    assert str(t.diff(t.t, t.v).typehints()["diff_v"]) == "Optional[int]"
+    assert str(t.diff(t.t, t.v).schema._dtypes()["diff_v"]) == "Optional[int]"
 
 def test_sort_gives_prev_and_next_per_instance():
     t = pw.debug.table_from_markdown(
@@ -1027,9 +1027,9 @@ def test_tumbling_windows_over_datetimes():
 def test_update_types_narrows_or_widens_and_refuses_unrelated_types():
     t = pw.debug.table_from_markdown("a | b\n1 | x\n2 | None")
     anything = t.select(a=pw.apply(lambda v: v * 10, pw.this.a), b=pw.this.b)
-    assert str(anything.typehints()["a"]) == "Any"
+    assert str(anything.schema._dtypes()["a"]) == "Any"
     typed = anything.update_types(a=int, b=str)
-    assert [str(k) for k in typed.typehints().values()] == ["int", "str"]
+    assert [str(k) for k in typed.schema._dtypes().values()] == ["int", "str"]
     assert_rows(typed.select(c=pw.this.a + 1), [(11,), (21,)])
     with pytest.raises(pw.errors.PlanTypeError, match="'b' from Optional\\[str\\] to int"):
         t.update_types(b=int)
@@ -1039,7 +1039,7 @@ def test_update_types_narrows_or_widens_and_refuses_unrelated_types():
 
 def test_empty_table_and_select_without_columns():
     empty = pw.Table.empty(age=float, pet=str)
-    assert [str(k) for k in empty.typehints().values()] == ["float", "str"]
+    assert [str(k) for k in empty.schema._dtypes().values()] == ["float", "str"]
     assert_rows(empty, [])
     t = pw.debug.table_from_markdown("a | b | c\n1 | 2 | 3")
     assert_rows(t.select(*pw.this.without("a", pw.this.c)), [(2,)])
@@ -1062,13 +1062,13 @@ def test_schema_builder_from_column_definitions():
                                 "value": pw.column_definition(dtype=str, default_value="")})
     assert schema.column_names() == ["key", "value"]
     assert schema.primary_key_columns() == ["key"]
-    assert [str(k) for k in schema.typehints().values()] == ["int", "str"]
+    assert [str(k) for k in schema._dtypes().values()] == ["int", "str"]
 
 
 def test_table_from_pandas_ids_match_markdown_labels():
     frame = pd.DataFrame({"name": ["A", "B"], "v": [1.5, 2.5]}, index=[1, 2])
     from_pandas = pw.debug.table_from_pandas(frame)
-    assert [str(t) for t in from_pandas.typehints().values()] == ["str", "float"]
+    assert [str(t) for t in from_pandas.schema._dtypes().values()] == ["str", "float"]
     from_markdown = pw.debug.table_from_markdown(BASE)
     # labels 1 and 2 name the same rows in both tables
     assert_rows(from_markdown.update_rows(from_pandas.select(pw.this.name, v=pw.cast(int, pw.this.v))),
@@ -1089,7 +1089,7 @@ def test_markdown_space_separated_labels_booleans_and_missing_values():
         true  | NULL | NaN | NA
         FALSE | 2    | 1.5 | z
     """)
-    assert [str(k) for k in values.typehints().values()] == ["bool", "Optional[int]", "Optional[float]", "Optional[str]"]
+    assert [str(k) for k in values.schema._dtypes().values()] == ["bool", "Optional[int]", "Optional[float]", "Optional[str]"]
     assert_rows(values, [(True, None, None, None), (False, 2, 1.5, "z")])
 
 
@@ -1102,7 +1102,7 @@ def test_table_from_pandas_types_of_datetimes_durations_lists_and_tuples(capsys)
         "tu": [(1, "a"), (2, "b")],
     })
     t = pw.debug.table_from_pandas(frame)
-    assert [str(k) for k in t.typehints().values()] == [
+    assert [str(k) for k in t.schema._dtypes().values()] == [
         "DateTimeNaive", "DateTimeUtc", "Duration", "list[int]", "tuple[int, str]"
     ]
     utc = dt.timezone.utc
@@ -1131,7 +1131,7 @@ def test_markdown_formats():
         """
     )
     assert framed.column_names() == ["a", "b"] and spaced.column_names() == ["a", "b"]
-    assert framed.typehints()["b"].optional
+    assert framed.schema._dtypes()["b"].optional
     assert_rows(framed.concat_reindex(spaced), [(1, "foo"), (2, None), (1, "foo")])
 
 

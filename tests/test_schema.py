@@ -87,15 +87,15 @@ def test_schema_from_dict_takes_types_their_names_or_column_options():
 def test_schema_from_csv_infers_int_float_str_from_the_rows_it_reads(tmp_path):
     path = tmp_path / "data.csv"
     path.write_text('id,value,time,diff\n"a",x,1692262484324,1\n#"b",y,1692262510368,1.1\n"c",z,1692262510368,1\n')
-    types = {name: str(kind) for name, kind in pw.schema_from_csv(str(path)).typehints().items()}
+    types = {name: str(kind) for name, kind in pw.schema_from_csv(str(path))._dtypes().items()}
     assert types == {"id": "str", "value": "str", "time": "int", "diff": "float"}  # "#..." is a row here
-    one_row = pw.schema_from_csv(str(path), num_parsed_rows=1).typehints()
+    one_row = pw.schema_from_csv(str(path), num_parsed_rows=1)._dtypes()
     assert str(one_row["diff"]) == "int"
-    without_comments = pw.schema_from_csv(str(path), comment_character="#").typehints()
+    without_comments = pw.schema_from_csv(str(path), comment_character="#")._dtypes()
     assert str(without_comments["diff"]) == "int"
-    assert {str(t) for t in pw.schema_from_csv(str(path), num_parsed_rows=0).typehints().values()} == {"Any"}
+    assert {str(t) for t in pw.schema_from_csv(str(path), num_parsed_rows=0)._dtypes().values()} == {"Any"}
     assert pw.schema_from_csv(str(path), delimiter=";").column_names() == ["id,value,time,diff"]
     quoted = tmp_path / "quoted.csv"
     quoted.write_text('ID,"va""l""ue"\n"1","w"\n')
     assert pw.schema_from_csv(str(quoted)).column_names() == ["ID", 'va"l"ue']
-    assert str(pw.schema_from_csv(str(quoted)).typehints()["ID"]) == "int"
+    assert str(pw.schema_from_csv(str(quoted))._dtypes()["ID"]) == "int"

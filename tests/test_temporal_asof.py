@@ -93,9 +93,9 @@ def test_asof_join_column_types_are_optional_where_a_row_may_be_missing() -> Non
     left = t1.asof_join_left(t2, t1.t, t2.t, t1.K == t2.K).select(lv=t1.val, rv=t2.val)
     defaulted = t1.asof_join_left(t2, t1.t, t2.t, defaults={t2.val: -1}).select(rv=t2.val)
     outer = t1.asof_join_outer(t2, t1.t, t2.t).select(pw.this.t, pw.this.side, lv=t1.val)
-    assert [str(t) for t in left.typehints().values()] == ["int", "Optional[int]"]
-    assert [str(t) for t in defaulted.typehints().values()] == ["int"]
-    assert [str(t) for t in outer.typehints().values()] == ["int", "bool", "Optional[int]"]
+    assert [str(t) for t in left.schema._dtypes().values()] == ["int", "Optional[int]"]
+    assert [str(t) for t in defaulted.schema._dtypes().values()] == ["int"]
+    assert [str(t) for t in outer.schema._dtypes().values()] == ["int", "bool", "Optional[int]"]
 
 
 def test_asof_join_updates_a_match_when_a_late_row_arrives_or_leaves() -> None:

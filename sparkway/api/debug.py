@@ -232,7 +232,7 @@ def table_from_markdown(
         records.append(dict(zip(names, (_parse_cell(c) for c in cells))))
     data_names = [c for c in names if c not in ("__time__", "__diff__")]
     if schema is not None:
-        columns = schema.typehints()
+        columns = schema._dtypes()
         for name, kind in columns.items():
             if kind.with_optional(False) == dt.JSON:  # a JSON cell is JSON text, not a string
                 for record, cells in zip(records, raw):
@@ -256,7 +256,7 @@ def table_from_rows(schema: type[Schema], rows: list[tuple], unsafe_trusted_ids:
     """
     names = schema.column_names() + (["__time__", "__diff__"] if is_stream else [])
     records = [dict(zip(names, row)) for row in rows]
-    return _rows_table(schema.typehints(), records, None, list(range(len(records))))
+    return _rows_table(schema._dtypes(), records, None, list(range(len(records))))
 
 
 @traced
@@ -265,7 +265,7 @@ def table_from_pandas(df: pd.DataFrame, id_from: list[str] | None = None, schema
     rows = [{k: _python(v) for k, v in r.items()} for r in df.to_dict("records")]
     names = [c for c in df.columns if c not in ("__time__", "__diff__")]
     if schema is not None:
-        columns = schema.typehints()
+        columns = schema._dtypes()
     else:
         columns = {str(c): _column_type([r.get(c) for r in rows]) for c in names}
     return _rows_table(columns, rows, id_from, [_python(i) for i in df.index])
@@ -337,7 +337,7 @@ def table_to_pandas(table: Table, *, include_id: bool = True, **run_kwargs: Any)
     >>> sorted(pw.debug.table_to_pandas(t)["a"])  # doctest: +SKIP
     [1, 2]
     """
-    types = table.typehints()
+    types = table.schema._dtypes()
     state = _final_state(compute(table, **run_kwargs), types)
     values = {name: [row[name] for row, _ in state.values()] for name in types}
     # an optional int or pointer column stays exact Python ints with None (pandas would
@@ -361,7 +361,7 @@ def _short(row_id: int) -> str:
 
 def _printed(row: dict[str, Any], table: Table) -> list[Any]:
     """The row's values in column order; pointers as Pathway prints them (``^`` and digits)."""
-    pointers = {c for c, kind in table.typehints().items() if kind.with_optional(False) == dt.POINTER}
+    pointers = {c for c, kind in table.schema._dtypes().items() if kind.with_optional(False) == dt.POINTER}
     return [_short(row[c]) if c in pointers and row[c] is not None else row[c] for c in table.column_names()]
 
 
@@ -396,7 +396,7 @@ def _order(row: list[Any]) -> tuple:
 @traced
 def compute_and_print(table: Table, *, include_id: bool = True, short_pointers: bool = True, n_rows: int | None = None, **run_kwargs: Any) -> None:
     """Prints the table's final contents, one row per line, sorted."""
-    state = _final_state(compute(table, **run_kwargs), table.typehints())
+    state = _final_state(compute(table, **run_kwargs), table.schema._dtypes())
     names = table.column_names()
     rows = [([_short(i)] if include_id else []) + _printed(row, table) for i, (row, _) in state.items()]
     rows.sort(key=_order)
@@ -409,6 +409,6 @@ def compute_and_print_update_stream(table: Table, *, include_id: bool = True, sh
     names = table.column_names()
     rows = []
     for batch in compute(table, **run_kwargs):
-        for row_id, row in zip(batch.ids.to_pylist(), batch_rows(batch, table.typehints())):
+        for row_id, row in zip(batch.ids.to_pylist(), batch_rows(batch, table.schema._dtypes())):
             rows.append(([_short(row_id)] if include_id else []) + _printed(row, table) + [row["time"], row["diff"]])
     _print_rows(([""] if include_id else []) + names + ["__time__", "__diff__"], rows[:n_rows] if n_rows else rows)

@@ -61,8 +61,8 @@ def declare_type(target: Any, value: Any) -> Cast:
 
     >>> import sparkway as pw
     >>> t = pw.debug.table_from_markdown("a\\n1\\nNone").filter(pw.this.a.is_not_none())
-    >>> t.select(a=pw.declare_type(int, pw.this.a)).typehints()["a"].name
-    'int'
+    >>> t.select(a=pw.declare_type(int, pw.this.a)).typehints()["a"]
+    <class 'int'>
     """
     return Cast(dtype_of(target), wrap(value), declared=True)
 

@@ -106,7 +106,7 @@ def local_error_log() -> Iterator[Table]:
 
 
 def _error_log_columns() -> dict:
-    return dict(ErrorLogSchema.typehints())
+    return dict(ErrorLogSchema._dtypes())
 
 
 def clear() -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from sparkway.core.columns import NO_DEFAULT, Column
+from sparkway.core import dtypes as dt
 from sparkway.core.dtypes import DType, dtype_of
 
 
@@ -153,7 +154,18 @@ class Schema(metaclass=_SchemaMeta):
         return keys or None
 
     @classmethod
-    def typehints(cls) -> dict[str, DType]:
+    def typehints(cls) -> dict[str, Any]:
+        """The Python annotation of each column's values.
+
+        >>> import sparkway as pw
+        >>> pw.schema_from_types(a=int, b=str | None).typehints()
+        {'a': <class 'int'>, 'b': str | None}
+        """
+        return {c.name: dt.python_type(c.dtype) for c in cls.__columns__.values()}
+
+    @classmethod
+    def _dtypes(cls) -> dict[str, DType]:
+        """Each column's type (Pathway's internal name, which its tests use)."""
         return {c.name: c.dtype for c in cls.__columns__.values()}
 
 
@@ -193,7 +205,7 @@ def schema_from_dict(
     >>> import sparkway as pw
     >>> S = pw.schema_from_dict({"key": {"dtype": "int", "primary_key": True}, "value": str})
     >>> S.typehints()["key"], S.primary_key_columns()
-    (DType(name='int', items=(), optional=False), ['key'])
+    (<class 'int'>, ['key'])
     """
     definitions = {}
     for col, spec in columns.items():
@@ -229,7 +241,7 @@ def schema_from_csv(
     >>> path = os.path.join(tempfile.mkdtemp(), "data.csv")
     >>> _ = open(path, "w").write("word,count,share\\nfoo,2,0.5\\n")
     >>> pw.schema_from_csv(path).typehints()["share"]
-    DType(name='float', items=(), optional=False)
+    <class 'float'>
     """
     with open(path, newline="") as f:
         lines = (line for line in f if comment_character is None or not line.lstrip().startswith(comment_character))
@@ -280,7 +292,7 @@ def assert_table_has_schema(
     AssertionError: column 'a' is of type int, not str
     """
     # AssertionError, as Pathway raises; not ``assert``, which ``python -O`` removes
-    have, want = table.typehints(), schema.typehints()
+    have, want = table.schema._dtypes(), schema._dtypes()
     missing = [c for c in want if c not in have]
     if missing:
         raise AssertionError(f"the table has no column {', '.join(map(repr, missing))}; its columns: {', '.join(have)}")

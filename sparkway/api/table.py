@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import enum
 import re
+from types import MappingProxyType
 from typing import Any, Callable, Iterable
 
 from sparkway.api.schema import Schema, schema_from_columns
@@ -158,8 +159,14 @@ class Table:
     def column_names(self) -> list[str]:
         return list(self._node.columns)
 
-    def typehints(self) -> dict[str, DType]:
-        return dict(self._node.columns)
+    def typehints(self) -> MappingProxyType:
+        """The Python annotation of each column's values.
+
+        >>> import sparkway as pw
+        >>> pw.debug.table_from_markdown("a | b\\n1 | x\\n2 |").typehints()
+        mappingproxy({'a': <class 'int'>, 'b': str | None})
+        """
+        return MappingProxyType({c: dt.python_type(kind) for c, kind in self._node.columns.items()})
 
     def __repr__(self) -> str:
         cols = ", ".join(f"{k}: {v}" for k, v in self._node.columns.items())
@@ -293,8 +300,8 @@ class Table:
 
         >>> import sparkway as pw
         >>> t = pw.debug.table_from_markdown("a\\n1").select(a=pw.apply(lambda x: x, pw.this.a))
-        >>> str(t.update_types(a=int).typehints()["a"])
-        'int'
+        >>> t.update_types(a=int).typehints()["a"]
+        <class 'int'>
         """
         columns = dict(self._node.columns)
         exprs = []

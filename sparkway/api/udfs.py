@@ -138,8 +138,8 @@ class UDF:
     ...     def __wrapped__(self, a: int) -> int:
     ...         return a + self.n
     >>> t = pw.debug.table_from_markdown("a\\n1")
-    >>> t.select(b=Add(2)(pw.this.a)).typehints()["b"].name
-    'int'
+    >>> t.select(b=Add(2)(pw.this.a)).typehints()["b"]
+    <class 'int'>
     """
 
     def __init__(

@@ -369,6 +369,10 @@ _FROM_PYTHON: dict[Any, DType] = {
     Any: ANY,
     dict: JSON,
 }
+_TO_PYTHON: dict[DType, Any] = {
+    INT: int, FLOAT: float, STR: str, BOOL: bool, BYTES: bytes, JSON: Json, POINTER: Pointer,
+    DATE_TIME_NAIVE: DateTimeNaive, DATE_TIME_UTC: DateTimeUtc, DURATION: Duration, ANY: Any,
+}
 
 
 def dtype_of(annotation: Any) -> DType:
@@ -403,6 +407,26 @@ def dtype_of(annotation: Any) -> DType:
         f"unsupported column type {annotation!r}: use int, float, str, bool, bytes, pw.Json, "
         "pw.Pointer, pw.DateTimeNaive, pw.DateTimeUtc, pw.Duration, Optional, list, tuple or np.ndarray"
     )
+
+
+def python_type(dtype: DType) -> Any:
+    """The Python annotation of ``dtype``'s values, as Pathway's ``typehints()`` give it.
+
+    >>> python_type(INT.with_optional()), python_type(DType("tuple", (INT, STR)))
+    (int | None, tuple[int, str])
+    """
+    base = dtype.with_optional(False)
+    if base.is_array:
+        annotation: Any = np.ndarray
+    elif base.name == "list":
+        annotation = list[python_type(base.items[0])]
+    elif base.name == "tuple":
+        annotation = tuple[tuple(python_type(item) for item in base.items)]
+    else:
+        annotation = _TO_PYTHON[base]
+    if not dtype.optional:
+        return annotation
+    return typing.Optional[annotation] if annotation is Any else annotation | None
 
 
 wrap = dtype_of  # Pathway's name (pw.internals.dtype.wrap)

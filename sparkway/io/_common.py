@@ -27,7 +27,7 @@ def snapshot_primary_key(table: Table, primary_key: list[Any] | None, output_tab
     if not primary_key:
         raise PlanError("a snapshot needs primary_key: the column(s) that identify a row, e.g. [table.id_col]")
     names = [c.name if isinstance(c, ColumnRef) else c for c in primary_key]
-    columns = table.typehints()
+    columns = table.schema._dtypes()
     for name in names:
         if not isinstance(name, str) or name not in columns:
             raise PlanError(f"primary_key entry {name!r} is not a column of the table; its columns are {list(columns)}")

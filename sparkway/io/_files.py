@@ -59,7 +59,7 @@ def write_file(table: Table, filename: str | Any, *, format: str, name: str | No
     sinks = {"csv": CsvSink, "json": JsonLinesSink}
     if format not in sinks:
         raise PlanError(f"cannot write format {format!r}; use 'csv' or 'json'")
-    sink = sinks[format](str(filename), table.column_names(), dtypes=table.typehints(), name=name)
+    sink = sinks[format](str(filename), table.column_names(), dtypes=table.schema._dtypes(), name=name)
     graph.write_to_sink(table, sink)
 
 

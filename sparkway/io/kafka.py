@@ -107,7 +107,7 @@ def write(
         rdkafka_settings,
         topic_name,
         table.column_names(),
-        dtypes=table.typehints(),
+        dtypes=table.schema._dtypes(),
         format=format,
         key=_column_name(key),
         value=_column_name(value),

@@ -56,7 +56,7 @@ def write(
         raise PlanError(f"init_mode must be one of {list(INIT_MODES)}, not {init_mode!r}")
     if max_batch_size is not None and max_batch_size < 1:
         raise PlanError(f"max_batch_size must be a positive number of rows, not {max_batch_size}")
-    columns = table.typehints()
+    columns = table.schema._dtypes()
     _check_columns(columns)
     key = snapshot_primary_key(table, primary_key, output_table_type)
     sink = PostgresSink(postgres_settings, table_name, columns, table_type=output_table_type, primary_key=key,

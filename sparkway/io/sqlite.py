@@ -93,7 +93,7 @@ def write(
     if max_batch_size is not None and max_batch_size < 1:
         raise PlanError(f"max_batch_size must be a positive number of rows, not {max_batch_size}")
     _reject_directory(path)
-    columns = table.typehints()
+    columns = table.schema._dtypes()
     _check_column_names(list(columns), output_table_type)
     key = snapshot_primary_key(table, primary_key, output_table_type)
     sink = SqliteSink(path, table_name, columns, table_type=output_table_type, primary_key=key,

@@ -113,7 +113,7 @@ def _capture(tables: tuple[Any, ...], run_kwargs: dict[str, Any]) -> list[list[C
     run(**run_kwargs)
     streams: list[list[Change]] = []
     for table, sink in zip(tables, sinks):
-        names, types = list(table.column_names()), table.typehints()
+        names, types = list(table.column_names()), table.schema._dtypes()
         streams.append([
             (key, tuple(_hashable(row[c]) for c in names), batch.time, 1 if row["diff"] > 0 else -1)
             for batch in sink.batches
@@ -142,7 +142,7 @@ def _by_rank(stream: list[Change], with_id: bool) -> collections.Counter:
 def _check_schemas(table: Any, expected: Any) -> None:
     names, expected_names = list(table.column_names()), list(expected.column_names())
     assert names == expected_names, f"columns {names} vs expected {expected_names}"
-    types, expected_types = table.schema.typehints(), expected.schema.typehints()
+    types, expected_types = table.schema._dtypes(), expected.schema._dtypes()
     same = all(_same_type(types[c], expected_types[c]) for c in names)
     assert same, f"column types {types} vs expected {expected_types}"
 
