@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable
 
 from sparkway.api.schema import Schema, schema_from_columns
 from sparkway.api.temporal import check_time_types, check_window_types
-from sparkway.api.thisclass import AllColumns, ColumnSlice, PendingIx, Placeholder, left, right, this
+from sparkway.api.thisclass import AllColumns, TableSlice, PendingIx, Placeholder, left, right, this
 from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
@@ -115,7 +115,7 @@ class Table:
         yield AllColumns(self)
 
     @property
-    def slice(self) -> ColumnSlice:
+    def slice(self) -> TableSlice:
         """The columns, to pick, rename or leave out some in ``select`` (``**t.slice.without("a")``).
 
         >>> import sparkway as pw
@@ -123,7 +123,7 @@ class Table:
         >>> t.select(**t.slice.with_suffix("_x")).column_names()
         ['a_x', 'b_x']
         """
-        return ColumnSlice(self)
+        return TableSlice(self)
 
     def keys(self) -> list[str]:
         """The column names: with ``__getitem__`` this makes ``**table`` give its columns,

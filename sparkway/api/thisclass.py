@@ -12,7 +12,7 @@ from sparkway.core.expression import ColumnRef, Expr, IxRef, PointerFrom, wrap
 @dataclass(frozen=True)
 class AllColumns:
     """What ``*x`` and ``**x`` unpack to inside ``select`` (``x`` a table, ``pw.this``, or
-    a ``ColumnSlice`` of them): the columns of ``table``, after the slice's operations."""
+    a ``TableSlice`` of them): the columns of ``table``, after the slice's operations."""
 
     table: object
     ops: tuple[tuple[str, Any], ...] = ()
@@ -57,7 +57,7 @@ def _name(column: str | ColumnRef) -> str:
     return column.name if isinstance(column, ColumnRef) else column
 
 
-class ColumnSlice:
+class TableSlice:
     """Some columns of a table (``t.slice``, ``pw.this.without("a")``, ``pw.left.rename(...)``),
     maybe renamed, to unpack in ``select``: ``select(*pw.this.without("a"))``,
     ``select(**pw.right.with_suffix("_r"))``; ``slice.name`` is one of its columns.
@@ -71,24 +71,24 @@ class ColumnSlice:
     def __init__(self, table: object, ops: tuple[tuple[str, Any], ...] = ()) -> None:
         self._columns = AllColumns(table, ops)
 
-    def _then(self, op: str, arg: Any) -> "ColumnSlice":
-        return ColumnSlice(self._columns.table, (*self._columns.ops, (op, arg)))
+    def _then(self, op: str, arg: Any) -> "TableSlice":
+        return TableSlice(self._columns.table, (*self._columns.ops, (op, arg)))
 
-    def without(self, *columns: str | ColumnRef) -> "ColumnSlice":
+    def without(self, *columns: str | ColumnRef) -> "TableSlice":
         """Every column but these."""
         return self._then("without", frozenset(_name(c) for c in columns))
 
-    def rename(self, names: dict | None = None, **kwargs: str | ColumnRef) -> "ColumnSlice":
+    def rename(self, names: dict | None = None, **kwargs: str | ColumnRef) -> "TableSlice":
         """Columns renamed: ``rename({"a": "b"})`` or ``rename(b=pw.this.a)``."""
         mapping = {_name(old): _name(new) for old, new in (names or {}).items()}
         mapping |= {_name(old): new for new, old in kwargs.items()}
         return self._then("rename", mapping)
 
-    def with_prefix(self, prefix: str) -> "ColumnSlice":
+    def with_prefix(self, prefix: str) -> "TableSlice":
         """Every column renamed ``prefix + name``."""
         return self._then("prefix", prefix)
 
-    def with_suffix(self, suffix: str) -> "ColumnSlice":
+    def with_suffix(self, suffix: str) -> "TableSlice":
         """Every column renamed ``name + suffix``."""
         return self._then("suffix", suffix)
 
@@ -103,6 +103,13 @@ class ColumnSlice:
         if isinstance(name, str) and name.startswith(_ALL_COLUMNS):
             return self._columns
         return self.__getattr__(_name(name))
+
+    def __repr__(self) -> str:
+        table = self._columns.table
+        if getattr(table, "is_placeholder", False):
+            return f"TableSlice({table!r}, {self._columns.ops!r})"
+        pairs = self._columns.resolve(list(table._node.columns))
+        return "TableSlice({" + ", ".join(f"{out!r}: {ColumnRef(table, src)!r}" for out, src in pairs) + "})"
 
     def keys(self) -> list[str]:
         """``select(**slice)``: one key standing for all its columns."""
@@ -157,11 +164,11 @@ class Placeholder:
         return [f"{_ALL_COLUMNS}{next(_expansions)}"]
 
     @property
-    def slice(self) -> ColumnSlice:
+    def slice(self) -> TableSlice:
         """Every column, to pick, rename or leave out some (``pw.left.slice.without("a")``)."""
-        return ColumnSlice(self)
+        return TableSlice(self)
 
-    def with_prefix(self, prefix: str) -> ColumnSlice:
+    def with_prefix(self, prefix: str) -> TableSlice:
         """Every column, renamed ``prefix + name``: ``select(**pw.left.with_prefix("l_"))``.
 
         >>> import sparkway as pw
@@ -171,11 +178,11 @@ class Placeholder:
         """
         return self.slice.with_prefix(prefix)
 
-    def with_suffix(self, suffix: str) -> ColumnSlice:
+    def with_suffix(self, suffix: str) -> TableSlice:
         """Every column, renamed ``name + suffix``: ``select(*pw.right.with_suffix("_r"))``."""
         return self.slice.with_suffix(suffix)
 
-    def rename(self, names: dict | None = None, **kwargs: Any) -> ColumnSlice:
+    def rename(self, names: dict | None = None, **kwargs: Any) -> TableSlice:
         """Every column, some renamed: ``select(**pw.right.rename({"col": "col2"}))``."""
         return self.slice.rename(names, **kwargs)
 
@@ -191,7 +198,7 @@ class Placeholder:
             return AllColumns(self)
         return ColumnRef(self, name)
 
-    def without(self, *columns: str | ColumnRef) -> ColumnSlice:
+    def without(self, *columns: str | ColumnRef) -> TableSlice:
         """Every column but these, for ``select(*pw.this.without("a"))``.
 
         >>> import sparkway as pw
