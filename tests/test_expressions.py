@@ -824,3 +824,10 @@ def test_equality_of_optional_values_is_never_none():
     result = t.select(eq=t.a == t.b, ne=t.a != t.b, same=t.c == t.c)
     assert {name: str(kind) for name, kind in result.schema._dtypes().items()} == {"eq": "bool", "ne": "bool", "same": "bool"}
     assert_rows(result, [(True, False, True), (False, True, True), (False, True, True)])
+
+
+def test_str_replace_with_a_count_replaces_the_first_occurrences():
+    t = pw.debug.table_from_markdown("value | n\nScaciscics | 3\nyelliwwiid | 2")
+    result = t.select(at_most_n=pw.this.value.str.replace("c", "t", pw.this.n), one=pw.this.value.str.replace("i", "o", 1))
+    # by hand, with Python's str.replace(old, new, count)
+    assert_rows(result, [("Statistics", "Scaciscocs"), ("yelliwwiid", "yellowwiid")])

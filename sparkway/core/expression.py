@@ -321,8 +321,10 @@ class StrNamespace(_Namespace):
     def title(self) -> Call: return self._call("str.title")
     def removeprefix(self, prefix: Any) -> Call: return self._call("str.removeprefix", prefix)
     def removesuffix(self, suffix: Any) -> Call: return self._call("str.removesuffix", suffix)
-    def replace(self, old: Any, new: Any, count: int = -1) -> Call:
-        return self._call("str.replace", old, new, params=(count,))
+    def replace(self, old: Any, new: Any, count: Any = -1) -> Call:
+        if isinstance(count, int) and count == -1:
+            return self._call("str.replace", old, new)
+        return self._call("str.replace", old, new, count)
     def slice(self, start: int, end: int) -> Call: return self._call("str.slice", params=(start, end))
     def parse_int(self, optional: bool = False) -> Call: return self._call("str.parse_int", params=(optional,))
     def parse_float(self, optional: bool = False) -> Call: return self._call("str.parse_float", params=(optional,))

@@ -810,7 +810,9 @@ FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], Scope], Column]
         F.startswith(a[0], a[1]), F.substring(a[0], F.char_length(a[1]) + 1, F.lit(2**31 - 1))).otherwise(a[0]),
     "str.removesuffix": lambda a, p, t, w: F.when(
         F.endswith(a[0], a[1]), F.left(a[0], F.char_length(a[0]) - F.char_length(a[1]))).otherwise(a[0]),
-    "str.replace": lambda a, p, t, w: F.replace(a[0], a[1], a[2]),
+    "str.replace": lambda a, p, t, w: F.replace(a[0], a[1], a[2]) if len(a) == 3 else python_column(
+        w, lambda s, old, new, count: None if None in (s, old, new, count) else s.replace(old, new, count),
+        "string", a),
     "str.slice": _str_slice,
     "str.parse_int": _parse("long"),
     "str.parse_float": _parse("double"),
