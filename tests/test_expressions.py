@@ -830,4 +830,4 @@ def test_str_replace_with_a_count_replaces_the_first_occurrences():
     t = pw.debug.table_from_markdown("value | n\nScaciscics | 3\nyelliwwiid | 2")
     result = t.select(at_most_n=pw.this.value.str.replace("c", "t", pw.this.n), one=pw.this.value.str.replace("i", "o", 1))
     # by hand, with Python's str.replace(old, new, count)
-    assert_rows(result, [("Statistics", "Scaciscocs"), ("yelliwwiid", "yellowwiid")])
+    assert_rows(result, [("Statistics", "Scacoscics"), ("yelliwwiid", "yellowwiid")])
