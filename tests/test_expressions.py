@@ -831,3 +831,21 @@ def test_str_replace_with_a_count_replaces_the_first_occurrences():
     result = t.select(at_most_n=pw.this.value.str.replace("c", "t", pw.this.n), one=pw.this.value.str.replace("i", "o", 1))
     # by hand, with Python's str.replace(old, new, count)
     assert_rows(result, [("Statistics", "Scacoscics"), ("yelliwwiid", "yellowwiid")])
+
+
+def test_tuple_items_by_constant_negative_and_computed_indexes():
+    t = pw.debug.table_from_markdown("a | b | c\n3 | 2 | 1\n4 | 1 | 0").with_columns(tup=pw.make_tuple(pw.this.a, pw.this.b))
+    result = t.select(first=pw.this.tup[0], last=pw.this.tup[-1], picked=pw.this.tup[pw.this.c],
+                      safe=pw.this.tup.get(pw.this.c, default=100))
+    assert_rows(result, [(3, 2, 2, 2), (4, 1, 4, 4)])  # by hand
+    with pytest.raises(IndexError, match="Index 2 out of range for a tuple of type tuple\\[int, int\\]"):
+        t.select(x=pw.this.tup[2])
+    with pytest.warns(UserWarning, match="Consider using just the default value"):
+        beyond = t.select(x=pw.this.tup.get(2, default=pw.this.c))
+    assert_rows(beyond, [(1,), (0,)])
+
+
+def test_sorted_tuple_puts_none_first():
+    t = pw.debug.table_from_markdown("g | v\n1 | 1\n1 | \n1 | -1")
+    result = t.groupby(pw.this.g).reduce(s=pw.reducers.sorted_tuple(pw.this.v))
+    assert_rows(result, [((None, -1, 1),)])  # Pathway's order (recorded from it)

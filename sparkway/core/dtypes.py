@@ -261,6 +261,11 @@ DURATION = DType("Duration")
 ANY = DType("Any")
 
 
+def Optional(wrapped: Any) -> DType:  # noqa: N802 - Pathway's name
+    """The type of ``wrapped``'s values or None: ``Optional(INT) == dtype_of(int | None)``."""
+    return dtype_of(wrapped).with_optional(True)
+
+
 def Array(n_dim: int | None = None, wrapped: Any = None) -> DType:  # noqa: N802 - Pathway's name
     """The type of numpy array columns: ``n_dim`` dimensions (None: any number), elements
     of type ``wrapped`` (int or float; None or Any: either).

@@ -13,7 +13,7 @@ from sparkway.core.expression import (
     Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, FillError, GetItem, IfElse, IsNone,
     MakeTuple, PointerFrom, ReducerExpr, Require, UnOp, Unwrap,
 )
-from sparkway.errors import PlanError, PlanTypeError
+from sparkway.errors import PlanError, PlanTypeError, warn_user
 
 Columns = list[dict[str, DType]]
 
@@ -184,13 +184,41 @@ def _getitem_type(container: DType, key: Expr, default: Expr | None, checked: bo
     if base.name == "list":
         item = base.items[0]
         return item.with_optional(item.optional or not checked)
-    if base.name == "tuple" and isinstance(key, Const):
-        return base.items[key.value]
+    if base.name == "tuple":
+        return _tuple_item_type(base, key, default, checked, inputs)
     if base.is_array:
         if container.optional:
             raise PlanTypeError(f"cannot index a column of type {container}: unwrap it first (pw.unwrap)")
         return dt.array_item(base)
     return dt.ANY.with_optional(True)
+
+
+def tuple_position(tuple_type: DType, key: Expr) -> int | None:
+    """The field a constant index of a tuple reads (negative ones count from the end);
+    None when out of range."""
+    n = len(tuple_type.items)
+    position = key.value + n if key.value < 0 else key.value
+    return position if 0 <= position < n else None
+
+
+def _tuple_item_type(base: DType, key: Expr, default: Expr | None, checked: bool, inputs: Columns) -> DType:
+    """Pathway's rules: a constant index out of range is an IndexError with ``[]`` and
+    the default with ``.get()`` (and a warning); any index of a tuple whose items share
+    a type gives that type (optional with ``.get()``), else Any."""
+    default_type = infer(default, inputs) if default is not None else dt.ANY.with_optional()
+    if isinstance(key, Const) and isinstance(key.value, int):
+        position = tuple_position(base, key)
+        if position is not None:
+            return base.items[position]
+        message = f"Index {key.value} out of range for a tuple of type {dt.python_type(base)}."
+        if checked:
+            raise IndexError(message)
+        warn_user(f"{message} Consider using just the default value without .get().")
+        return default_type
+    if len(set(base.items)) == 1:
+        item = base.items[0]
+        return item if checked else dt.unify(item, default_type)
+    return dt.ANY.with_optional(not checked)
 
 
 def _same(types: list[DType], params: tuple) -> DType:

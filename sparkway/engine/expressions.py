@@ -37,7 +37,8 @@ from sparkway.core.expression import (
     Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, FillError, GetItem, IfElse, IsNone,
     MakeTuple, PointerFrom, Require, UnOp, Unwrap, children,
 )
-from sparkway.core.type_rules import infer
+from sparkway.core.type_rules import infer, tuple_position
+from sparkway.errors import PlanTypeError
 from sparkway.core.text import text_of
 from sparkway.engine.failures import failures_named
 
@@ -428,9 +429,17 @@ def _get_item(e: GetItem, scope: Scope) -> Column:
     container = _type(e.arg, scope).with_optional(False)
     value = compile_expr(e.arg, scope)
     if container.name == "tuple" and isinstance(e.key, Const):
-        return value.getField(f"_{e.key.value}")
-    if container.name == "list":
-        index = compile_expr(e.key, scope)
+        position = tuple_position(container, e.key)
+        if position is not None:
+            return value.getField(f"_{position}")
+        return compile_expr(e.default, scope) if e.default is not None else F.lit(None)
+    if container.name == "tuple":  # a computed index: its items share a type (else Any: refused)
+        if len(set(container.items)) != 1:
+            raise PlanTypeError(f"{scope.where}: a tuple of items of different types is read with a computed "
+                                "index: index it with a constant, or make it a list")
+        value = F.array(*[value.getField(f"_{k}") for k in range(len(container.items))])
+    if container.name in ("list", "tuple"):
+        index = compile_expr(e.key, scope).cast("int")
         item = F.try_element_at(value, F.when(index >= 0, index + 1).otherwise(index))
         if e.default is not None:
             item = F.coalesce(item, compile_expr(e.default, scope))

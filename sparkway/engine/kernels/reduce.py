@@ -130,7 +130,11 @@ def _tuple(sort_values: bool) -> Aggregator:
     def aggregate(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
         source = rows
         if sort_values:
-            source = rows.sort_by([("_g", "ascending"), (args[0], "ascending"), (ID, "ascending")])
+            # None first, as Pathway sorts it
+            source = rows.take(pc.sort_indices(
+                rows, sort_keys=[("_g", "ascending"), (args[0], "ascending"), (ID, "ascending")],
+                null_placement="at_start",
+            ))
         elif params and params[-1] == "sort_by":  # groupby's sort_by: the last argument
             ordered = rows.append_column("_order", _sortable(rows.column(args[-1])))
             source = ordered.sort_by([("_g", "ascending"), ("_order", "ascending"), (ID, "ascending")])
