@@ -113,3 +113,23 @@ def test_errors_show_the_program_line_that_caused_them() -> None:
     with pytest.raises(TypeError) as called:
         pw.io.csv.read()  # a call with wrong arguments names the caller's line
     assert "pw.io.csv.read()" in called.value.__notes__[0]
+
+
+@pytest.mark.parametrize(("build", "kind", "message"), [
+    # Pathway 0.33's words (from its own tests), which programs and their tests match on
+    (lambda t: t.select("a"), ValueError, "Expected a ColumnReference, found a string. Did you mean this.a instead of 'a'?"),
+    (lambda t: t.reduce(1), ValueError, "In reduce() all positional arguments have to be a ColumnReference"),
+    (lambda t: t.groupby(pw.this.a, output=pw.this.a), ValueError, "Table.groupby() received extra kwargs."),
+    (lambda t: t.groupby(t.a).reduce(t.a, bad=t.b), ValueError, "You cannot use <table1>.b in this reduce statement."),
+    (lambda t: t.filter(t.reduce(m=pw.reducers.max(t.a)).m > 0), ValueError,
+     "You cannot use <table1>.m in this context. Its universe is different"),
+    (lambda t: t.select(pw.this.join), ValueError, "join is a method name. It is discouraged to use it as a column name."),
+    (lambda t: pw.this(), TypeError, "You cannot instantiate `this` class."),
+    (lambda t: pw.Table.from_columns(), ValueError, "Table.from_columns() cannot have empty arguments list"),
+    (lambda t: t.groupby(t.a, t.b, id=t.a), ValueError, "cannot have id argument when grouping by multiple columns"),
+])
+def test_build_errors_use_pathways_words(build, kind, message) -> None:
+    t = pw.debug.table_from_markdown("a | b\n1 | 2")
+    with pytest.raises(kind) as raised:
+        build(t)
+    assert message in str(raised.value)

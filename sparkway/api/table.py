@@ -394,7 +394,9 @@ class Table:
         ['a', 'c']
         """
         columns = [*args, *kwargs.values()]
-        if not columns or not all(isinstance(c, ColumnRef) and isinstance(c.table, Table) for c in columns):
+        if not columns:
+            raise PlanError("Table.from_columns() cannot have empty arguments list")
+        if not all(isinstance(c, ColumnRef) and isinstance(c.table, Table) for c in columns):
             raise PlanError("Table.from_columns takes columns of tables, e.g. Table.from_columns(t.a, u.b)")
         names = [c.name for c in args] + list(kwargs)
         if len(set(names)) != len(names):
@@ -439,8 +441,21 @@ class Table:
         >>> t.groupby(t.w).reduce(t.w, count=pw.reducers.count()).column_names()
         ['w', 'count']
         """
+        extra = set(kwargs) - {"_skip_errors"}
+        if extra:
+            raise PlanError(
+                "Table.groupby() received extra kwargs.\nYou probably want to use "
+                f"Table.groupby(...).reduce(**kwargs) to compute output columns (got {sorted(extra)})."
+            )
+        if id is not None and len(args) > 1:
+            raise PlanError("Table.groupby() cannot have id argument when grouping by multiple columns.")
+        if id is not None and args and getattr(args[0], "name", None) != getattr(id, "name", None):
+            raise PlanError(
+                "Table.groupby() received id argument and is grouped by a single column, but the arguments are "
+                "not equal.\nConsider using <table>.groupby(id=...), skipping the positional argument."
+            )
         keys = [a for a in args] + ([instance] if instance is not None else [])
-        if id is not None and not any(isinstance(k, ColumnRef) and k.name == getattr(id, "name", None) for k in keys):
+        if id is not None and not args:
             keys.append(id)
         for k in keys:
             if not isinstance(k, ColumnRef):
@@ -449,19 +464,18 @@ class Table:
                 )
         # keys of tables with the same rows, or looked up by a pointer (other.ix(t.p).k)
         base, looked_up = self._with_lookups([(k.name, k) for k in keys])
-        if base is not self:
-            return base.groupby(*[e for _, e in looked_up], id=id, sort_by=sort_by, _names=[k.name for k in keys], **kwargs)
-        names = kwargs.get("_names") or [k.name for k in keys]
+        # _skip_errors=False: a reducer over an Error value gives an Error (Pathway's option)
+        return base._grouped(looked_up, id, sort_by, kwargs.get("_skip_errors", True))
+
+    def _grouped(self, keys: list[tuple[str, Expr]], id: Any, sort_by: Any, skip_errors: bool) -> "GroupedTable":
         id_key = None
         if id is not None:
             id_key = id.name
             if infer(self._bind(id), [self._node.columns]).with_optional(False) not in (dt.POINTER, dt.ANY):
                 raise PlanTypeError(f"groupby(id=...) needs a pointer column (e.g. t.pointer_from(...)), got {id!r}")
         order = self._bind(sort_by) if sort_by is not None else None
-        # _skip_errors=False: a reducer over an Error value gives an Error (Pathway's option)
         return GroupedTable(
-            self, [(name, self._bind(k)) for name, k in zip(names, keys)], id_key=id_key, sort_by=order,
-            skip_errors=kwargs.get("_skip_errors", True),
+            self, [(name, self._bind(k)) for name, k in keys], id_key=id_key, sort_by=order, skip_errors=skip_errors,
         )
 
     def reduce(self, *args: Any, **kwargs: Any) -> "Table":
@@ -952,8 +966,9 @@ def bind(expr: Expr, sides: dict[int, int], this_index: int | None, columns: lis
         if node is not None and id(node) in sides:
             return ColumnRef(n.InputRef(sides[id(node)]), e.name)
         raise PlanError(
-            f"column {e.name!r} belongs to another table than the one this operation works on; "
-            "join the tables first, or use pw.this"
+            f"You cannot use <table1>.{e.name} in this context. Its universe is different than the universe "
+            "of the table the method was called on. You can use <table1>.with_universe_of(<table2>) to assign "
+            "universe of <table2> to <table1> if you're sure their sets of keys are equal. (Or join the tables.)"
         )
 
     return transform(expr, rebind)
@@ -1001,7 +1016,9 @@ def _lookups_in(columns: dict[str, DType]) -> int:
     return max(numbers, default=-1) + 1
 
 
-def _named_exprs(args: tuple, kwargs: dict, tables: list[Any], this_columns: list[str] | None = None) -> list[tuple[str, Expr]]:
+def _named_exprs(
+    args: tuple, kwargs: dict, tables: list[Any], this_columns: list[str] | None = None, method: str = "select",
+) -> list[tuple[str, Expr]]:
     """``select``'s arguments as (name, expression) pairs; ``*pw.this`` expands, and so
     does ``**pw.left``, after the other named expressions (as in Pathway)."""
     out: dict[str, Expr] = {}
@@ -1013,8 +1030,13 @@ def _named_exprs(args: tuple, kwargs: dict, tables: list[Any], this_columns: lis
             out[a.name] = a
         elif isinstance(a, ReducerExpr) and a.args and isinstance(a.args[0], ColumnRef):
             out[a.args[0].name] = a  # reduce(pw.reducers.any(t.pet)) names the column pet
+        elif isinstance(a, str):
+            raise PlanError(f"Expected a ColumnReference, found a string. Did you mean this.{a} instead of {a!r}?")
         else:
-            raise PlanTypeError(f"select takes columns positionally and expressions by name; got {a!r}")
+            raise PlanError(
+                f"In {method}() all positional arguments have to be a ColumnReference "
+                f"(got {a!r}); give expressions a name: {method}(name=...)"
+            )
     if "id" in kwargs:
         raise PlanError("Can't use 'id' as a column name: set the ids with with_id() or with_id_from()")
     for k, v in kwargs.items():
@@ -1083,7 +1105,7 @@ class GroupedTable:
         ['w', 'total']
         """
         table = self._table
-        exprs = [(name, self._bind(e)) for name, e in _named_exprs(args, kwargs, [table])]
+        exprs = [(name, self._bind(e)) for name, e in _named_exprs(args, kwargs, [table], method="reduce")]
         if self._bind_is_own:  # reducers of columns of tables with the same rows, or looked up
             table, exprs = table._with_lookups(exprs)
         key_names = [k for k, _ in self._keys]
@@ -1107,8 +1129,9 @@ class GroupedTable:
                 name = self._aliases.get(e.name, e.name)
                 if name not in key_names and e.name != "id":
                     raise PlanError(
-                        f"column {e.name!r} is neither a groupby key nor inside a reducer; "
-                        f"group by it or aggregate it (e.g. pw.reducers.any(...))"
+                        f"You cannot use <table1>.{e.name} in this reduce statement.\nMake sure that "
+                        f"<table1>.{e.name} is used in a groupby or wrap it with a reducer, e.g. "
+                        f"pw.reducers.count(<table1>.{e.name})"
                     )
                 return ColumnRef(n.InputRef(0), "id" if e.name == "id" else name)
             return None

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 from sparkway.core.expression import ColumnRef, Expr, IxRef, PointerFrom, wrap
+from sparkway.errors import PlanError
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,15 @@ class Placeholder:
     def __getattr__(self, name: str) -> ColumnRef:
         if name.startswith("__"):
             raise AttributeError(name)
+        if name in _table_methods():
+            raise PlanError(
+                f"{name} is a method name. It is discouraged to use it as a column name. "
+                f"If you really want to use it, use pw.{self._label}[{name!r}]."
+            )
         return ColumnRef(self, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(f"You cannot instantiate `{self._label}` class.")
 
     def __getitem__(self, name: Any) -> Any:
         if isinstance(name, list):
@@ -241,6 +251,14 @@ class Placeholder:
 
     def __repr__(self) -> str:
         return f"pw.{self._label}"
+
+
+@functools.cache
+def _table_methods() -> frozenset[str]:
+    """Names ``pw.this.<name>`` cannot mean a column by (Pathway refuses them too)."""
+    from sparkway.api.table import Table  # the table module imports this one
+
+    return frozenset(name for name in dir(Table) if not name.startswith("_"))
 
 
 this = Placeholder("this")
