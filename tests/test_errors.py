@@ -133,3 +133,14 @@ def test_build_errors_use_pathways_words(build, kind, message) -> None:
     with pytest.raises(kind) as raised:
         build(t)
     assert message in str(raised.value)
+
+
+def test_more_build_errors_use_pathways_words() -> None:
+    t = pw.debug.table_from_markdown("a | b\n1 | 2")
+    with pytest.raises(ValueError, match="argument name has to be an existing table column name"):
+        t.update_types(c=int)
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'to_flatten'"):
+        t.flatten()
+    with pytest.raises(ValueError, match="argument has to be a ColumnReference to the same table or pw.this"):
+        t[t.select(pw.this.a).a]
+    assert t[pw.this.a].name == "a"

@@ -680,6 +680,9 @@ def test_difference_intersect_restrict():
     assert_rows(base.difference(other), [("a", 1)])
     assert_rows(base.intersect(other), [("b", 2), ("c", 3)])
     assert_rows(base.intersect(other, third), [("c", 3)])
+    with pytest.raises(ValueError, match="other universe has to be a subset of self universe"):
+        base.restrict(third)
+    pw.universes.promise_is_subset_of(third, base)
     assert_rows(base.restrict(third), [("c", 3)])
 
 

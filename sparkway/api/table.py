@@ -104,9 +104,16 @@ class Table:
             )
         return ColumnRef(self, name)
 
-    def __getitem__(self, name: str | list[str]) -> Any:
+    def __getitem__(self, name: str | ColumnRef | list[str | ColumnRef]) -> Any:
         if isinstance(name, list):
             return self.select(*(self[c] for c in name))
+        if isinstance(name, ColumnRef):
+            if name.table is not self and name.table is not this:
+                raise PlanError(
+                    "Table.__getitem__ argument has to be a ColumnReference to the same table or pw.this, or a "
+                    "string (or a list of those)."
+                )
+            name = name.name
         if name != "id" and name not in self._node.columns:
             raise KeyError(f"table has no column {name!r}; its columns are: {', '.join(self._node.columns)}")
         return ColumnRef(self, name)
@@ -320,7 +327,10 @@ class Table:
             exprs.append((name, ref))
         unknown = sorted(set(types) - set(columns))
         if unknown:
-            raise PlanError(f"update_types: no column {unknown} in the table; its columns are {list(columns)}")
+            raise PlanError(
+                "Table.update_types() argument name has to be an existing table column name: "
+                f"{unknown} are not among {list(columns)}."
+            )
         return self._derive(n.Select(columns, self._node, tuple(exprs)), universe=self._universe)
 
     @staticmethod
@@ -336,7 +346,7 @@ class Table:
 
         return table_from_rows(schema_from_types(**types), [])
 
-    def flatten(self, column: Any, *, origin_id: str | None = None) -> "Table":
+    def flatten(self, to_flatten: Any, *, origin_id: str | None = None) -> "Table":
         """One row per element of a list (or JSON array) column; ``origin_id`` names a
         column to add with the id of the row each element comes from.
 
@@ -346,7 +356,7 @@ class Table:
         ...     pw.this.xs, origin_id="origin").column_names()
         ['xs', 'origin']
         """
-        name = column.name if isinstance(column, ColumnRef) else column
+        name = to_flatten.name if isinstance(to_flatten, ColumnRef) else to_flatten
         item = _flattened_item(self._node.columns[name].with_optional(False))
         columns = {**self._node.columns, name: item}
         if origin_id is not None:
@@ -583,7 +593,13 @@ class Table:
         return self._merge("intersect", (self, *others), dict(self._node.columns), Universe(self._universe))
 
     def restrict(self, other: "Table") -> "Table":
-        """The rows whose ids are in ``other`` (``other``'s ids must be a subset)."""
+        """The rows whose ids are in ``other``, whose ids must be among this table's
+        (say so with ``pw.universes.promise_is_subset_of(other, self)``)."""
+        if not other._universe.is_subset_of(self._universe):
+            raise PlanError(
+                "other universe has to be a subset of self universe. Consider using "
+                "pw.universes.promise_is_subset_of(other, self) to assert this."
+            )
         return self._merge("intersect", (self, other), dict(self._node.columns), other._universe)
 
     def having(self, *indexers: Expr) -> "Table":
