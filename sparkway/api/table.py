@@ -55,6 +55,27 @@ class Universe:
         return False
 
 
+class _Promises:
+    """Promises about the ids of a table (or of a join's rows), as ``pw.universes`` makes them."""
+
+    _universe: Universe
+
+    def promise_universe_is_subset_of(self, other: Any) -> Any:
+        """Promises that these ids are all among ``other``'s; returns self."""
+        self._universe.supersets.append(other._universe)
+        return self
+
+    def promise_universes_are_disjoint(self, other: Any) -> Any:
+        """Promises that no id is also ``other``'s (sparkway does not use this promise)."""
+        return self
+
+    def promise_universe_is_equal_to(self, other: Any) -> Any:
+        """Promises that these ids are exactly ``other``'s; returns self."""
+        self._universe.supersets.append(other._universe)
+        other._universe.supersets.append(self._universe)
+        return self
+
+
 # every table the program built, used or not: ``pw.run_all`` computes them all
 _built: dict[int, n.Node] = {}
 
@@ -69,7 +90,7 @@ def forget_built() -> None:
 
 
 @traced
-class Table:
+class Table(_Promises):
     """A table whose contents change over time; columns are attributes.
 
     >>> import sparkway as pw
@@ -938,20 +959,6 @@ class Table:
         same = tuple((c, ColumnRef(n.InputRef(0), c)) for c in columns)
         return self._derive(n.Select(columns, self._node, same), universe=other._universe)
 
-    def promise_universe_is_subset_of(self, other: "Table") -> "Table":
-        """Promises that this table's ids are all among ``other``'s; returns the table."""
-        self._universe.supersets.append(other._universe)
-        return self
-
-    def promise_universes_are_disjoint(self, other: "Table") -> "Table":
-        return self
-
-    def promise_universe_is_equal_to(self, other: "Table") -> "Table":
-        """Promises that this table's ids are exactly ``other``'s; returns the table."""
-        self._universe.supersets.append(other._universe)
-        other._universe.supersets.append(self._universe)
-        return self
-
 
 def _same_value(value: Any) -> Any:
     return value
@@ -1078,7 +1085,6 @@ def _types(exprs: Iterable[tuple[str, Expr]], inputs: list[dict]) -> dict[str, D
     return {name: infer(e, inputs) for name, e in exprs}
 
 
-@traced
 class ColumnNamespace:
     """``t.C``: a table's columns as attributes, whatever their names."""
 
@@ -1094,6 +1100,7 @@ class ColumnNamespace:
         return self._table[name]
 
 
+@traced
 class GroupedTable:
     """A table grouped by key columns; ``reduce`` gives one row per group."""
 
@@ -1203,7 +1210,7 @@ def _aggregate_type(agg: n.Aggregate, inputs: list[dict]) -> DType:
 
 
 @traced
-class JoinResult:
+class JoinResult(_Promises):
     """Matched pairs of two tables' rows; ``select`` builds the output table."""
 
     def __init__(
@@ -1251,6 +1258,10 @@ class JoinResult:
             keep_left,
         )
         self._universe = _join_universe(left_table, right_table, how, id_side)
+
+    @property
+    def _join_mode(self) -> JoinMode:
+        return JoinMode(self._node.how)
 
     def select(self, *args: Any, **kwargs: Any) -> Table:
         """The output columns, from ``pw.left``, ``pw.right``, ``pw.this`` or the tables."""
@@ -1426,7 +1437,9 @@ def _join_universe(left: Table, right: Table, how: str, id_side: str | None) -> 
     rows are all kept (a left join with the left ids), else some of them."""
     if id_side is None:
         return Universe()
-    kept, keeps_all = (left, how in ("left", "outer")) if id_side == "left" else (right, how in ("right", "outer"))
+    if how not in ("inner", id_side):  # an outer join, or the other side's outer rows would lack ids
+        raise KeyError("Cannot assign id's for this join type.")
+    kept, keeps_all = (left, how == "left") if id_side == "left" else (right, how == "right")
     return kept._universe if keeps_all else Universe(kept._universe)
 
 
