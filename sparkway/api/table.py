@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable
 
 from sparkway.api.schema import Schema, schema_from_columns
 from sparkway.api.temporal import check_time_types, check_window_types
-from sparkway.api.thisclass import AllColumns, TableSlice, PendingIx, Placeholder, left, right, this
+from sparkway.api.thisclass import AllColumns, ColumnNamespace, PendingIx, Placeholder, TableSlice, left, right, this
 from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
@@ -1083,21 +1083,6 @@ def _all_columns(columns: AllColumns, tables: list[Any], this_columns: list[str]
 
 def _types(exprs: Iterable[tuple[str, Expr]], inputs: list[dict]) -> dict[str, DType]:
     return {name: infer(e, inputs) for name, e in exprs}
-
-
-class ColumnNamespace:
-    """``t.C``: a table's columns as attributes, whatever their names."""
-
-    def __init__(self, table: Table) -> None:
-        self._table = table
-
-    def __getattr__(self, name: str) -> ColumnRef:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return self._table[name]
-
-    def __getitem__(self, name: str) -> ColumnRef:
-        return self._table[name]
 
 
 @traced

@@ -59,6 +59,22 @@ def _name(column: str | ColumnRef) -> str:
     return column.name if isinstance(column, ColumnRef) else column
 
 
+class ColumnNamespace:
+    """``t.C`` (or ``pw.this.C``): the columns as attributes, also those named like a
+    method (``t.C.select``)."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    def __getattr__(self, name: str) -> ColumnRef:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._table[name]
+
+    def __getitem__(self, name: str) -> ColumnRef:
+        return self._table[name]
+
+
 class TableSlice:
     """Some columns of a table (``t.slice``, ``pw.this.without("a")``, ``pw.left.rename(...)``),
     maybe renamed, to unpack in ``select``: ``select(*pw.this.without("a"))``,
@@ -169,6 +185,11 @@ class Placeholder:
     def slice(self) -> TableSlice:
         """Every column, to pick, rename or leave out some (``pw.left.slice.without("a")``)."""
         return TableSlice(self)
+
+    @property
+    def C(self) -> ColumnNamespace:  # noqa: N802 - Pathway's name
+        """The columns, also those named like a method: ``pw.this.C.select``."""
+        return ColumnNamespace(self)
 
     def with_prefix(self, prefix: str) -> TableSlice:
         """Every column, renamed ``prefix + name``: ``select(**pw.left.with_prefix("l_"))``.
