@@ -741,6 +741,13 @@ def test_argmin_and_argmax_can_return_another_column_and_positional_reducers_nam
     assert t.reduce(pw.reducers.any(t.name)).column_names() == ["name"]
 
 
+def test_count_distinct_of_several_columns_counts_combinations():
+    t = pw.debug.table_from_markdown("a | b\n1 | 2\n3 | 4\n3 | 5\n5 | 5\n5 | 6")
+    result = t.reduce(none=pw.reducers.count_distinct(), a=pw.reducers.count_distinct(t.a),
+                      ab=pw.reducers.count_distinct(t.a, t.b))
+    assert_rows(result, [(1, 3, 5)])  # by hand: one empty combination, a in {1, 3, 5}, five pairs
+
+
 def test_ix_with_a_pointer_read_in_the_operation_that_uses_it():
     t = pw.debug.table_from_markdown(GROUPS)
     # pw.this.ix(argmax) in reduce: the grouped table's row with the largest v

@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 from typing import Any, Callable
 
-from sparkway.core.expression import MakeTuple, ReducerExpr, wrap
+from sparkway.core.expression import PointerFrom, ReducerExpr, wrap
 
 
 def _reducer(kind: str, *args: Any, params: builtins.tuple = ()) -> ReducerExpr:
@@ -24,9 +24,23 @@ def count(*args: Any) -> ReducerExpr:
     return _reducer("count")
 
 
-def count_distinct(arg: Any) -> ReducerExpr:
-    """The number of distinct values."""
-    return _reducer("count_distinct", arg)
+def count_distinct(*args: Any) -> ReducerExpr:
+    """The number of distinct values (of several columns: distinct combinations).
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("a | b\\n1 | 2\\n1 | 2\\n1 | 3")
+    >>> pw.debug.compute_and_print(t.reduce(a=pw.reducers.count_distinct(t.a),
+    ...     ab=pw.reducers.count_distinct(t.a, t.b)), include_id=False)
+    a | ab
+    1 | 2
+    """
+    return _reducer("count_distinct", _one_value(args))
+
+
+def _one_value(args: builtins.tuple) -> Any:
+    """One argument as it is; several (or none) as the id their values would make, equal
+    exactly when the values are (tuples of values cannot be grouped by Arrow)."""
+    return args[0] if len(args) == 1 else PointerFrom(builtins.tuple(wrap(a) for a in args))
 
 
 def sum(arg: Any, strict: bool = False) -> ReducerExpr:  # noqa: A001 - Pathway's name
@@ -116,7 +130,7 @@ def latest(arg: Any) -> ReducerExpr:
 
 def count_distinct_approximate(*args: Any, precision: int = 12) -> ReducerExpr:
     """The number of distinct values; sparkway counts them exactly."""
-    return _reducer("count_distinct", args[0] if len(args) == 1 else MakeTuple(builtins.tuple(wrap(a) for a in args)))
+    return _reducer("count_distinct", _one_value(args))
 
 
 def stateful_many(combine: Callable[[Any, list[builtins.tuple[list[Any], int]]], Any]) -> Callable[..., ReducerExpr]:
