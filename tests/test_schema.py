@@ -99,3 +99,31 @@ def test_schema_from_csv_infers_int_float_str_from_the_rows_it_reads(tmp_path):
     quoted.write_text('ID,"va""l""ue"\n"1","w"\n')
     assert pw.schema_from_csv(str(quoted)).column_names() == ["ID", 'va"l"ue']
     assert str(pw.schema_from_csv(str(quoted))._dtypes()["ID"]) == "int"
+
+
+def test_schema_columns_names_properties_and_union():
+    # recorded from Pathway 0.33
+    class A(pw.Schema, append_only=True):
+        a: int = pw.column_definition(name="@timestamp")
+        b: int
+
+    assert list(A.keys()) == ["@timestamp", "b"]  # name= names the column in the table too
+    assert A["@timestamp"].append_only is True and A.universe_properties.append_only is True
+    assert (A | pw.schema_from_types(c=str)).column_names() == ["c", "@timestamp", "b"]
+
+    class C(pw.Schema):
+        a: int = pw.column_definition(append_only=True)
+        b: int = pw.column_definition(append_only=False)
+        c: int
+
+    assert [C[n].append_only for n in "abc"] == [True, False, False]
+    assert C.universe_properties.append_only is True  # one append-only column makes the rows so
+
+
+def test_assert_matches_schema():
+    wide = pw.schema_from_types(a=int, b=str)
+    wide.assert_matches_schema(pw.schema_from_types(a=float))  # a subtype, and more columns
+    with pytest.raises(AssertionError):
+        wide.assert_matches_schema(pw.schema_from_types(a=float), allow_subtype=False)
+    with pytest.raises(AssertionError):
+        wide.assert_matches_schema(pw.schema_from_types(a=int), allow_superset=False)

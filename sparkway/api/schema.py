@@ -85,7 +85,8 @@ class _SchemaMeta(type):
                     f"column {col_name!r} of schema {name} is given {definition!r}: a column's default "
                     f"is written {col_name}: ... = pw.column_definition(default_value={definition!r})"
                 )
-            columns[col_name] = _column(col_name, definition, hints[col_name], append_only)
+            column = _column(col_name, definition, hints[col_name], append_only)
+            columns[column.name] = column
         cls.__columns__ = columns
         inherited = next((b.__properties__ for b in bases if hasattr(b, "__properties__")), SchemaProperties())
         cls.__properties__ = SchemaProperties(append_only if append_only is not None else inherited.append_only)
@@ -110,6 +111,25 @@ class _SchemaMeta(type):
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"a schema ({cls.__name__}) describes columns: it is not called; use it as a type")
 
+    def __getitem__(cls, name: str) -> Column:
+        return cls.__columns__[name]
+
+    def __or__(cls, other: "_SchemaMeta") -> type:
+        """The columns of both schemas (Pathway's order: ``other``'s first)."""
+        return schema_from_columns({**other.__columns__, **cls.__columns__}, f"{cls.__name__}_{other.__name__}")
+
+    def keys(cls) -> list[str]:
+        return list(cls.__columns__)
+
+    @property
+    def universe_properties(cls) -> SchemaProperties:
+        """Whether the rows are only ever inserted: as the schema says, else as soon as a
+        column says so (as in Pathway)."""
+        said = cls.__properties__.append_only
+        if said is None:
+            said = any(c.append_only for c in cls.__columns__.values())
+        return SchemaProperties(bool(said))
+
 
 def _column(name: str, definition: ColumnDefinition, annotation: Any, schema_append_only: bool | None) -> Column:
     """The resolved column of a schema class attribute ``name: annotation = definition``."""
@@ -124,7 +144,10 @@ def _column(name: str, definition: ColumnDefinition, annotation: Any, schema_app
             f"ambiguous property; schema property `append_only` has value {schema_append_only} "
             f"but column `{name}` got {given}"
         )
-    return Column(name, kind, definition.primary_key, definition.default_value, definition.name)
+    column_append_only = given if given is not None else bool(schema_append_only)
+    # ``name=`` names the column, in the table as in the input
+    return Column(definition.name or name, kind, definition.primary_key, definition.default_value,
+                  append_only=column_append_only)
 
 
 class Schema(metaclass=_SchemaMeta):
@@ -164,6 +187,21 @@ class Schema(metaclass=_SchemaMeta):
         return {c.name: dt.python_type(c.dtype) for c in cls.__columns__.values()}
 
     @classmethod
+    def assert_matches_schema(
+        cls, other: type["Schema"], *, allow_superset: bool = True, ignore_primary_keys: bool = True,
+        allow_subtype: bool = True, ignore_properties: bool = False,
+    ) -> None:
+        """Raises ``AssertionError`` unless this schema has ``other``'s columns and types
+        (see ``pw.assert_table_has_schema``).
+
+        >>> import sparkway as pw
+        >>> pw.schema_from_types(a=int, b=str).assert_matches_schema(pw.schema_from_types(a=float))
+        """
+        _assert_matches(cls, other, allow_superset, ignore_primary_keys, allow_subtype)
+        if not ignore_properties and cls.universe_properties != other.universe_properties:
+            raise AssertionError(f"properties {cls.universe_properties} differ from {other.universe_properties}")
+
+    @classmethod
     def _dtypes(cls) -> dict[str, DType]:
         """Each column's type (Pathway's internal name, which its tests use)."""
         return {c.name: c.dtype for c in cls.__columns__.values()}
@@ -192,7 +230,8 @@ def schema_builder(
     (['key', 'value'], ['key'])
     """
     append_only = properties.append_only if properties is not None else None
-    resolved = {col: _column(col, d, d.dtype if d.dtype is not None else Any, append_only) for col, d in columns.items()}
+    resolved = {c.name: c for c in (_column(col, d, d.dtype if d.dtype is not None else Any, append_only)
+                                    for col, d in columns.items())}
     return schema_from_columns(resolved, name or "Schema", properties)
 
 
@@ -291,8 +330,14 @@ def assert_table_has_schema(
     ...
     AssertionError: column 'a' is of type int, not str
     """
+    _assert_matches(table.schema, schema, allow_superset, ignore_primary_keys, allow_subtype)
+
+
+def _assert_matches(
+    actual: type[Schema], schema: type[Schema], allow_superset: bool, ignore_primary_keys: bool, allow_subtype: bool,
+) -> None:
     # AssertionError, as Pathway raises; not ``assert``, which ``python -O`` removes
-    have, want = table.schema._dtypes(), schema._dtypes()
+    have, want = actual._dtypes(), schema._dtypes()
     missing = [c for c in want if c not in have]
     if missing:
         raise AssertionError(f"the table has no column {', '.join(map(repr, missing))}; its columns: {', '.join(have)}")
@@ -303,7 +348,7 @@ def assert_table_has_schema(
         given = have[name]
         if given != wanted and not (allow_subtype and _is_subtype(given, wanted)):
             raise AssertionError(f"column {name!r} is of type {given}, not {wanted}")
-    keys = table.schema.primary_key_columns()
+    keys = actual.primary_key_columns()
     if not ignore_primary_keys and keys != schema.primary_key_columns():
         raise AssertionError(f"primary key {keys} differs from {schema.primary_key_columns()}")
 

@@ -24,6 +24,8 @@ class Column:
     primary_key: bool = False
     default_value: Any = field(default=NO_DEFAULT, compare=False)
     source_name: str | None = None  # the name in the input file, when it differs
+    #: ``pw.column_definition(append_only=...)``, or the schema's (None: not said)
+    append_only: bool | None = field(default=None, compare=False)
 
     @property
     def has_default(self) -> bool:
