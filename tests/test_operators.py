@@ -379,6 +379,27 @@ def test_stateless_update_stream():
     assert_changes(result, [[(50, 1)], [(70, 1)], [(50, -1)]])
 
 
+def test_assert_append_only_and_remove_retractions():
+    t = pw.debug.table_from_markdown(
+        """
+        a | __time__ | __diff__
+        1 |     2    |     1
+        2 |     4    |     1
+        2 |     8    |    -1
+        """,
+        id_from=["a"],
+    )
+    assert not t.is_append_only
+    kept = t._remove_retractions()
+    assert kept.is_append_only
+    assert_changes(kept, [[(1, 1)], [(2, 1)], []])  # the deletion of 2 is dropped
+    only_ones = t.filter(pw.this.a == 1).assert_append_only()
+    assert only_ones.is_append_only
+    assert_rows(only_ones, [(1,)])
+    with pytest.raises(ValueError, match="Expected table to be append-only, but got diff=-1 for key"):
+        pw.debug.compute_and_print(t.assert_append_only())
+
+
 def test_update_of_a_row_is_one_retraction_and_one_insertion():
     t = pw.debug.table_from_markdown(
         """

@@ -168,6 +168,21 @@ class Table(_Promises):
         """
         return self.select(*self, *other)
 
+    def assert_append_only(self) -> "Table":
+        """The same table, said to only ever get insertions: it counts as append-only
+        (``is_append_only``), and a deletion or update of its rows stops the run.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("a\\n1").select(b=pw.this.a)
+        >>> t.assert_append_only().is_append_only
+        True
+        """
+        return self._derive(n.AppendOnly(dict(self._node.columns), self._node, check=True), universe=self._universe)
+
+    def _remove_retractions(self) -> "Table":
+        """Only the insertions: deleted rows stay (Pathway's internal method)."""
+        return self._derive(n.AppendOnly(dict(self._node.columns), self._node), universe=Universe(self._universe))
+
     @property
     def is_append_only(self) -> bool:
         """Whether rows of this table are only ever inserted, never updated or deleted,

@@ -224,6 +224,18 @@ def _filter(node: n.Filter, frames: list[DataFrame], ctx: StepContext) -> DataFr
     return kept.filter(col("_pw_keep")).drop("_pw_keep")
 
 
+def _append_only(node: n.AppendOnly, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    if not node.check:
+        return frames[0].filter(col(DIFF) > 0)
+
+    # a native expression, so that it runs after the filters before it (a Python function
+    # would be evaluated ahead of them), named as failures_named names errors
+    pointer = F.lpad(F.hex(col(ID)), 16, "0")
+    message = F.concat(F.lit(f"{node.label}: ValueError: Expected table to be append-only, but got diff=-1 for key: ^"),
+                       pointer)
+    return frames[0].filter(F.when(col(DIFF) < 0, F.raise_error(message)).otherwise(F.lit(True)))
+
+
 def _remove_errors(node: n.RemoveErrors, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     return frames[0].filter(~has_errors()) if ctx.keep_errors else frames[0]
 
@@ -529,6 +541,7 @@ _COMPILERS: dict[type, Callable[[n.Node, list[DataFrame], StepContext], DataFram
     n.Select: _select,
     n.Filter: _filter,
     n.RemoveErrors: _remove_errors,
+    n.AppendOnly: _append_only,
     n.Flatten: _flatten,
     n.Reindex: _reindex,
     n.Concat: _concat,

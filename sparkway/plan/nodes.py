@@ -101,6 +101,17 @@ class RemoveErrors(_Unary):
 
 
 @dataclass(frozen=True, eq=False)
+class AppendOnly(_Unary):
+    """The insertions of the input: retractions are dropped, or with ``check`` they fail
+    the run (``assert_append_only``).  Keeps ids."""
+
+    check: bool = False
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "check": self.check}
+
+
+@dataclass(frozen=True, eq=False)
 class ErrorLog(Node):
     """The errors logged while the program runs (``pw.global_error_log()``, or with
     ``local`` the errors of the nodes built in one ``pw.local_error_log()`` block):
@@ -330,6 +341,8 @@ def is_append_only(node: Node) -> bool:
     match node:
         case Input(source=source):
             return bool(getattr(source, "append_only", False))
+        case AppendOnly():
+            return True
         case Select() | Filter() | Flatten() | Reindex():
             return is_append_only(node.input)
         case Concat(tables=tables):
