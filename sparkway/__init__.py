@@ -21,13 +21,16 @@ from sparkway.api.udfs import UDF, apply_async, udf
 from sparkway.core.expression import ColumnRef as ColumnReference, Expr as ColumnExpression
 from sparkway.core.dtypes import DateTimeNaive, DateTimeUtc, Duration, Json, Pointer
 from sparkway.io import moved_csv as csv
+from sparkway import stdlib
+from sparkway.stdlib import utils
+from sparkway.stdlib.utils.pandas_transformer import pandas_transformer
 
 __all__ = [
     "BaseCustomAccumulator", "ColumnExpression", "ColumnReference", "DateTimeNaive", "DateTimeUtc", "Duration", "GroupedTable", "JoinMode", "JoinResult",
     "Json", "MonitoringLevel", "Pointer", "Schema", "SchemaProperties", "Table", "UDF", "apply", "apply_async",
     "apply_with_type", "assert_table_has_schema", "cast", "coalesce", "column_definition", "csv", "debug", "declare_type", "errors",
-    "fill_error", "global_error_log", "if_else", "io", "left", "local_error_log", "make_tuple", "persistence",
+    "fill_error", "global_error_log", "if_else", "io", "left", "local_error_log", "make_tuple", "pandas_transformer", "persistence",
     "reducers", "require", "right", "run", "run_all", "schema_builder", "schema_from_csv", "schema_from_dict",
-    "schema_from_types", "temporal", "this", "udf", "udfs",
-    "universes", "unwrap",
+    "schema_from_types", "stdlib", "temporal", "this", "udf", "udfs",
+    "universes", "unwrap", "utils",
 ]

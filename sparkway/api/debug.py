@@ -244,7 +244,8 @@ def table_from_markdown(
 @traced
 def table_from_rows(schema: type[Schema], rows: list[tuple], unsafe_trusted_ids: bool = False, is_stream: bool = False) -> Table:
     """A table from tuples of values in the order of the schema's columns; with
-    ``is_stream``, each tuple ends with the row's ``__time__`` and ``__diff__``.
+    ``is_stream``, each tuple ends with the row's ``__time__`` and ``__diff__``. Ids come
+    from the schema's primary key, else from the rows' positions.
 
     >>> import sparkway as pw
     >>> class S(pw.Schema):
@@ -255,16 +256,19 @@ def table_from_rows(schema: type[Schema], rows: list[tuple], unsafe_trusted_ids:
     """
     names = schema.column_names() + (["__time__", "__diff__"] if is_stream else [])
     records = [dict(zip(names, row)) for row in rows]
-    return _rows_table(schema.typehints(), records, None, list(range(len(records))))
+    return _rows_table(schema.typehints(), records, schema.primary_key_columns(), list(range(len(records))))
 
 
 @traced
 def table_from_pandas(df: pd.DataFrame, id_from: list[str] | None = None, schema: type[Schema] | None = None, **_: Any) -> Table:
-    """A table from a pandas DataFrame; ids come from the index (or ``id_from`` columns)."""
+    """A table from a pandas DataFrame; ids come from the ``id_from`` columns, the schema's
+    primary key, or else the index."""
+    if schema is not None and id_from is not None:
+        raise ValueError("table_from_pandas: give either `schema` or `id_from`, not both (ids come from the schema's primary key)")
     rows = [{k: _python(v) for k, v in r.items()} for r in df.to_dict("records")]
     names = [c for c in df.columns if c not in ("__time__", "__diff__")]
     if schema is not None:
-        columns = schema.typehints()
+        columns, id_from = schema.typehints(), schema.primary_key_columns()
     else:
         columns = {str(c): _column_type([r.get(c) for r in rows]) for c in names}
     return _rows_table(columns, rows, id_from, [_python(i) for i in df.index])

@@ -430,7 +430,7 @@ def _get_item(e: GetItem, scope: Scope) -> Column:
     if container.name == "tuple" and isinstance(e.key, Const):
         return value.getField(f"_{e.key.value}")
     if container.name == "list":
-        index = compile_expr(e.key, scope)
+        index = compile_expr(e.key, scope).cast("int")  # element_at takes an int
         item = F.try_element_at(value, F.when(index >= 0, index + 1).otherwise(index))
         if e.default is not None:
             item = F.coalesce(item, compile_expr(e.default, scope))
