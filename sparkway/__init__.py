@@ -18,6 +18,7 @@ from sparkway.api.table import GroupedTable, JoinMode, JoinResult, Table
 from sparkway.api.thisclass import left, right, this
 from sparkway.api.reducers import BaseCustomAccumulator
 from sparkway.api.udfs import UDF, apply_async, udf
+from sparkway.api.yaml_config import load_yaml
 from sparkway.core.expression import ColumnRef as ColumnReference, Expr as ColumnExpression
 from sparkway.core.dtypes import DateTimeNaive, DateTimeUtc, Duration, Json, Pointer
 from sparkway.io import moved_csv as csv
@@ -29,7 +30,7 @@ __all__ = [
     "BaseCustomAccumulator", "ColumnExpression", "ColumnReference", "DateTimeNaive", "DateTimeUtc", "Duration", "GroupedTable", "JoinMode", "JoinResult",
     "Json", "MonitoringLevel", "Pointer", "Schema", "SchemaProperties", "Table", "UDF", "apply", "apply_async",
     "apply_with_type", "assert_table_has_schema", "cast", "coalesce", "column_definition", "csv", "debug", "declare_type", "errors",
-    "fill_error", "global_error_log", "if_else", "io", "left", "local_error_log", "make_tuple", "pandas_transformer", "persistence",
+    "fill_error", "global_error_log", "if_else", "io", "left", "load_yaml", "local_error_log", "make_tuple", "pandas_transformer", "persistence",
     "reducers", "require", "right", "run", "run_all", "schema_builder", "schema_from_csv", "schema_from_dict",
     "schema_from_types", "stdlib", "temporal", "this", "udf", "udfs",
     "universes", "unwrap", "utils",

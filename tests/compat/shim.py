@@ -43,7 +43,8 @@ ALIASES: dict[str, str | None] = {
     "pathway.internals.join_mode": "sparkway.api.table",
     "pathway.internals.monitoring": "sparkway.api.run",
     "pathway.internals.reducers": "sparkway.api.reducers",
-    "pathway.internals.table_io": "compat.pathway_utils",  # empty_from_schema, for tests
+    "pathway.internals.table_io": "compat.pathway_utils",
+    "pathway.internals.yaml_loader": "sparkway.api.yaml_config",  # empty_from_schema, for tests
     # Pathway's module of asof joins, read by its tests for Direction
     "pathway.temporal._asof_join": "sparkway.api.asof",
     "pathway.stdlib.temporal._asof_join": "sparkway.api.asof",
