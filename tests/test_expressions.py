@@ -608,17 +608,20 @@ def test_json_item_access_and_conversions():
     d = pw.this.data
     result = t.select(
         a=d["a"], ai=d["a"].as_int() + 1, b=d["b"].as_str(), f=d["f"].as_float(), tt=d["t"].as_bool(),
-        nested=d["o"].get("k"), first=d["c"].get(0), missing=d.get("zz"), dflt=d.get("zz", default=5),
-        dflt_s=d.get("zz", default="s"), dflt_col=d.get("zz", default=pw.this.data["b"].as_str()),
+        nested=d["o"].get("k"), first=d["c"].get(0), missing=d.get("zz"), dflt=d.get("zz", default={"k": 5}),
+        dflt_s=d.get("zz", default=[1]), dflt_col=d.get("zz", default=pw.this.data["b"]),
         plain=pw.apply(lambda j: j["a"].value * 10, d),  # a Python function gets pw.Json
     )
     types = result.typehints()
     assert str(types["a"].with_optional(False)) == "Json"
     assert [str(types[c].with_optional(False)) for c in ("ai", "b", "f", "tt")] == ["int", "str", "float", "bool"]
     assert_rows(result, [
-        (pw.Json(1), 2, "x", 2.5, True, pw.Json("v"), pw.Json(10), None, pw.Json(5), pw.Json("s"), pw.Json("x"), 10),
-        (pw.Json(-3), -2, "y", 1.0, False, None, None, None, pw.Json(5), pw.Json("s"), pw.Json("y"), -30),
+        (pw.Json(1), 2, "x", 2.5, True, pw.Json("v"), pw.Json(10), None, pw.Json({"k": 5}), pw.Json([1]), pw.Json("x"), 10),
+        (pw.Json(-3), -2, "y", 1.0, False, None, None, None, pw.Json({"k": 5}), pw.Json([1]), pw.Json("y"), -30),
     ])
+    # as Pathway 0.33.0: a default must be a Json (or a dict, a list, None)
+    with pytest.raises(TypeError, match="Default must be of type .*Json | None, found <class 'int'>"):
+        t.select(x=d.get("zz", default=5))
 
 
 def test_json_from_pandas_and_wrong_type_conversion_fails():

@@ -114,6 +114,8 @@ def _convert(value: Any, kind: DType) -> Any:
         return dt.Json.dumps(value)
     if base.is_array:
         return dt.array_from_python(value, base.items[0])
+    if base.name in ("list", "tuple") or base == dt.ANY:  # items stored as their types are
+        return dt.from_python(base)(value)
     return value
 
 

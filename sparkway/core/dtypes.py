@@ -12,6 +12,7 @@ import json as _json
 import numbers
 import operator
 import pickle
+import re
 import types
 import typing
 from collections.abc import Iterator
@@ -36,6 +37,8 @@ class Json:
     NULL: "Json"
 
     def __init__(self, value: Any) -> None:
+        while isinstance(value, Json):  # pw.Json(pw.Json(x)) is pw.Json(x)
+            value = value.value
         self.value = value
 
     def __getitem__(self, key: Any) -> "Json":
@@ -74,11 +77,18 @@ class Json:
         return f"pw.Json({self.value!r})"
 
     def __str__(self) -> str:
-        return _json.dumps(self.value)
+        return Json.dumps(self)
 
     @staticmethod
     def dumps(value: Any) -> str:
-        return _json.dumps(value.value if isinstance(value, Json) else value)
+        """JSON text of a value, as Pathway writes it: non-ASCII characters as they are,
+        date-times as ISO text with nanoseconds, durations as nanoseconds.
+
+        >>> import datetime
+        >>> Json.dumps({"when": datetime.datetime(2025, 3, 14, 10, 13), "city": "Łódź"})
+        '{"when": "2025-03-14T10:13:00.000000000", "city": "Łódź"}'
+        """
+        return _json.dumps(value, ensure_ascii=False, default=_json_value)
 
     @staticmethod
     def parse(text: str | None) -> "Json | None":
@@ -120,6 +130,25 @@ class Json:
 Json.NULL = Json(None)
 
 
+def _json_value(value: Any) -> Any:
+    """What ``Json.dumps`` writes for a value ``json`` cannot write by itself."""
+    if isinstance(value, Json):
+        return value.value
+    if isinstance(value, _dt.datetime):
+        nanoseconds = getattr(value, "nanosecond", 0)  # pandas Timestamps have them
+        if value.tzinfo is None:
+            return f"{value.strftime('%Y-%m-%dT%H:%M:%S.%f')}{nanoseconds:03d}"
+        utc = value.astimezone(_dt.timezone.utc)
+        return f"{utc.strftime('%Y-%m-%dT%H:%M:%S.%f')}{nanoseconds:03d}+00:00"
+    if isinstance(value, _dt.timedelta):
+        return value // _dt.timedelta(microseconds=1) * 1000 + getattr(value, "nanoseconds", 0)
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 class Pointer:
     """The type of row ids (``pw.Pointer``); values are 64-bit integers."""
 
@@ -127,11 +156,26 @@ class Pointer:
         return cls
 
 
-class DateTimeNaive(_dt.datetime):
-    """A timestamp without a time zone (``pw.DateTimeNaive``)."""
+class _DateTime(_dt.datetime):
+    """A datetime that can also be made from ISO text, as Pathway's date-times can
+    (digits below the microsecond are dropped: sparkway's times are microseconds)."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and isinstance(args[0], str):
+            parsed = _dt.datetime.fromisoformat(re.sub(r"(\.\d{6})\d+", r"\1", args[0].strip()))
+            args = (*parsed.timetuple()[:6], parsed.microsecond, parsed.tzinfo)
+        return super().__new__(cls, *args, **kwargs)
 
 
-class DateTimeUtc(_dt.datetime):
+class DateTimeNaive(_DateTime):
+    """A timestamp without a time zone (``pw.DateTimeNaive``).
+
+    >>> DateTimeNaive("2025-03-14T10:13:00.123456789")
+    DateTimeNaive(2025, 3, 14, 10, 13, 0, 123456)
+    """
+
+
+class DateTimeUtc(_DateTime):
     """A timestamp in UTC (``pw.DateTimeUtc``)."""
 
 
