@@ -44,12 +44,12 @@ def _universe_argument(parameters: list[str], output_universe: str | int | None)
 
 
 def _checked_output(
-    result: pd.DataFrame | pd.Series, schema: type[Schema], universe_of: pd.DataFrame | None
+    result: pd.DataFrame | pd.Series, names: list[str], universe_of: pd.DataFrame | None
 ) -> pd.DataFrame:
-    """The function's result as a DataFrame with the schema's column names, after
+    """The function's result as a DataFrame with the output's column names, after
     checking that its index can be the output's ids."""
     frame = pd.DataFrame(result) if isinstance(result, pd.Series) else result.copy()
-    frame.columns = schema.column_names()
+    frame.columns = names
     if not frame.index.is_unique:
         raise ValueError("pandas_transformer: the index of the resulting DataFrame (the output's ids) must be unique")
     if universe_of is not None and set(frame.index) != set(universe_of.index):
@@ -84,6 +84,7 @@ def _transform(
 ) -> Table:
     """The output table of ``func`` applied to ``tables``, computed in the engine."""
     names = [t.column_names() for t in tables]
+    output_names = schema.column_names()  # the function runs on executors: no schema class in it
 
     def apply_to_frames(*all_rows: Sequence[tuple]) -> list[tuple]:
         frames = [
@@ -91,14 +92,14 @@ def _transform(
             for rows, columns in zip(all_rows, names)
         ]
         universe_of = frames[universe_argument] if universe_argument is not None else None
-        frame = _checked_output(func(*frames), schema, universe_of)
+        frame = _checked_output(func(*frames), output_names, universe_of)
         return [tuple(_python_value(v) for v in (key, *row)) for key, row in zip(frame.index, frame.itertuples(index=False))]
 
     gathered = _gathered(tables)
     row_type = list[tuple[(dt.Pointer, *schema.typehints().values())]]  # type: ignore[misc]
     columns = [gathered[f"_pw_{i}"] for i in range(len(tables))]
     applied = gathered.select(_pw_rows=apply_with_type(apply_to_frames, row_type, *columns))
-    output = _rows_by_id(applied.flatten(this._pw_rows)._pw_rows, schema.column_names())
+    output = _rows_by_id(applied.flatten(this._pw_rows)._pw_rows, output_names)
     return output.with_universe_of(tables[universe_argument]) if universe_argument is not None else output
 
 
@@ -142,7 +143,7 @@ def pandas_transformer(
             if tables:
                 output = _transform(func, tables, output_schema, universe_argument)
             else:  # a generator: its constant result is a table of its own
-                output = table_from_pandas(_checked_output(func(), output_schema, None), schema=output_schema)
+                output = table_from_pandas(_checked_output(func(), output_schema.column_names(), None), schema=output_schema)
             return output.update_types(**output_schema.typehints())
 
         return transformer
