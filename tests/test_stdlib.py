@@ -11,6 +11,7 @@ import warnings
 
 import pandas as pd
 import pytest
+import yaml
 from tables import assert_changes, assert_rows
 
 import sparkway as pw
@@ -150,6 +151,13 @@ def test_pandas_transformer_checks_its_arguments_and_result():
     with pytest.raises(ValueError, match="does not match"):
         pw.debug.table_to_pandas(fewer(t))
 
+    @pw.pandas_transformer(output_schema=Total)
+    def named(df: pd.DataFrame) -> pd.DataFrame:
+        return df.set_index(pd.Index(["a", "b"]))
+
+    with pytest.raises(ValueError, match="use integers"):
+        pw.debug.table_to_pandas(named(t))
+
 
 def test_pandas_transformer_without_inputs_makes_a_constant_table():
     @pw.pandas_transformer(output_schema=Total)
@@ -184,7 +192,11 @@ nested:
     assert config["nested"] == {"inner": datetime.timedelta(seconds=1)}  # the inner definition hides the outer
 
 
-def test_load_yaml_errors_and_warnings():
+def test_load_yaml_errors_and_warnings(tmp_path, monkeypatch):
+    (tmp_path / "broken_config_module.py").write_text("import no_such_module_here\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(yaml.YAMLError, match="No module named 'no_such_module_here'"):  # the real cause
+        pw.load_yaml("a: !broken_config_module.f {}")
     with pytest.raises(KeyError, match="not_there"):
         pw.load_yaml("a: $not_there")
     with pytest.raises(TypeError):

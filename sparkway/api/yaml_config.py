@@ -68,9 +68,12 @@ def _import_object(path: str) -> Any:
 def _longest_module(names: list[str]) -> tuple[Any, list[str]]:
     """The module of the longest importable prefix of ``names``, and the names after it."""
     for end in range(len(names), 0, -1):
+        prefix = ".".join(names[:end])
         try:
-            return importlib.import_module(".".join(names[:end])), names[end:]
-        except ModuleNotFoundError:
+            return importlib.import_module(prefix), names[end:]
+        except ModuleNotFoundError as error:
+            if error.name is None or not f"{prefix}.".startswith(f"{error.name}."):
+                raise  # the module exists but something it imports does not
             continue
     raise ImportError(f"no module {names[0]!r}")
 

@@ -93,6 +93,11 @@ def _transform(
         ]
         universe_of = frames[universe_argument] if universe_argument is not None else None
         frame = _checked_output(func(*frames), output_names, universe_of)
+        if len(frame.index) and not pd.api.types.is_integer_dtype(frame.index):
+            raise ValueError(
+                "pandas_transformer: the index of the resulting DataFrame holds the output's ids: keep "
+                f"the input's index or use integers, not {frame.index.dtype} values"
+            )
         return [tuple(_python_value(v) for v in (key, *row)) for key, row in zip(frame.index, frame.itertuples(index=False))]
 
     gathered = _gathered(tables)
