@@ -542,6 +542,8 @@ def dtype_of_value(value: Any) -> DType:
         return JSON
     if isinstance(value, _dt.datetime):
         return DATE_TIME_UTC if value.tzinfo is not None else DATE_TIME_NAIVE
+    if isinstance(value, _dt.timedelta):  # pandas Timedeltas too
+        return DURATION
     if isinstance(value, tuple):
         return DType("tuple", tuple(dtype_of_value(v) for v in value))
     if isinstance(value, list):
