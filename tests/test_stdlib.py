@@ -239,6 +239,9 @@ def test_flattening_a_json_that_is_no_array_fails():
     t = pw.debug.table_from_rows(pw.schema_from_types(j=pw.Json), [([1, 2],), ({"a": 1},)])
     with pytest.raises(ValueError, match="can't flatten this Json: {\"a\""):
         pw.debug.table_to_pandas(t.flatten(pw.this.j))
+    # keeping Error values, that row gives no rows (as Pathway 0.33.0 does; the error is logged)
+    kept = pw.debug.table_to_pandas(t.flatten(pw.this.j).select(n=pw.this.j.as_int()), terminate_on_error=False)
+    assert sorted(kept["n"]) == [1, 2]
 
 
 def test_to_duration_and_json_text():

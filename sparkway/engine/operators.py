@@ -222,9 +222,13 @@ def _flatten(node: n.Flatten, frames: list[DataFrame], ctx: StepContext) -> Data
         # element keeps its quotes, which from_json to array<string> would drop)
         scope = ctx.scope(node, node.input.columns)
         array = F.try_variant_get(F.parse_json(values), "$", "array<variant>")
+        failed = values.isNotNull() & array.isNull()
         message = F.concat(F.lit("Pathway can't flatten this Json: "), values)  # Pathway's words
-        values = scope.failing(values.isNotNull() & array.isNull(), "ValueError", message, array)
-        frame = _skipping(node, ctx, frame, scope, None, "flatten")
+        if scope.checks is None:
+            values = scope.failing(failed, "ValueError", message, array)
+        else:  # as Pathway, the row gives no rows and the error is logged
+            scope.checks.logged.append((failed, message))
+            frame, values = _skipping(node, ctx, frame, scope, None, "flatten"), array
         item = F.to_json(item)
     elif source.is_array:
         values = array_items(source, node.label)(values)
