@@ -269,3 +269,24 @@ def test_debug_tables_take_ids_from_the_schema_primary_key():
         assert_rows(by_key.join(table, by_key.id == table.id).select(by_key.v, w=table.v), [("a", "a"), ("b", "b")])
     with pytest.raises(ValueError, match="either"):
         pw.debug.table_from_pandas(pd.DataFrame({"k": [1], "v": ["a"]}), schema=Keyed, id_from=["k"])
+
+
+def test_py_object_wrapper_columns_and_table_to_dicts():
+    class Objects(pw.Schema):
+        o: pw.PyObjectWrapper[dict]
+
+    @pw.udf
+    def as_json(o: pw.PyObjectWrapper[dict]) -> pw.Json:
+        return pw.Json(o.value)
+
+    @pw.udf
+    def grown(o: pw.PyObjectWrapper[dict]) -> pw.PyObjectWrapper[dict]:
+        return pw.wrap_py_object({**o.value, "n": 2})
+
+    when = pw.DateTimeNaive("2025-03-14T10:13:00.123456789")
+    t = pw.debug.table_from_rows(Objects, [(pw.wrap_py_object({"when": when}),)])
+    ids, columns = pw.debug.table_to_dicts(t.select(j=as_json(pw.this.o), g=grown(pw.this.o)))
+    assert len(ids) == 1
+    # the text Pathway 0.33.0 writes (recorded): the nanoseconds of a date-time made from text stay
+    assert columns["j"][ids[0]] == pw.Json({"when": "2025-03-14T10:13:00.123456789"})
+    assert isinstance(columns["g"][ids[0]], pw.PyObjectWrapper) and columns["g"][ids[0]].value == {"when": when, "n": 2}

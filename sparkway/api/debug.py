@@ -114,7 +114,7 @@ def _convert(value: Any, kind: DType) -> Any:
         return dt.Json.dumps(value)
     if base.is_array:
         return dt.array_from_python(value, base.items[0])
-    if base.name in ("list", "tuple") or base == dt.ANY:  # items stored as their types are
+    if base.name in ("list", "tuple") or base in (dt.ANY, dt.PY_OBJECT):  # stored as their types are
         return dt.from_python(base)(value)
     return value
 
@@ -354,6 +354,22 @@ def table_to_pandas(table: Table, *, include_id: bool = True, **run_kwargs: Any)
     if include_id:
         frame.index = pd.Index(list(state.keys()), name="id")
     return frame
+
+
+@traced
+def table_to_dicts(table: Table, **run_kwargs: Any) -> tuple[list[int], dict[str, dict[int, Any]]]:
+    """The table's contents after all its input was processed: its ids, and per column
+    a dict from id to value.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("a\\n1\\n2")
+    >>> ids, columns = pw.debug.table_to_dicts(t)
+    >>> sorted(columns["a"][i] for i in ids)
+    [1, 2]
+    """
+    state = _final_state(compute(table, **run_kwargs), table.typehints())
+    ids = list(state)
+    return ids, {name: {i: state[i][0][name] for i in ids} for name in table.column_names()}
 
 
 def _keeps_objects(kind: DType, values: list[Any]) -> bool:

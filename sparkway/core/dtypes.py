@@ -149,6 +149,48 @@ def _json_value(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
+_Wrapped = typing.TypeVar("_Wrapped")
+
+
+class PyObjectWrapper(typing.Generic[_Wrapped]):
+    """A Python object of any type as a column value (``pw.PyObjectWrapper[T]``); ``value``
+    is the object. It is stored pickled, or with the serializer given to
+    ``pw.wrap_py_object``.
+
+    >>> wrap_py_object({"a": 1}).value
+    {'a': 1}
+    """
+
+    __slots__ = ("value", "_serializer")
+
+    def __init__(self, value: _Wrapped, serializer: Any = None) -> None:
+        self.value = value
+        self._serializer = serializer
+
+    def __repr__(self) -> str:
+        return f"PyObjectWrapper({self.value!r})"
+
+    def __reduce__(self) -> tuple:
+        if self._serializer is None:
+            return (PyObjectWrapper, (self.value,))
+        loads = self._serializer.loads  # a function (by reference), not a whole module
+        return (_deserialized, (loads, self._serializer.dumps(self.value)))
+
+
+def _deserialized(loads: Callable[[bytes], Any], data: bytes) -> PyObjectWrapper:
+    return PyObjectWrapper(loads(data))
+
+
+def wrap_py_object(object: _Wrapped, *, serializer: Any = None) -> PyObjectWrapper[_Wrapped]:  # noqa: A002 - Pathway's name
+    """``object`` wrapped to be a column value of type ``pw.PyObjectWrapper``; a
+    ``serializer`` (with ``dumps`` and ``loads``, such as ``dill``) replaces pickle.
+
+    >>> wrap_py_object([1, 2])
+    PyObjectWrapper([1, 2])
+    """
+    return PyObjectWrapper(object, serializer)
+
+
 class Pointer:
     """The type of row ids (``pw.Pointer``); values are 64-bit integers."""
 
@@ -157,21 +199,45 @@ class Pointer:
 
 
 class _DateTime(_dt.datetime):
-    """A datetime that can also be made from ISO text, as Pathway's date-times can
-    (digits below the microsecond are dropped: sparkway's times are microseconds)."""
+    """A datetime that can also be made from ISO text, as Pathway's date-times can. Its
+    digits below the microsecond are kept in ``nanosecond`` (JSON text shows them), but
+    not in columns: sparkway's times are microseconds."""
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        nanosecond = 0
         if len(args) == 1 and not kwargs and isinstance(args[0], str):
-            parsed = _dt.datetime.fromisoformat(re.sub(r"(\.\d{6})\d+", r"\1", args[0].strip()))
+            text = args[0].strip()
+            below_micro = re.search(r"\.\d{6}(\d{1,3})", text)
+            nanosecond = int(below_micro.group(1).ljust(3, "0")) if below_micro else 0
+            parsed = _dt.datetime.fromisoformat(re.sub(r"(\.\d{6})\d+", r"\1", text))
             args = (*parsed.timetuple()[:6], parsed.microsecond, parsed.tzinfo)
-        return super().__new__(cls, *args, **kwargs)
+        value = super().__new__(cls, *args, **kwargs)
+        if nanosecond:
+            value._nanosecond = nanosecond
+        return value
+
+    @property
+    def nanosecond(self) -> int:
+        return vars(self).get("_nanosecond", 0)
+
+    def __reduce_ex__(self, protocol: Any) -> tuple:
+        rebuild, state = super().__reduce_ex__(protocol)[:2]
+        return (_with_nanosecond, (rebuild, state, self.nanosecond))
+
+
+def _with_nanosecond(rebuild: Any, state: tuple, nanosecond: int) -> _DateTime:
+    value = rebuild(*state)
+    if nanosecond:
+        value._nanosecond = nanosecond
+    return value
 
 
 class DateTimeNaive(_DateTime):
     """A timestamp without a time zone (``pw.DateTimeNaive``).
 
-    >>> DateTimeNaive("2025-03-14T10:13:00.123456789")
-    DateTimeNaive(2025, 3, 14, 10, 13, 0, 123456)
+    >>> when = DateTimeNaive("2025-03-14T10:13:00.123456789")
+    >>> when, when.nanosecond
+    (DateTimeNaive(2025, 3, 14, 10, 13, 0, 123456), 789)
     """
 
 
@@ -280,6 +346,7 @@ _VALUE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "DateTimeNaive": lambda v: isinstance(v, _dt.datetime) and v.tzinfo is None,
     "DateTimeUtc": lambda v: isinstance(v, _dt.datetime) and v.tzinfo is not None,
     "Duration": lambda v: isinstance(v, _dt.timedelta),
+    "PyObjectWrapper": lambda v: isinstance(v, PyObjectWrapper),
 }
 
 
@@ -303,6 +370,7 @@ DATE_TIME_NAIVE = DType("DateTimeNaive")
 DATE_TIME_UTC = DType("DateTimeUtc")
 DURATION = DType("Duration")
 ANY = DType("Any")
+PY_OBJECT = DType("PyObjectWrapper")
 
 
 def Array(n_dim: int | None = None, wrapped: Any = None) -> DType:  # noqa: N802 - Pathway's name
@@ -381,6 +449,7 @@ _SPARK_SIMPLE: dict[str, T.DataType] = {
     "DateTimeUtc": T.TimestampType(),
     "Duration": T.DayTimeIntervalType(),
     "Any": T.BinaryType(),  # pickled Python object
+    "PyObjectWrapper": T.BinaryType(),  # a pickled PyObjectWrapper
 }
 
 _ARROW_SIMPLE: dict[str, pa.DataType] = {
@@ -395,6 +464,7 @@ _ARROW_SIMPLE: dict[str, pa.DataType] = {
     "DateTimeUtc": pa.timestamp("us", tz="UTC"),
     "Duration": pa.duration("us"),
     "Any": pa.binary(),
+    "PyObjectWrapper": pa.binary(),
 }
 
 _FROM_PYTHON: dict[Any, DType] = {
@@ -441,6 +511,8 @@ def dtype_of(annotation: Any) -> DType:
         return _FROM_PYTHON[annotation]
     if typing.get_origin(annotation) is Pointer or annotation is Pointer:
         return POINTER
+    if annotation is PyObjectWrapper or origin is PyObjectWrapper:
+        return PY_OBJECT
     if annotation is np.ndarray or origin is np.ndarray:
         return _array_of_annotation(args)
     raise PlanTypeError(
@@ -561,7 +633,7 @@ def to_python(kind: DType) -> Callable[[Any], Any]:
     base = kind.with_optional(False)
     if base == JSON:
         return Json.parse
-    if base == ANY:
+    if base in (ANY, PY_OBJECT):
         return lambda v: None if v is None else pickle.loads(v)
     if base.is_array:
         return lambda v: None if v is None else array_to_python(v)
@@ -586,6 +658,8 @@ def from_python(kind: DType) -> Callable[[Any], Any]:
         return lambda v: None if v is None else Json.dumps(v)
     if base == ANY:
         return lambda v: None if v is None else pickle.dumps(v)
+    if base == PY_OBJECT:
+        return lambda v: None if v is None else pickle.dumps(_exactly(PyObjectWrapper, "PyObjectWrapper", v))
     if base.is_array:
         return lambda v: None if v is None else array_from_python(v, base.items[0])
     if base.name == "tuple":
