@@ -68,14 +68,16 @@ def _python_value(value: Any) -> Any:
 
 
 def _gathered(tables: Sequence[Table]) -> Table:
-    """One row holding, per table, the tuple of its rows ``(id, *values)`` (column ``_pw_<i>``)."""
+    """One row holding, per table, the tuple of its rows ``(id, *values)`` (column
+    ``_pw_<i>``; None for an empty table but the first, whose emptiness leaves no row)."""
     gathered = []
     for position, table in enumerate(tables):
         rows = table.select(_pw_row=make_tuple(table.id, *(table[name] for name in table.column_names())))
         gathered.append(rows.reduce(**{f"_pw_{position}": reducers.sorted_tuple(rows._pw_row)}))
     first, *others = gathered
-    for other in others:
-        first += other.with_universe_of(first)
+    for other in others:  # reduce() gives every table's row the same id
+        joined = first.join_left(other, first.id == other.id)
+        first = joined.select(*(first[name] for name in first.column_names()), *(other[n] for n in other.column_names()))
     return first
 
 
@@ -88,7 +90,7 @@ def _transform(
 
     def apply_to_frames(*all_rows: Sequence[tuple]) -> list[tuple]:
         frames = [
-            pd.DataFrame([row[1:] for row in rows], index=[row[0] for row in rows], columns=columns)
+            pd.DataFrame([row[1:] for row in rows or ()], index=[row[0] for row in rows or ()], columns=columns)
             for rows, columns in zip(all_rows, names)
         ]
         universe_of = frames[universe_argument] if universe_argument is not None else None
