@@ -22,16 +22,21 @@ from sparkway.api.table import (
 from sparkway.api.thisclass import left, right, this
 from sparkway.api.reducers import BaseCustomAccumulator
 from sparkway.api.udfs import UDF, apply_async, udf
+from sparkway.api.yaml_config import load_yaml
 from sparkway.core.expression import ColumnRef as ColumnReference, Expr as ColumnExpression
-from sparkway.core.dtypes import DateTimeNaive, DateTimeUtc, Duration, Json, Pointer
+from sparkway.core.dtypes import DateTimeNaive, DateTimeUtc, Duration, Json, Pointer, PyObjectWrapper, wrap_py_object
 from sparkway.io import moved_csv as csv
+from sparkway import stdlib
+from sparkway.stdlib import utils
+from sparkway.stdlib.utils.pandas_transformer import pandas_transformer
 
 __all__ = [
     "BaseCustomAccumulator", "ColumnExpression", "ColumnReference", "DateTimeNaive", "DateTimeUtc", "Duration", "GroupedTable", "JoinMode", "JoinResult",
-    "Json", "MonitoringLevel", "Pointer", "Schema", "SchemaProperties", "Table", "UDF", "apply", "apply_async",
+    "Json", "MonitoringLevel", "Pointer", "PyObjectWrapper", "Schema", "SchemaProperties", "Table", "UDF", "apply", "apply_async",
     "apply_with_type", "assert_table_has_schema", "cast", "coalesce", "column_definition", "csv", "debug", "declare_type", "errors",
-    "fill_error", "global_error_log", "groupby", "if_else", "io", "iterate", "iterate_universe", "join", "join_inner", "join_left", "join_outer", "join_right", "left", "local_error_log", "make_tuple", "persistence",
-    "reducers", "require", "right", "run", "run_all", "schema_builder", "schema_from_csv", "schema_from_dict",
-    "schema_from_types", "sql", "temporal", "this", "udf", "udfs",
-    "universes", "unwrap",
+    "fill_error", "global_error_log", "groupby", "if_else", "io", "iterate", "iterate_universe", "join",
+    "join_inner", "join_left", "join_outer", "join_right", "left", "load_yaml", "local_error_log",
+    "make_tuple", "pandas_transformer", "persistence", "reducers", "require", "right", "run", "run_all",
+    "schema_builder", "schema_from_csv", "schema_from_dict", "schema_from_types", "sql", "stdlib", "temporal",
+    "this", "udf", "udfs", "universes", "unwrap", "utils", "wrap_py_object",
 ]

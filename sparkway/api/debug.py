@@ -114,6 +114,8 @@ def _convert(value: Any, kind: DType) -> Any:
         return dt.Json.dumps(value)
     if base.is_array:
         return dt.array_from_python(value, base.items[0])
+    if base.name in ("list", "tuple") or base in (dt.ANY, dt.PY_OBJECT):  # stored as their types are
+        return dt.from_python(base)(value)
     return value
 
 
@@ -245,7 +247,8 @@ def table_from_markdown(
 @traced
 def table_from_rows(schema: type[Schema], rows: list[tuple], unsafe_trusted_ids: bool = False, is_stream: bool = False) -> Table:
     """A table from tuples of values in the order of the schema's columns; with
-    ``is_stream``, each tuple ends with the row's ``__time__`` and ``__diff__``.
+    ``is_stream``, each tuple ends with the row's ``__time__`` and ``__diff__``. Ids come
+    from the schema's primary key, else from the rows' positions.
 
     >>> import sparkway as pw
     >>> class S(pw.Schema):
@@ -256,16 +259,19 @@ def table_from_rows(schema: type[Schema], rows: list[tuple], unsafe_trusted_ids:
     """
     names = schema.column_names() + (["__time__", "__diff__"] if is_stream else [])
     records = [dict(zip(names, row)) for row in rows]
-    return _rows_table(schema._dtypes(), records, None, list(range(len(records))))
+    return _rows_table(schema._dtypes(), records, schema.primary_key_columns(), list(range(len(records))))
 
 
 @traced
 def table_from_pandas(df: pd.DataFrame, id_from: list[str] | None = None, schema: type[Schema] | None = None, **_: Any) -> Table:
-    """A table from a pandas DataFrame; ids come from the index (or ``id_from`` columns)."""
+    """A table from a pandas DataFrame; ids come from the ``id_from`` columns, the schema's
+    primary key, or else the index."""
+    if schema is not None and id_from is not None:
+        raise ValueError("table_from_pandas: give either `schema` or `id_from`, not both (ids come from the schema's primary key)")
     rows = [{k: _python(v) for k, v in r.items()} for r in df.to_dict("records")]
     names = [c for c in df.columns if c not in ("__time__", "__diff__")]
     if schema is not None:
-        columns = schema._dtypes()
+        columns, id_from = schema._dtypes(), schema.primary_key_columns()
     else:
         columns = {str(c): _column_type([r.get(c) for r in rows]) for c in names}
     return _rows_table(columns, rows, id_from, [_python(i) for i in df.index])
@@ -349,6 +355,22 @@ def table_to_pandas(table: Table, *, include_id: bool = True, **run_kwargs: Any)
     if include_id:
         frame.index = pd.Index(list(state.keys()), name="id")
     return frame
+
+
+@traced
+def table_to_dicts(table: Table, **run_kwargs: Any) -> tuple[list[int], dict[str, dict[int, Any]]]:
+    """The table's contents after all its input was processed: its ids, and per column
+    a dict from id to value.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("a\\n1\\n2")
+    >>> ids, columns = pw.debug.table_to_dicts(t)
+    >>> sorted(columns["a"][i] for i in ids)
+    [1, 2]
+    """
+    state = _final_state(compute(table, **run_kwargs), table.schema._dtypes())
+    ids = list(state)
+    return ids, {name: {i: state[i][0][name] for i in ids} for name in table.column_names()}
 
 
 def _keeps_objects(kind: DType, values: list[Any]) -> bool:

@@ -12,6 +12,7 @@ import json as _json
 import numbers
 import operator
 import pickle
+import re
 import types
 import typing
 from collections.abc import Iterator
@@ -36,6 +37,8 @@ class Json:
     NULL: "Json"
 
     def __init__(self, value: Any) -> None:
+        while isinstance(value, Json):  # pw.Json(pw.Json(x)) is pw.Json(x)
+            value = value.value
         self.value = value
 
     def __getitem__(self, key: Any) -> "Json":
@@ -74,11 +77,18 @@ class Json:
         return f"pw.Json({self.value!r})"
 
     def __str__(self) -> str:
-        return _json.dumps(self.value)
+        return Json.dumps(self)
 
     @staticmethod
     def dumps(value: Any) -> str:
-        return _json.dumps(value.value if isinstance(value, Json) else value)
+        """JSON text of a value, as Pathway writes it: non-ASCII characters as they are,
+        date-times as ISO text with nanoseconds, durations as nanoseconds.
+
+        >>> import datetime
+        >>> Json.dumps({"when": datetime.datetime(2025, 3, 14, 10, 13), "city": "Łódź"})
+        '{"when": "2025-03-14T10:13:00.000000000", "city": "Łódź"}'
+        """
+        return _json.dumps(value, ensure_ascii=False, default=_json_value)
 
     @staticmethod
     def parse(text: str | None) -> "Json | None":
@@ -120,6 +130,67 @@ class Json:
 Json.NULL = Json(None)
 
 
+def _json_value(value: Any) -> Any:
+    """What ``Json.dumps`` writes for a value ``json`` cannot write by itself."""
+    if isinstance(value, Json):
+        return value.value
+    if isinstance(value, _dt.datetime):
+        nanoseconds = getattr(value, "nanosecond", 0)  # pandas Timestamps have them
+        if value.tzinfo is None:
+            return f"{value.strftime('%Y-%m-%dT%H:%M:%S.%f')}{nanoseconds:03d}"
+        utc = value.astimezone(_dt.timezone.utc)
+        return f"{utc.strftime('%Y-%m-%dT%H:%M:%S.%f')}{nanoseconds:03d}+00:00"
+    if isinstance(value, _dt.timedelta):
+        return value // _dt.timedelta(microseconds=1) * 1000 + getattr(value, "nanoseconds", 0)
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+_Wrapped = typing.TypeVar("_Wrapped")
+
+
+class PyObjectWrapper(typing.Generic[_Wrapped]):
+    """A Python object of any type as a column value (``pw.PyObjectWrapper[T]``); ``value``
+    is the object. It is stored pickled, or with the serializer given to
+    ``pw.wrap_py_object``.
+
+    >>> wrap_py_object({"a": 1}).value
+    {'a': 1}
+    """
+
+    __slots__ = ("value", "_serializer")
+
+    def __init__(self, value: _Wrapped, serializer: Any = None) -> None:
+        self.value = value
+        self._serializer = serializer
+
+    def __repr__(self) -> str:
+        return f"PyObjectWrapper({self.value!r})"
+
+    def __reduce__(self) -> tuple:
+        if self._serializer is None:
+            return (PyObjectWrapper, (self.value,))
+        loads = self._serializer.loads  # a function (by reference), not a whole module
+        return (_deserialized, (loads, self._serializer.dumps(self.value)))
+
+
+def _deserialized(loads: Callable[[bytes], Any], data: bytes) -> PyObjectWrapper:
+    return PyObjectWrapper(loads(data))
+
+
+def wrap_py_object(object: _Wrapped, *, serializer: Any = None) -> PyObjectWrapper[_Wrapped]:  # noqa: A002 - Pathway's name
+    """``object`` wrapped to be a column value of type ``pw.PyObjectWrapper``; a
+    ``serializer`` (with ``dumps`` and ``loads``, such as ``dill``) replaces pickle.
+
+    >>> wrap_py_object([1, 2])
+    PyObjectWrapper([1, 2])
+    """
+    return PyObjectWrapper(object, serializer)
+
+
 class Pointer:
     """The type of row ids (``pw.Pointer``); values are 64-bit integers."""
 
@@ -127,11 +198,50 @@ class Pointer:
         return cls
 
 
-class DateTimeNaive(_dt.datetime):
-    """A timestamp without a time zone (``pw.DateTimeNaive``)."""
+class _DateTime(_dt.datetime):
+    """A datetime that can also be made from ISO text, as Pathway's date-times can. Its
+    digits below the microsecond are kept in ``nanosecond`` (JSON text shows them), but
+    not in columns: sparkway's times are microseconds."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        nanosecond = 0
+        if len(args) == 1 and not kwargs and isinstance(args[0], str):
+            text = args[0].strip()
+            below_micro = re.search(r"\.\d{6}(\d{1,3})", text)
+            nanosecond = int(below_micro.group(1).ljust(3, "0")) if below_micro else 0
+            parsed = _dt.datetime.fromisoformat(re.sub(r"(\.\d{6})\d+", r"\1", text))
+            args = (*parsed.timetuple()[:6], parsed.microsecond, parsed.tzinfo)
+        value = super().__new__(cls, *args, **kwargs)
+        if nanosecond:
+            value._nanosecond = nanosecond
+        return value
+
+    @property
+    def nanosecond(self) -> int:
+        return vars(self).get("_nanosecond", 0)
+
+    def __reduce_ex__(self, protocol: Any) -> tuple:
+        rebuild, state = super().__reduce_ex__(protocol)[:2]
+        return (_with_nanosecond, (rebuild, state, self.nanosecond))
 
 
-class DateTimeUtc(_dt.datetime):
+def _with_nanosecond(rebuild: Any, state: tuple, nanosecond: int) -> _DateTime:
+    value = rebuild(*state)
+    if nanosecond:
+        value._nanosecond = nanosecond
+    return value
+
+
+class DateTimeNaive(_DateTime):
+    """A timestamp without a time zone (``pw.DateTimeNaive``).
+
+    >>> when = DateTimeNaive("2025-03-14T10:13:00.123456789")
+    >>> when, when.nanosecond
+    (DateTimeNaive(2025, 3, 14, 10, 13, 0, 123456), 789)
+    """
+
+
+class DateTimeUtc(_DateTime):
     """A timestamp in UTC (``pw.DateTimeUtc``)."""
 
 
@@ -236,6 +346,7 @@ _VALUE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "DateTimeNaive": lambda v: isinstance(v, _dt.datetime) and v.tzinfo is None,
     "DateTimeUtc": lambda v: isinstance(v, _dt.datetime) and v.tzinfo is not None,
     "Duration": lambda v: isinstance(v, _dt.timedelta),
+    "PyObjectWrapper": lambda v: isinstance(v, PyObjectWrapper),
 }
 
 
@@ -259,6 +370,7 @@ DATE_TIME_NAIVE = DType("DateTimeNaive")
 DATE_TIME_UTC = DType("DateTimeUtc")
 DURATION = DType("Duration")
 ANY = DType("Any")
+PY_OBJECT = DType("PyObjectWrapper")
 
 
 def Optional(wrapped: Any) -> DType:  # noqa: N802 - Pathway's name
@@ -342,6 +454,7 @@ _SPARK_SIMPLE: dict[str, T.DataType] = {
     "DateTimeUtc": T.TimestampType(),
     "Duration": T.DayTimeIntervalType(),
     "Any": T.BinaryType(),  # pickled Python object
+    "PyObjectWrapper": T.BinaryType(),  # a pickled PyObjectWrapper
 }
 
 _ARROW_SIMPLE: dict[str, pa.DataType] = {
@@ -356,6 +469,7 @@ _ARROW_SIMPLE: dict[str, pa.DataType] = {
     "DateTimeUtc": pa.timestamp("us", tz="UTC"),
     "Duration": pa.duration("us"),
     "Any": pa.binary(),
+    "PyObjectWrapper": pa.binary(),
 }
 
 _FROM_PYTHON: dict[Any, DType] = {
@@ -406,6 +520,8 @@ def dtype_of(annotation: Any) -> DType:
         return _FROM_PYTHON[annotation]
     if typing.get_origin(annotation) is Pointer or annotation is Pointer:
         return POINTER
+    if annotation is PyObjectWrapper or origin is PyObjectWrapper:
+        return PY_OBJECT
     if annotation is np.ndarray or origin is np.ndarray:
         return _array_of_annotation(args)
     raise PlanTypeError(
@@ -527,6 +643,8 @@ def dtype_of_value(value: Any) -> DType:
         return JSON
     if isinstance(value, _dt.datetime):
         return DATE_TIME_UTC if value.tzinfo is not None else DATE_TIME_NAIVE
+    if isinstance(value, _dt.timedelta):  # pandas Timedeltas too
+        return DURATION
     if isinstance(value, tuple):
         return DType("tuple", tuple(dtype_of_value(v) for v in value))
     if isinstance(value, list):
@@ -544,7 +662,7 @@ def to_python(kind: DType) -> Callable[[Any], Any]:
     base = kind.with_optional(False)
     if base == JSON:
         return Json.parse
-    if base == ANY:
+    if base in (ANY, PY_OBJECT):
         return lambda v: None if v is None else pickle.loads(v)
     if base.is_array:
         return lambda v: None if v is None else array_to_python(v)
@@ -569,6 +687,8 @@ def from_python(kind: DType) -> Callable[[Any], Any]:
         return lambda v: None if v is None else Json.dumps(v)
     if base == ANY:
         return lambda v: None if v is None else pickle.dumps(v)
+    if base == PY_OBJECT:
+        return lambda v: None if v is None else pickle.dumps(_exactly(PyObjectWrapper, "PyObjectWrapper", v))
     if base.is_array:
         return lambda v: None if v is None else array_from_python(v, base.items[0])
     if base.name == "tuple":

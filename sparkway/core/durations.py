@@ -48,6 +48,17 @@ _UNITS = {
     "L": _dt.timedelta(milliseconds=1), "us": MICROSECOND, "U": MICROSECOND,
     "ns": _dt.timedelta(0), "N": _dt.timedelta(0),  # below sparkway's microsecond precision
 }
+# units of ``int.dt.to_duration(unit)``, as Pathway names them: nanoseconds per unit
+NANOS_PER_UNIT = {
+    **dict.fromkeys(("W",), 7 * 86_400 * 10**9),
+    **dict.fromkeys(("D", "day", "days"), 86_400 * 10**9),
+    **dict.fromkeys(("h", "hr", "hour", "hours"), 3_600 * 10**9),
+    **dict.fromkeys(("m", "min", "minute", "minutes"), 60 * 10**9),
+    **dict.fromkeys(("s", "sec", "second", "seconds"), 10**9),
+    **dict.fromkeys(("ms", "millisecond", "milliseconds", "millis", "milli"), 10**6),
+    **dict.fromkeys(("us", "microsecond", "microseconds", "micros", "micro"), 10**3),
+    **dict.fromkeys(("ns", "nano", "nanos", "nanosecond", "nanoseconds"), 1),
+}
 _PART = re.compile(r"\s*(\d+(?:\.\d+)?)?\s*([A-Za-z]+)")
 
 

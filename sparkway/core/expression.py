@@ -359,6 +359,21 @@ class DtNamespace(_Namespace):
     def to_utc(self, from_timezone: str) -> Call: return self._call("dt.to_utc", params=(from_timezone,))
     def from_timestamp(self, unit: str = "s") -> Call: return self._call("dt.from_timestamp", params=(unit,))
     def utc_from_timestamp(self, unit: str = "s") -> Call: return self._call("dt.utc_from_timestamp", params=(unit,))
+    def to_duration(self, unit: Any) -> Call:
+        """An int column as a Duration of that many ``unit``s ("W", "D", "h", "m", "s",
+        "ms", "us", "ns" or their long names; a column of such names too); below the
+        microsecond, it is cut toward zero.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("n\\n90")
+        >>> pw.debug.compute_and_print(t.select(d=pw.this.n.dt.to_duration("min")), include_id=False)
+        d
+        0 days 01:30:00
+        """
+        if isinstance(unit, str) and unit not in durations.NANOS_PER_UNIT:
+            raise ValueError(f"to_duration: unknown unit {unit!r}; use one of {', '.join(durations.NANOS_PER_UNIT)}")
+        return self._call("dt.to_duration", unit)
+
     def weeks(self) -> Call: return self._call("dt.weeks")
     def days(self) -> Call: return self._call("dt.days")
     def hours(self) -> Call: return self._call("dt.hours")

@@ -180,7 +180,7 @@ def _unsupported(op: str, a: DType, b: DType) -> PlanTypeError:
 def _getitem_type(container: DType, key: Expr, default: Expr | None, checked: bool, inputs: Columns) -> DType:
     base = container.with_optional(False)
     if base == dt.JSON:
-        return dt.JSON.with_optional(not checked or container.optional)
+        return _json_item_type(container, default, checked, inputs)
     if base.name == "list":
         item = base.items[0]
         return item.with_optional(item.optional or not checked)
@@ -219,6 +219,24 @@ def _tuple_item_type(base: DType, key: Expr, default: Expr | None, checked: bool
         item = base.items[0]
         return item if checked else dt.unify(item, default_type)
     return dt.ANY.with_optional(not checked)
+
+
+def _json_item_type(container: DType, default: Expr | None, checked: bool, inputs: Columns) -> DType:
+    """As Pathway: ``json[key]`` is a Json (null when the key is missing), ``json.get(key)``
+    an optional Json (None when missing) unless a Json default replaces it; an optional
+    Json must be unwrapped first (the messages are Pathway's)."""
+    optional_json = dt.Json | None
+    if container.optional:
+        raise PlanTypeError(f"Cannot get from {optional_json}.")
+    if checked:
+        return dt.JSON
+    if isinstance(default, Const) and isinstance(default.value, (dict, list, dt.Json, type(None))):
+        return dt.JSON.with_optional(default.value is None)
+    given = infer(default, inputs) if default is not None else dt.JSON.with_optional(True)
+    if given.with_optional(False) != dt.JSON:
+        found = type(default.value) if isinstance(default, Const) else dt.python_name(given)
+        raise PlanTypeError(f"Default must be of type {optional_json}, found {found}.")
+    return given
 
 
 def _same(types: list[DType], params: tuple) -> DType:
@@ -282,6 +300,7 @@ FUNCTION_TYPES: dict[str, Callable[[list[DType], tuple], DType]] = {
     "dt.strftime": _fixed(dt.STR), "dt.strptime": _strptime, "dt.floor": _same, "dt.round": _same,
     "dt.to_utc": _fixed(dt.DATE_TIME_UTC), "dt.from_timestamp": _fixed(dt.DATE_TIME_NAIVE),
     "dt.utc_from_timestamp": _fixed(dt.DATE_TIME_UTC),
+    "dt.to_duration": _fixed(dt.DURATION),
     "dt.weeks": _fixed(dt.INT), "dt.days": _fixed(dt.INT), "dt.hours": _fixed(dt.INT), "dt.minutes": _fixed(dt.INT),
     "dt.seconds": _fixed(dt.INT), "dt.milliseconds": _fixed(dt.INT), "dt.microseconds": _fixed(dt.INT),
     "dt.nanoseconds": _fixed(dt.INT),

@@ -451,8 +451,14 @@ def _get_item(e: GetItem, scope: Scope) -> Column:
             value, compile_expr(e.key, scope).cast("long"), default.cast(item_type.spark_type())
         )
     key = compile_expr(e.key, scope)
-    default = _as_json_text(e.default, scope) if e.default is not None else F.lit(None).cast("string")
-    return python_column(scope, _json_get(e.checked), "string", [value, key.cast("string"), default])
+    if e.checked:  # json[key] is JSON null where the key is missing
+        default = F.lit("null")
+    elif e.default is not None:
+        default = _as_json_text(e.default, scope)
+    else:
+        default = F.lit(None).cast("string")
+    by_position = _type(e.key, scope).with_optional(False) == dt.INT
+    return python_column(scope, _json_get(by_position), "string", [value, key.cast("string"), default])
 
 
 def _array_item_udf(item_type: DType, checked: bool, where: str):
@@ -512,21 +518,20 @@ def _as_json_text(e: Expr, scope: Scope) -> Column:
     return value.cast("string")
 
 
-def _json_get(checked: bool) -> Callable[[str | None, str | None, str | None], str | None]:
+def _json_get(by_position: bool) -> Callable[[str | None, str | None, str | None], str | None]:
+    """``json[key]`` / ``json.get(key)``: an int key is a position in an array (from 0),
+    a string key a field of an object; anything else (a negative position, a key of
+    the other kind) is missing and gives ``default``, as in Pathway."""
+
     def get(doc: str | None, key: str | None, default: str | None) -> str | None:
-        if doc is None:
+        if doc is None or key is None:
             return default
         value = json.loads(doc)
-        try:
-            if isinstance(value, list):
-                item = value[int(key)]
-            else:
-                item = value[key]
-        except (KeyError, IndexError, TypeError, ValueError):
-            if checked:
-                raise KeyError(f"JSON value {doc[:80]} has no key {key!r}") from None
-            return default
-        return json.dumps(item)
+        if by_position and isinstance(value, list) and 0 <= int(key) < len(value):
+            return dt.Json.dumps(value[int(key)])
+        if not by_position and isinstance(value, dict) and key in value:
+            return dt.Json.dumps(value[key])
+        return default
 
     return get
 
@@ -695,6 +700,16 @@ def _from_timestamp(utc: bool):
     return build
 
 
+def _to_duration(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
+    """An int count of a unit (a column of unit names too) as a duration, cut toward
+    zero to the microsecond."""
+    per_unit = F.create_map(*[F.lit(x) for pair in durations.NANOS_PER_UNIT.items() for x in pair])[args[1]]
+    micros = F.call_function("div", args[0] * per_unit, F.lit(1000))
+    unknown = args[0].isNotNull() & args[1].isNotNull() & per_unit.isNull()
+    message = F.concat(F.lit("to_duration: unknown unit "), args[1])
+    return scope.failing(unknown, "ValueError", message, _micros_duration(micros))
+
+
 def _strftime(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
     fmt = params[0]
     return _udf1(lambda v: v.strftime(fmt), "string")(args, params, types, scope)
@@ -844,6 +859,7 @@ FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], Scope], Column]
     "dt.to_utc": lambda a, p, t, w: F.to_utc_timestamp(a[0].cast("timestamp"), p[0]),
     "dt.from_timestamp": _from_timestamp(False),
     "dt.utc_from_timestamp": _from_timestamp(True),
+    "dt.to_duration": _to_duration,
     "dt.weeks": _duration_part(7 * 86_400_000_000),
     "dt.days": _duration_part(86_400_000_000),
     "dt.hours": _duration_part(3_600_000_000),

@@ -244,16 +244,25 @@ def _flatten(node: n.Flatten, frames: list[DataFrame], ctx: StepContext) -> Data
     source = node.input.columns[node.column].with_optional(False)
     values = col(node.column)
     item = col("_item")
+    frame = frames[0]
     if source == dt.JSON:
         # through Spark's variant, so that every element stays JSON text (a string
         # element keeps its quotes, which from_json to array<string> would drop)
-        values = F.parse_json(values).cast("array<variant>")
+        scope = ctx.scope(node, node.input.columns)
+        array = F.try_variant_get(F.parse_json(values), "$", "array<variant>")
+        failed = values.isNotNull() & array.isNull()
+        message = F.concat(F.lit("Pathway can't flatten this Json: "), values)  # Pathway's words
+        if scope.checks is None:
+            values = scope.failing(failed, "ValueError", message, array)
+        else:  # as Pathway, the row gives no rows and the error is logged
+            scope.checks.logged.append((failed, message))
+            frame, values = _skipping(node, ctx, frame, scope, None, "flatten"), array
         item = F.to_json(item)
     elif source.is_array:
         values = array_items(source, node.label)(values)
     elif source == dt.STR:  # characters ("" has none)
         values = F.when(values == "", F.array().cast("array<string>")).otherwise(F.split(values, ""))
-    exploded = frames[0].select("*", F.posexplode(values).alias("_pos", "_item"))
+    exploded = frame.select("*", F.posexplode(values).alias("_pos", "_item"))
     columns = {name: col(name) for name in node.input.columns} | {node.column: item}
     if node.origin_id is not None:
         columns[node.origin_id] = col(ID)

@@ -43,7 +43,8 @@ ALIASES: dict[str, str | None] = {
     "pathway.internals.join_mode": "sparkway.api.table",
     "pathway.internals.monitoring": "sparkway.api.run",
     "pathway.internals.reducers": "sparkway.api.reducers",
-    "pathway.internals.table_io": "compat.pathway_utils",  # empty_from_schema, for tests
+    "pathway.internals.table_io": "compat.pathway_utils",
+    "pathway.internals.yaml_loader": "sparkway.api.yaml_config",  # empty_from_schema, for tests
     # Pathway's module of asof joins, read by its tests for Direction
     "pathway.temporal._asof_join": "sparkway.api.asof",
     "pathway.stdlib.temporal._asof_join": "sparkway.api.asof",
@@ -178,7 +179,10 @@ def _parse_graph_extras() -> dict[str, Any]:
 
 
 # names a shim module offers besides its sparkway module's
-EXTRAS: dict[str, Callable[[], dict[str, Any]]] = {"pathway.internals.parse_graph": _parse_graph_extras}
+EXTRAS: dict[str, Callable[[], dict[str, Any]]] = {
+    "pathway.internals.parse_graph": _parse_graph_extras,
+    "pathway.internals.column": lambda: {"G": _ParseGraph()},  # tests import G from there too
+}
 
 
 class _Loader(importlib.abc.Loader):
