@@ -5,6 +5,7 @@ The API follows Pathway's, so that ``import sparkway as pw`` runs Pathway progra
 
 from sparkway import errors, io, persistence
 from sparkway.api import debug, reducers, temporal, udfs, universes
+from sparkway.api.async_transformer import AsyncTransformer
 from sparkway.api.functions import (
     apply, apply_with_type, cast, coalesce, declare_type, fill_error, if_else, make_tuple, require, unwrap,
 )
@@ -22,12 +23,13 @@ from sparkway.api.reducers import BaseCustomAccumulator
 from sparkway.api.udfs import UDF, apply_async, udf
 from sparkway.core.expression import ColumnRef as ColumnReference, Expr as ColumnExpression
 from sparkway.core.dtypes import DateTimeNaive, DateTimeUtc, Duration, Json, Pointer
+from sparkway.io import demo
 from sparkway.io import moved_csv as csv
 
 __all__ = [
-    "BaseCustomAccumulator", "ColumnExpression", "ColumnReference", "DateTimeNaive", "DateTimeUtc", "Duration", "GroupedTable", "JoinMode", "JoinResult",
+    "AsyncTransformer", "BaseCustomAccumulator", "ColumnExpression", "ColumnReference", "DateTimeNaive", "DateTimeUtc", "Duration", "GroupedTable", "JoinMode", "JoinResult",
     "Json", "MonitoringLevel", "Pointer", "Schema", "SchemaProperties", "Table", "UDF", "apply", "apply_async",
-    "apply_with_type", "assert_table_has_schema", "cast", "coalesce", "column_definition", "csv", "debug", "declare_type", "errors",
+    "apply_with_type", "assert_table_has_schema", "cast", "coalesce", "column_definition", "csv", "debug", "declare_type", "demo", "errors",
     "fill_error", "global_error_log", "if_else", "io", "iterate", "iterate_universe", "left", "local_error_log", "make_tuple", "persistence",
     "reducers", "require", "right", "run", "run_all", "schema_builder", "schema_from_csv", "schema_from_dict",
     "schema_from_types", "sql", "temporal", "this", "udf", "udfs",

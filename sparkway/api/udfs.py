@@ -265,10 +265,10 @@ def _rows_as_chunks(fn: Callable[..., Any]) -> Callable[..., Any]:
 def awaiting(fn: Callable[..., Any], timeout: float | None, retries: AsyncRetryStrategy) -> Callable[..., Any]:
     """A coroutine function within ``timeout`` (seconds), tried again as ``retries`` says."""
     @functools.wraps(fn)
-    async def call(*values: Any) -> Any:
+    async def call(*values: Any, **named: Any) -> Any:
         for delay in [*retries.delays_s(), None]:
             try:
-                return await asyncio.wait_for(fn(*values), timeout)
+                return await asyncio.wait_for(fn(*values, **named), timeout)
             except Exception:
                 if delay is None:
                     raise
