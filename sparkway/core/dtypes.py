@@ -127,12 +127,39 @@ class Pointer:
         return cls
 
 
-class DateTimeNaive(_dt.datetime):
-    """A timestamp without a time zone (``pw.DateTimeNaive``)."""
+class _ParsedDateTime(_dt.datetime):
+    """A datetime made from its fields or, as in Pathway, from ISO text."""
+
+    zoned: bool
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and isinstance(args[0], str) and not kwargs:
+            parsed = _dt.datetime.fromisoformat(args[0])
+            if (parsed.tzinfo is not None) != cls.zoned:
+                raise ValueError(
+                    "DateTimeUtc must contain timezone information. Use pw.DateTimeNaive for naive datetimes."
+                    if cls.zoned else
+                    "DateTimeNaive cannot contain timezone information. Use pw.DateTimeUtc for datetimes with a timezone."
+                )
+            fields = (parsed.year, parsed.month, parsed.day, parsed.hour, parsed.minute, parsed.second)
+            return super().__new__(cls, *fields, parsed.microsecond, parsed.tzinfo)
+        return super().__new__(cls, *args, **kwargs)
 
 
-class DateTimeUtc(_dt.datetime):
+class DateTimeNaive(_ParsedDateTime):
+    """A timestamp without a time zone (``pw.DateTimeNaive``).
+
+    >>> DateTimeNaive("2025-05-28 17:00:00").hour
+    17
+    """
+
+    zoned = False
+
+
+class DateTimeUtc(_ParsedDateTime):
     """A timestamp in UTC (``pw.DateTimeUtc``)."""
+
+    zoned = True
 
 
 class Duration(_dt.timedelta):
