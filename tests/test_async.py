@@ -137,3 +137,21 @@ def test_async_transformer_checks_its_arguments():
 def _final(table: pw.Table) -> list[tuple]:
     frame = pw.debug.table_to_pandas(table)
     return [tuple(r) for r in frame.itertuples(index=False)]
+
+
+def test_fully_async_results_are_futures_until_awaited():
+    # messages as Pathway 0.33.0 gives them (recorded from the oracle)
+    @pw.udf(executor=pw.udfs.fully_async_executor())
+    async def inc(a: int) -> int:
+        return a + 1
+
+    t = pw.debug.table_from_markdown("a\n1\n2").with_columns(ret=inc(pw.this.a))
+    with pytest.raises(TypeError, match=r"binary operator add on columns of types _asyncio\.Future\[int\], <class 'int'>"):
+        t.select(r=pw.this.ret + 1)
+    with pytest.raises(TypeError, match=r"Using column of type _asyncio\.Future\[int\] is not allowed here"):
+        t.groupby(pw.this.ret)
+    with pytest.raises(TypeError, match=r"Cannot perform pathway\.reducers\.sum when column of type _asyncio\.Future"):
+        t.reduce(s=pw.reducers.sum(pw.this.ret))
+    chained = t.select(r=inc(pw.this.ret))  # a fully async UDF takes another's future
+    assert_rows(t.await_futures().select(r=pw.this.ret * 10), [(20,), (30,)])
+    assert_rows(chained.await_futures(), [(3,), (4,)])

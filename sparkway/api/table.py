@@ -16,7 +16,7 @@ from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
     Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, PointerFrom, ReducerExpr, transform, walk, wrap,
 )
-from sparkway.core.type_rules import infer, reducer_type
+from sparkway.core.type_rules import infer, reducer_type, refuse_future
 from sparkway.errors import PlanError, PlanTypeError, UnknownColumnError, traced, warn_user
 from sparkway.plan import nodes as n
 
@@ -394,6 +394,8 @@ class Table:
         if base is not self:
             return base.groupby(*[e for _, e in looked_up], id=id, sort_by=sort_by, _names=[k.name for k in keys], **kwargs)
         names = kwargs.get("_names") or [k.name for k in keys]
+        for k in keys:
+            self._key(k)
         id_key = None
         if id is not None:
             id_key = id.name
@@ -423,16 +425,22 @@ class Table:
         node = n.Deduplicate(
             dict(self._node.columns),
             self._node,
-            self._bind(wrap(value)),
-            self._bind(instance) if instance is not None else None,
+            self._key(wrap(value)),
+            self._key(instance) if instance is not None else None,
             acceptor,
         )
         return self._derive(node)
 
+    def _key(self, expr: Any) -> Expr:
+        """``expr`` bound to this table, to key rows by (never a future: ``await_futures()`` first)."""
+        bound = self._bind(expr)
+        refuse_future(infer(bound, [self._node.columns]))
+        return bound
+
     def sort(self, key: Any, instance: Any = None) -> "Table":
         """Columns ``prev`` and ``next``: ids of the neighbouring rows in key order."""
         columns = {"prev": dt.POINTER.with_optional(), "next": dt.POINTER.with_optional()}
-        node = n.Sort(columns, self._node, self._bind(key), self._bind(instance) if instance is not None else None)
+        node = n.Sort(columns, self._node, self._key(key), self._key(instance) if instance is not None else None)
         return self._derive(node, universe=self._universe)  # one row per row, same ids
 
     def diff(self, timestamp: Any, *values: ColumnRef, instance: Any = None) -> "Table":
@@ -795,9 +803,22 @@ class Table:
         return self
 
     def await_futures(self) -> "Table":
-        """The table itself: sparkway computes a UDF's results within the step, so none
-        is pending (``pw.udfs.fully_async_executor``)."""
-        return self
+        """The table with the results of fully async UDFs (``pw.udfs.fully_async_executor``)
+        usable in operations; sparkway computes them within the step, so none is pending.
+
+        >>> import sparkway as pw
+        >>> @pw.udf(executor=pw.udfs.fully_async_executor())
+        ... async def inc(a: int) -> int:
+        ...     return a + 1
+        >>> t = pw.debug.table_from_markdown("a\n1").with_columns(b=inc(pw.this.a))
+        >>> str(t.typehints()["b"]), str(t.await_futures().typehints()["b"])
+        ('Future[int]', 'int')
+        """
+        columns = {name: kind.items[0] if kind.is_future else kind for name, kind in self._node.columns.items()}
+        if columns == dict(self._node.columns):
+            return self
+        exprs = tuple((name, ColumnRef(n.InputRef(0), name)) for name in columns)
+        return self._derive(n.Select(columns, self._node, exprs), universe=self._universe)
 
     def with_universe_of(self, other: "Table") -> "Table":
         """The same rows, declared to have exactly ``other``'s ids, so that the columns of

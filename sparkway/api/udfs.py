@@ -5,8 +5,9 @@ sparkway does with them, on the Spark workers that evaluate the function:
 
 * a coroutine function (``async def``) is awaited for all the rows of an Arrow batch
   concurrently, in one event loop, each call within the executor's ``timeout`` and
-  retried as its ``retry_strategy`` says; results are never pending, so the fully async
-  executor behaves as the async one and ``Table.await_futures()`` returns the table itself;
+  retried as its ``retry_strategy`` says; results are never pending: the fully async
+  executor's are futures only for type checks (no operation takes them before
+  ``Table.await_futures()``, as in Pathway);
 * ``InMemoryCache`` and ``DiskCache`` remember results per worker process for the run
   (a disk cache is not kept across runs yet);
 * with ``max_batch_size`` the function takes lists of values and returns a list, as in
@@ -169,6 +170,11 @@ class UDF:
         return Apply(call, arguments, self._result_type(), self.propagate_none, batched)
 
     def _result_type(self) -> DType:
+        """The type of the values, a future of it with the fully async executor."""
+        result = self._value_type()
+        return DType("Future", (result,)) if self.executor.kind == "fully_async" else result
+
+    def _value_type(self) -> DType:
         if self.return_type is not None:
             return dtype_of(self.return_type)
         declared = return_type(self.__wrapped__)
