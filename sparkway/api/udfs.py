@@ -166,6 +166,8 @@ class UDF:
             fn = _with_keywords(fn, len(args), tuple(kwargs))
         arguments = tuple(wrap(a) for a in (*args, *kwargs.values()))
         batched = self.max_batch_size is not None or inspect.iscoroutinefunction(fn)
+        if batched and not arguments:  # a batched function counts its rows by an argument's values
+            fn, arguments = _with_keywords(fn, 0, ()), (wrap(0),)
         call = self._batch_function(fn) if batched else self._row_function(fn)
         return Apply(call, arguments, self._result_type(), self.propagate_none, batched)
 
@@ -245,6 +247,7 @@ def _with_keywords(fn: Callable[..., Any], positional: int, names: tuple[str, ..
     function stays one)."""
     @functools.wraps(fn)
     def call(*values: Any) -> Any:
+        values = values[: positional + len(names)]  # past them: a placeholder argument
         return fn(*values[:positional], **dict(zip(names, values[positional:])))
 
     @functools.wraps(fn)

@@ -608,6 +608,11 @@ def _apply_batched(e: Apply, scope: Scope) -> Column:
         if not passed:
             return results
         computed = fn(*([rows[i][k] for i in passed] for k in range(len(inputs))))
+        if len(computed) != len(passed):
+            raise ValueError(
+                f"The number of rows produced by a UDF ({len(computed)}) is different than "
+                f"the number of rows on its input ({len(passed)})."
+            )
         for i, value in zip(passed, computed):
             results[i] = value if isinstance(value, RowFailure) else output(value)
         return results
@@ -642,11 +647,6 @@ def python_batch_column(
                 if not checked:
                     raise
                 results = [None if f else RowFailure(error) for f in flags]
-            if len(results) != len(flags):
-                raise ValueError(
-                    f"The number of rows produced by a UDF ({len(results)}) is different than "
-                    f"the number of rows on its input ({len(flags)})."
-                )
             failed = [r.error if isinstance(r, RowFailure) else None for r in results]
             values = pa.array([None if isinstance(r, RowFailure) else r for r in results], value_type)
             if not checked:
