@@ -810,7 +810,7 @@ class Table:
         >>> @pw.udf(executor=pw.udfs.fully_async_executor())
         ... async def inc(a: int) -> int:
         ...     return a + 1
-        >>> t = pw.debug.table_from_markdown("a\n1").with_columns(b=inc(pw.this.a))
+        >>> t = pw.debug.table_from_markdown("a\\n1").with_columns(b=inc(pw.this.a))
         >>> str(t.typehints()["b"]), str(t.await_futures().typehints()["b"])
         ('Future[int]', 'int')
         """
