@@ -65,6 +65,7 @@ class AsyncTransformer:
     def __init__(
         self, input_table: Table, *, instance: Any = None, autocommit_duration_ms: int | None = 1500,
     ) -> None:
+        # autocommit_duration_ms: accepted as in Pathway; results come within the step
         _check_arguments(inspect.signature(self.invoke), input_table.column_names())
         self._input_table = input_table.with_columns(**{_INSTANCE: this.id if instance is None else instance})
         kind = self._input_table.typehints()[_INSTANCE]
