@@ -5,6 +5,7 @@ The API follows Pathway's, so that ``import sparkway as pw`` runs Pathway progra
 
 from sparkway import errors, io, persistence
 from sparkway.api import debug, reducers, temporal, udfs, universes
+from sparkway.api.async_transformer import AsyncTransformer
 from sparkway.api.functions import (
     apply, apply_with_type, cast, coalesce, declare_type, fill_error, if_else, make_tuple, require, unwrap,
 )
@@ -25,18 +26,21 @@ from sparkway.api.udfs import UDF, apply_async, udf
 from sparkway.api.yaml_config import load_yaml
 from sparkway.core.expression import ColumnRef as ColumnReference, Expr as ColumnExpression
 from sparkway.core.dtypes import DateTimeNaive, DateTimeUtc, Duration, Json, Pointer, PyObjectWrapper, wrap_py_object
+from sparkway.io import demo
 from sparkway.io import moved_csv as csv
 from sparkway import stdlib
 from sparkway.stdlib import utils
 from sparkway.stdlib.utils.pandas_transformer import pandas_transformer
 
 __all__ = [
-    "BaseCustomAccumulator", "ColumnExpression", "ColumnReference", "DateTimeNaive", "DateTimeUtc", "Duration", "GroupedTable", "JoinMode", "JoinResult",
-    "Json", "MonitoringLevel", "Pointer", "PyObjectWrapper", "Schema", "SchemaProperties", "Table", "UDF", "apply", "apply_async",
-    "apply_with_type", "assert_table_has_schema", "cast", "coalesce", "column_definition", "csv", "debug", "declare_type", "errors",
-    "fill_error", "global_error_log", "groupby", "if_else", "io", "iterate", "iterate_universe", "join",
-    "join_inner", "join_left", "join_outer", "join_right", "left", "load_yaml", "local_error_log",
-    "make_tuple", "pandas_transformer", "persistence", "reducers", "require", "right", "run", "run_all",
-    "schema_builder", "schema_from_csv", "schema_from_dict", "schema_from_types", "sql", "stdlib", "temporal",
-    "this", "udf", "udfs", "universes", "unwrap", "utils", "wrap_py_object",
+    "apply", "apply_async", "apply_with_type", "assert_table_has_schema", "AsyncTransformer",
+    "BaseCustomAccumulator", "cast", "coalesce", "column_definition", "ColumnExpression", "ColumnReference",
+    "csv", "DateTimeNaive", "DateTimeUtc", "debug", "declare_type", "demo", "Duration", "errors",
+    "fill_error", "global_error_log", "groupby", "GroupedTable", "if_else", "io", "iterate",
+    "iterate_universe", "join", "join_inner", "join_left", "join_outer", "join_right", "JoinMode",
+    "JoinResult", "Json", "left", "load_yaml", "local_error_log", "make_tuple", "MonitoringLevel",
+    "pandas_transformer", "persistence", "Pointer", "PyObjectWrapper", "reducers", "require", "right", "run",
+    "run_all", "Schema", "schema_builder", "schema_from_csv", "schema_from_dict", "schema_from_types",
+    "SchemaProperties", "sql", "stdlib", "Table", "temporal", "this", "UDF", "udf", "udfs", "universes",
+    "unwrap", "utils", "wrap_py_object",
 ]

@@ -17,7 +17,7 @@ from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
     Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, PointerFrom, ReducerExpr, transform, walk, wrap,
 )
-from sparkway.core.type_rules import infer, reducer_type
+from sparkway.core.type_rules import infer, reducer_type, refuse_future
 from sparkway.errors import PlanError, PlanTypeError, UnknownColumnError, traced, warn_user
 from sparkway.plan import nodes as n
 
@@ -521,7 +521,7 @@ class Table(_Promises):
                 raise PlanTypeError(f"groupby(id=...) needs a pointer column (e.g. t.pointer_from(...)), got {id!r}")
         order = self._bind(sort_by) if sort_by is not None else None
         return GroupedTable(
-            self, [(name, self._bind(k)) for name, k in keys], id_key=id_key, sort_by=order, skip_errors=skip_errors,
+            self, [(name, self._key(k)) for name, k in keys], id_key=id_key, sort_by=order, skip_errors=skip_errors,
         )
 
     def reduce(self, *args: Any, **kwargs: Any) -> "Table":
@@ -541,16 +541,22 @@ class Table(_Promises):
         node = n.Deduplicate(
             dict(self._node.columns),
             self._node,
-            self._bind(wrap(value)),
-            self._bind(instance) if instance is not None else None,
+            self._key(wrap(value)),
+            self._key(instance) if instance is not None else None,
             acceptor,
         )
         return self._derive(node)
 
+    def _key(self, expr: Any) -> Expr:
+        """``expr`` bound to this table, to key rows by (never a future: ``await_futures()`` first)."""
+        bound = self._bind(expr)
+        refuse_future(infer(bound, [self._node.columns]))
+        return bound
+
     def sort(self, key: Any, instance: Any = None) -> "Table":
         """Columns ``prev`` and ``next``: ids of the neighbouring rows in key order."""
         columns = {"prev": dt.POINTER.with_optional(), "next": dt.POINTER.with_optional()}
-        node = n.Sort(columns, self._node, self._bind(key), self._bind(instance) if instance is not None else None)
+        node = n.Sort(columns, self._node, self._key(key), self._key(instance) if instance is not None else None)
         return self._derive(node, universe=self._universe)  # one row per row, same ids
 
     def diff(self, timestamp: Any, *values: ColumnRef, instance: Any = None) -> "Table":
@@ -955,9 +961,22 @@ class Table(_Promises):
         return self
 
     def await_futures(self) -> "Table":
-        """The table itself: sparkway computes a UDF's results within the step, so none
-        is pending (``pw.udfs.fully_async_executor``)."""
-        return self
+        """The table with the results of fully async UDFs (``pw.udfs.fully_async_executor``)
+        usable in operations; sparkway computes them within the step, so none is pending.
+
+        >>> import sparkway as pw
+        >>> @pw.udf(executor=pw.udfs.fully_async_executor())
+        ... async def inc(a: int) -> int:
+        ...     return a + 1
+        >>> t = pw.debug.table_from_markdown("a\\n1").with_columns(b=inc(pw.this.a))
+        >>> str(t.schema._dtypes()["b"]), str(t.await_futures().schema._dtypes()["b"])
+        ('Future[int]', 'int')
+        """
+        columns = {name: kind.items[0] if kind.is_future else kind for name, kind in self._node.columns.items()}
+        if columns == dict(self._node.columns):
+            return self
+        exprs = tuple((name, ColumnRef(n.InputRef(0), name)) for name in columns)
+        return self._derive(n.Select(columns, self._node, exprs), universe=self._universe)
 
     def with_universe_of(self, other: "Table") -> "Table":
         """The same rows, declared to have exactly ``other``'s ids, so that the columns of

@@ -3,14 +3,16 @@
 Executors, caches and retry strategies are accepted with Pathway's signatures. What
 sparkway does with them, on the Spark workers that evaluate the function:
 
-* a coroutine function (``async def``) is run to completion for each row, within the
-  executor's ``timeout`` and retried as its ``retry_strategy`` says; results are never
-  pending, so the fully async executor behaves as the async one and
-  ``Table.await_futures()`` returns the table itself;
+* a coroutine function (``async def``) is awaited for all the rows of an Arrow batch
+  concurrently, in one event loop, each call within the executor's ``timeout`` and
+  retried as its ``retry_strategy`` says; results are never pending: the fully async
+  executor's are futures only for type checks (no operation takes them before
+  ``Table.await_futures()``, as in Pathway);
 * ``InMemoryCache`` and ``DiskCache`` remember results per worker process for the run
   (a disk cache is not kept across runs yet);
 * with ``max_batch_size`` the function takes lists of values and returns a list, as in
-  Pathway; sparkway calls it with one row at a time.
+  Pathway; it is called with chunks of at most that many rows of an Arrow batch (chunks
+  of an async function are awaited concurrently).
 """
 
 from __future__ import annotations
@@ -19,14 +21,13 @@ import asyncio
 import functools
 import inspect
 import random
-import time
 import typing
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from sparkway.core.dtypes import ANY, DType, dtype_of
-from sparkway.core.expression import Apply, wrap
+from sparkway.core.expression import Apply, RowFailure, wrap
 from sparkway.core.type_rules import return_type
 
 
@@ -164,9 +165,18 @@ class UDF:
         if kwargs:  # keyword arguments are columns too: passed by position, named again here
             fn = _with_keywords(fn, len(args), tuple(kwargs))
         arguments = tuple(wrap(a) for a in (*args, *kwargs.values()))
-        return Apply(self._row_function(fn), arguments, self._result_type(), self.propagate_none)
+        batched = self.max_batch_size is not None or inspect.iscoroutinefunction(fn)
+        if batched and not arguments:  # a batched function counts its rows by an argument's values
+            fn, arguments = _with_keywords(fn, 0, ()), (wrap(0),)
+        call = self._batch_function(fn) if batched else self._row_function(fn)
+        return Apply(call, arguments, self._result_type(), self.propagate_none, batched)
 
     def _result_type(self) -> DType:
+        """The type of the values, a future of it with the fully async executor."""
+        result = self._value_type()
+        return DType("Future", (result,)) if self.executor.kind == "fully_async" else result
+
+    def _value_type(self) -> DType:
         if self.return_type is not None:
             return dtype_of(self.return_type)
         declared = return_type(self.__wrapped__)
@@ -178,15 +188,27 @@ class UDF:
         return declared.items[0]  # a batch function returns a list of results
 
     def _row_function(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """``fn`` as a plain function of one row's values."""
-        call = fn
-        if inspect.iscoroutinefunction(fn):
-            call = _blocking(fn, self.executor.timeout, self.executor.retry_strategy or NoRetryStrategy())
-        if self.max_batch_size is not None:
-            call = _one_row_of_batch(call)
+        """``fn`` (a plain function of one row's values) as it is called."""
         if self.cache_strategy is not None:
-            call = _remembered(call, getattr(self.cache_strategy, "max_size", None))
-        return call
+            return _remembered(fn, getattr(self.cache_strategy, "max_size", None))
+        return fn
+
+    def _batch_function(self, fn: Callable[..., Any]) -> Callable[..., list[Any]]:
+        """``fn`` as a function of many rows (one list of values per argument): a
+        coroutine function's calls are awaited concurrently, a batch UDF gets chunks of
+        at most ``max_batch_size`` rows."""
+        if self.max_batch_size is None:
+            calls = _rows_as_chunks(fn)
+            size = 1
+        else:
+            calls, size = fn, self.max_batch_size
+        if inspect.iscoroutinefunction(fn):
+            executor = self.executor
+            calls = awaiting(calls, executor.timeout, executor.retry_strategy or NoRetryStrategy())
+        batch = _in_chunks(calls, size, inspect.iscoroutinefunction(fn))
+        if self.cache_strategy is not None:
+            batch = _remembered_rows(batch, getattr(self.cache_strategy, "max_size", None))
+        return batch
 
 
 class _FunctionUDF(UDF):
@@ -225,6 +247,7 @@ def _with_keywords(fn: Callable[..., Any], positional: int, names: tuple[str, ..
     function stays one)."""
     @functools.wraps(fn)
     def call(*values: Any) -> Any:
+        values = values[: positional + len(names)]  # past them: a placeholder argument
         return fn(*values[:positional], **dict(zip(names, values[positional:])))
 
     @functools.wraps(fn)
@@ -234,25 +257,100 @@ def _with_keywords(fn: Callable[..., Any], positional: int, names: tuple[str, ..
     return call_async if inspect.iscoroutinefunction(fn) else call
 
 
-def _one_row_of_batch(batch: Callable[..., Any]) -> Callable[..., Any]:
-    """A function of lists of values (one list per argument) as a function of one row."""
-    @functools.wraps(batch)
-    def call(*values: Any) -> Any:
-        return batch(*([v] for v in values))[0]
+def _rows_as_chunks(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A function of one row as a function of a chunk of one row (lists of one value)."""
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def call_async(*values: list[Any]) -> list[Any]:
+            return [await fn(*(v[0] for v in values))]
+        return call_async
+
+    @functools.wraps(fn)
+    def call(*values: list[Any]) -> list[Any]:
+        return [fn(*(v[0] for v in values))]
     return call
 
 
-def _blocking(fn: Callable[..., Any], timeout: float | None, retries: AsyncRetryStrategy) -> Callable[..., Any]:
-    """A coroutine function as a function that waits for its result."""
+def awaiting(fn: Callable[..., Any], timeout: float | None, retries: AsyncRetryStrategy) -> Callable[..., Any]:
+    """A coroutine function within ``timeout`` (seconds), tried again as ``retries`` says."""
     @functools.wraps(fn)
-    def call(*values: Any) -> Any:
+    async def call(*values: Any, **named: Any) -> Any:
         for delay in [*retries.delays_s(), None]:
             try:
-                return asyncio.run(asyncio.wait_for(fn(*values), timeout))
+                return await asyncio.wait_for(fn(*values, **named), timeout)
             except Exception:
                 if delay is None:
                     raise
-                time.sleep(delay)
+                await asyncio.sleep(delay)
+    return call
+
+
+def _in_chunks(fn: Callable[..., Any], size: int, awaited: bool) -> Callable[..., list[Any]]:
+    """A function of chunks of at most ``size`` rows as a function of any number of rows;
+    a chunk that raises fails its rows (``RowFailure``); coroutines of all chunks are
+    awaited concurrently, in one event loop."""
+    def checked(chunk: int, results: Any) -> list[Any]:
+        results = list(results)  # a batch UDF may return a numpy array
+        if len(results) != chunk:
+            raise ValueError(
+                f"The number of rows produced by a UDF ({len(results)}) is different than "
+                f"the number of rows on its input ({chunk})."
+            )
+        return results
+
+    @functools.wraps(fn)
+    def call(*columns: list[Any]) -> list[Any]:
+        starts = range(0, len(columns[0]) if columns else 1, size)
+        chunks = [[c[s:s + size] for c in columns] for s in starts]
+        if awaited:
+            outcomes = asyncio.run(_gathered(fn, chunks))
+        else:
+            outcomes = [_outcome(fn, chunk) for chunk in chunks]
+        rows: list[Any] = []
+        for chunk, outcome in zip(chunks, outcomes):
+            n = len(chunk[0]) if chunk else 1
+            if isinstance(outcome, BaseException):
+                rows.extend([RowFailure(outcome)] * n)
+            else:
+                rows.extend(checked(n, outcome))
+        return rows
+    return call
+
+
+def _outcome(fn: Callable[..., Any], chunk: list[list[Any]]) -> Any:
+    """``fn``'s result for the chunk, or the exception it raised."""
+    try:
+        return fn(*chunk)
+    except Exception as error:
+        return error
+
+
+async def _gathered(fn: Callable[..., Any], chunks: list[list[list[Any]]]) -> list[Any]:
+    return await asyncio.gather(*(fn(*chunk) for chunk in chunks), return_exceptions=True)
+
+
+def _remembered_rows(batch: Callable[..., list[Any]], max_size: int | None) -> Callable[..., list[Any]]:
+    """A function of many rows with each row's result remembered by its values (the
+    ``max_size`` latest); only rows not remembered are computed."""
+    memory: OrderedDict[str, Any] = OrderedDict()
+
+    @functools.wraps(batch)
+    def call(*columns: list[Any]) -> list[Any]:
+        keys = [repr(row) for row in zip(*columns)]  # values may be unhashable (lists, Json)
+        missing = list(dict.fromkeys(k for k in keys if k not in memory))
+        first = {k: i for i, k in reversed(list(enumerate(keys)))}
+        computed = batch(*([c[first[k]] for k in missing] for c in columns)) if missing else []
+        for key, value in zip(missing, computed):
+            if not isinstance(value, RowFailure):
+                memory[key] = value
+        fresh = dict(zip(missing, computed))
+        results = [fresh[k] if k in fresh else memory[k] for k in keys]
+        for key in keys:
+            if key in memory:
+                memory.move_to_end(key)
+        while max_size is not None and len(memory) > max_size:
+            memory.popitem(last=False)
+        return results
     return call
 
 

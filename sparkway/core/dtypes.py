@@ -203,6 +203,8 @@ class _DateTime(_dt.datetime):
     digits below the microsecond are kept in ``nanosecond`` (JSON text shows them), but
     not in columns: sparkway's times are microseconds."""
 
+    zoned: bool  # whether it has a time zone (DateTimeUtc)
+
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         nanosecond = 0
         if len(args) == 1 and not kwargs and isinstance(args[0], str):
@@ -210,6 +212,12 @@ class _DateTime(_dt.datetime):
             below_micro = re.search(r"\.\d{6}(\d{1,3})", text)
             nanosecond = int(below_micro.group(1).ljust(3, "0")) if below_micro else 0
             parsed = _dt.datetime.fromisoformat(re.sub(r"(\.\d{6})\d+", r"\1", text))
+            if (parsed.tzinfo is not None) != cls.zoned:
+                raise ValueError(
+                    "DateTimeUtc must contain timezone information. Use pw.DateTimeNaive for naive datetimes."
+                    if cls.zoned else "DateTimeNaive cannot contain timezone information. "
+                    "Use pw.DateTimeUtc for datetimes with a timezone."
+                )
             args = (*parsed.timetuple()[:6], parsed.microsecond, parsed.tzinfo)
         value = super().__new__(cls, *args, **kwargs)
         if nanosecond:
@@ -240,9 +248,13 @@ class DateTimeNaive(_DateTime):
     (DateTimeNaive(2025, 3, 14, 10, 13, 0, 123456), 789)
     """
 
+    zoned = False
+
 
 class DateTimeUtc(_DateTime):
     """A timestamp in UTC (``pw.DateTimeUtc``)."""
+
+    zoned = True
 
 
 class Duration(_dt.timedelta):
@@ -274,11 +286,19 @@ class DType:
         return f"Optional[{text}]" if self.optional else text
 
     def with_optional(self, optional: bool = True) -> "DType":
+        if self.is_future:  # a future of an optional value
+            return DType(self.name, (self.items[0].with_optional(optional),))
         return DType(self.name, self.items, optional, self.n_dim)
 
     @property
     def is_array(self) -> bool:
         return self.name == "Array"
+
+    @property
+    def is_future(self) -> bool:
+        """A fully async UDF's result before ``Table.await_futures()``: its values are
+        ``items[0]``'s, but no operation takes it (as in Pathway)."""
+        return self.name == "Future"
 
     def is_value_compatible(self, value: Any) -> bool:
         """Whether a Python value is one of this type's values.
@@ -286,6 +306,8 @@ class DType:
         >>> DType("list", (INT,)).is_value_compatible([1, 2]), INT.is_value_compatible(1.5)
         (True, False)
         """
+        if self.is_future:
+            return self.items[0].is_value_compatible(value)
         if value is None:
             return self.optional or self.name == "Any"
         if self.name == "list":
@@ -305,6 +327,8 @@ class DType:
         return self.name in ("int", "float")
 
     def spark_type(self) -> T.DataType:
+        if self.is_future:
+            return self.items[0].spark_type()
         simple = _SPARK_SIMPLE.get(self.name)
         if simple is not None:
             return simple
@@ -319,6 +343,8 @@ class DType:
         raise PlanTypeError(f"no Spark type for {self}")
 
     def arrow_type(self) -> pa.DataType:
+        if self.is_future:
+            return self.items[0].arrow_type()
         simple = _ARROW_SIMPLE.get(self.name)
         if simple is not None:
             return simple
@@ -354,6 +380,11 @@ def python_name(dtype: DType) -> str:
     """How Python names the type of the values of ``dtype`` (``<class 'int'>``), as errors
     about a column's type show it."""
     simple = {"int": int, "float": float, "str": str, "bool": bool, "bytes": bytes}.get(dtype.name)
+    if dtype.is_future:
+        inner = dtype.items[0]
+        base = inner.with_optional(False)
+        text = base.name if base.name in ("int", "float", "str", "bool", "bytes") else str(base)
+        return f"_asyncio.Future[{text}{' | None' if inner.optional else ''}]"
     if simple is None or dtype.items:
         return str(dtype)
     return f"Optional[{simple}]" if dtype.optional else str(simple)
@@ -543,6 +574,8 @@ def python_type(dtype: DType) -> Any:
         annotation = list[python_type(base.items[0])]
     elif base.name == "tuple":
         annotation = tuple[tuple(python_type(item) for item in base.items)]
+    elif base.name == "Future":  # a value a fully async UDF computes: its value's annotation
+        annotation = python_type(base.items[0])
     else:
         annotation = _TO_PYTHON[base]
     if not dtype.optional:
@@ -660,6 +693,8 @@ def to_python(kind: DType) -> Callable[[Any], Any]:
     JSON text -> ``Json``, tuples (structs, as Spark Rows or Arrow dicts) and lists ->
     tuples, ``Any`` (pickled) -> the object."""
     base = kind.with_optional(False)
+    if base.is_future:
+        return to_python(base.items[0])
     if base == JSON:
         return Json.parse
     if base in (ANY, PY_OBJECT):
@@ -683,6 +718,8 @@ _EXACT_PYTHON = {STR: (str, "String"), INT: (numbers.Integral, "Int")}
 def from_python(kind: DType) -> Callable[[Any], Any]:
     """Converts a Python value (a user function's result) into what is stored for ``kind``."""
     base = kind.with_optional(False)
+    if base.is_future:
+        return from_python(base.items[0])
     if base == JSON:
         return lambda v: None if v is None else Json.dumps(v)
     if base == ANY:

@@ -231,12 +231,24 @@ class GetItem(Expr):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Apply(Expr):
-    """A Python function applied row by row (``pw.apply``, ``pw.udf``)."""
+    """A Python function applied row by row (``pw.apply``, ``pw.udf``).
+
+    ``batched``: ``fn`` takes many rows at once, one list of values per argument, and
+    returns the list of their results, in which a ``RowFailure`` fails its row only
+    (async functions awaited concurrently, batch UDFs)."""
 
     fn: Callable[..., Any]
     args: tuple[Expr, ...]
     dtype: DType | None
     propagate_none: bool = False
+    batched: bool = False
+
+
+@dataclass(frozen=True)
+class RowFailure:
+    """The result of a batched function for a row whose computation raised ``error``."""
+
+    error: BaseException
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -429,7 +441,7 @@ def replace_children(expr: Expr, new: tuple[Expr, ...]) -> Expr:
         case Require(): return Require(new[0], new[1:])
         case IxRef(target, _, name, optional): return IxRef(target, new[0], name, optional)
         case GetItem(_, _, d, checked): return GetItem(new[0], new[1], new[2] if d is not None else None, checked)
-        case Apply(fn, _, t, p): return Apply(fn, new, t, p)
+        case Apply(fn, _, t, p, batched): return Apply(fn, new, t, p, batched)
         case Call(name, _, params): return Call(name, new, params)
         case ReducerExpr(kind, _, params): return ReducerExpr(kind, new, params)
     return expr

@@ -11,7 +11,7 @@ from sparkway.core import dtypes as dt
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
     Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, FillError, GetItem, IfElse, IsNone,
-    MakeTuple, PointerFrom, ReducerExpr, Require, UnOp, Unwrap,
+    MakeTuple, PointerFrom, ReducerExpr, Require, UnOp, Unwrap, children,
 )
 from sparkway.errors import PlanError, PlanTypeError, warn_user
 
@@ -31,6 +31,8 @@ def column_type(ref: ColumnRef, inputs: Columns) -> DType:
 
 def infer(expr: Expr, inputs: Columns) -> DType:
     """The DType of ``expr`` over inputs with the given columns."""
+    if not isinstance(expr, (ColumnRef, Const)):
+        _refuse_futures(expr, inputs)
     match expr:
         case ColumnRef():
             return column_type(expr, inputs)
@@ -84,6 +86,63 @@ def infer(expr: Expr, inputs: Columns) -> DType:
         case ReducerExpr():
             raise PlanTypeError("reducers such as pw.reducers.sum can only be used in reduce()")
     raise PlanTypeError(f"unsupported expression {expr!r}")
+
+
+def refuse_future(kind: DType) -> None:
+    """A future (a fully async UDF's result) cannot be a key (groupby, sort, deduplicate...)."""
+    if kind.is_future:
+        raise PlanTypeError(
+            f"Using column of type {dt.python_name(kind)} is not allowed here."
+            " Consider applying `await_futures()` to the table first."
+        )
+
+
+def _future_operand(expr: Expr, inputs: Columns) -> DType | None:
+    """The type of an operand of ``expr`` that is a future (a column of one, or a fully
+    async UDF's call), if any."""
+    for operand in children(expr):
+        match operand:
+            case ColumnRef():
+                kind = column_type(operand, inputs)
+            case Apply(_, _, DType() as kind):
+                pass
+            case _:
+                continue
+        if kind.is_future:
+            return kind
+    return None
+
+
+_PATHWAY_NAMES = {
+    PointerFrom: "pointer_from", MakeTuple: "make_tuple", Coalesce: "coalesce", Require: "require",
+    Cast: "cast", Unwrap: "unwrap", FillError: "fill_error", GetItem: "get",
+}
+
+
+def _refuse_futures(expr: Expr, inputs: Columns) -> None:
+    """As Pathway, no operation takes a future: ``await_futures()`` first."""
+    future = _future_operand(expr, inputs)
+    if future is None or (isinstance(expr, Apply) and expr.dtype is not None and expr.dtype.is_future):
+        return  # fully async UDFs chain: one takes another's future
+    match expr:
+        case BinOp(op, a, b):
+            kinds = ", ".join(dt.python_name(infer(x, inputs)) for x in (a, b))
+            raise PlanTypeError(f"Pathway does not support using binary operator {_OPERATOR_NAMES[op]} on columns of types {kinds}.")
+        case IfElse(_, then, otherwise):
+            kinds = " and ".join(dt.python_name(infer(x, inputs)) for x in (then, otherwise))
+            raise PlanTypeError(f"Cannot perform pathway.if_else on columns of types {kinds}.")
+        case IsNone(_, negated):
+            name = "is_not_none" if negated else "is_none"
+        case Apply(fn):
+            name = "apply_async" if inspect.iscoroutinefunction(inspect.unwrap(fn)) else "apply"
+        case Call(function):
+            name = function
+        case _:
+            name = _PATHWAY_NAMES.get(type(expr), type(expr).__name__.lower())
+    raise PlanTypeError(
+        f"Cannot perform pathway.{name} when column of type {dt.python_name(future)} is involved."
+        " Consider applying `await_futures()` to the table used here."
+    )
 
 
 def return_type(fn: Callable[..., Any]) -> DType:
@@ -316,6 +375,12 @@ def reducer_type(kind: str, args: list[DType], params: tuple) -> DType:
     """The type of a reducer's result over arguments of the given types."""
     if kind not in REDUCER_TYPES:
         raise PlanError(f"unknown reducer {kind!r}; known: {', '.join(sorted(REDUCER_TYPES))}")
+    for arg in args:
+        if arg.is_future:
+            raise PlanTypeError(
+                f"Cannot perform pathway.reducers.{kind} when column of type {dt.python_name(arg)} is involved."
+                " Consider applying `await_futures()` to the table used here"
+            )
     return REDUCER_TYPES[kind](args, params)
 
 

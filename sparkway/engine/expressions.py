@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_type
 
 from sparkway.core import dtypes as dt
 from sparkway.core import durations
@@ -35,7 +36,7 @@ from sparkway.core.changes import ERRORS, ID
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
     Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, FillError, GetItem, IfElse, IsNone,
-    MakeTuple, PointerFrom, Require, UnOp, Unwrap, children,
+    MakeTuple, PointerFrom, Require, RowFailure, UnOp, Unwrap, children,
 )
 from sparkway.core.type_rules import infer, tuple_position
 from sparkway.errors import PlanTypeError
@@ -584,6 +585,8 @@ def python_column(
 
 def _apply(e: Apply, scope: Scope) -> Column:
     """A Python function (``pw.apply``, ``pw.udf``) with Python values (Json, tuples...)."""
+    if e.batched:
+        return _apply_batched(e, scope)
     inputs = [dt.to_python(_type(a, scope)) for a in e.args]
     result = _type(e, scope)
     output = dt.from_python(result)
@@ -598,6 +601,85 @@ def _apply(e: Apply, scope: Scope) -> Column:
     skip = _any([scope.checks.flag(a) for a in e.args]) if scope.checks is not None else None
     name = getattr(fn, "__qualname__", repr(fn))
     return python_column(scope, call, result.spark_type(), args, name, skip)
+
+
+def _apply_batched(e: Apply, scope: Scope) -> Column:
+    """A function of many rows at once (``Apply.batched``), called with the rows of each
+    Arrow batch Spark gives the Python worker; rows with a None argument (when
+    ``propagate_none``) or an Error argument get None without being passed to it."""
+    inputs = [dt.to_python(_type(a, scope)) for a in e.args]
+    result = _type(e, scope)
+    output = dt.from_python(result)
+    fn, propagate_none = e.fn, e.propagate_none
+
+    def call(skipped: list[bool], columns: list[list[Any]]) -> list[Any]:
+        rows = [tuple(f(v) for f, v in zip(inputs, row)) for row in zip(*columns)]
+        passed = [
+            i for i, row in enumerate(rows)
+            if not skipped[i] and not (propagate_none and any(v is None for v in row))
+        ]
+        results: list[Any] = [None] * len(rows)
+        if not passed:
+            return results
+        computed = fn(*([rows[i][k] for i in passed] for k in range(len(inputs))))
+        if len(computed) != len(passed):
+            raise ValueError(
+                f"The number of rows produced by a UDF ({len(computed)}) is different than "
+                f"the number of rows on its input ({len(passed)})."
+            )
+        for i, value in zip(passed, computed):
+            results[i] = value if isinstance(value, RowFailure) else output(value)
+        return results
+
+    args = [compile_expr(a, scope) for a in e.args]
+    skip = _any([scope.checks.flag(a) for a in e.args]) if scope.checks is not None else None
+    name = getattr(fn, "__qualname__", repr(fn))
+    return python_batch_column(scope, call, result.spark_type(), args, name, skip)
+
+
+def python_batch_column(
+    scope: Scope, call: Callable[[list[bool], list[list[Any]]], list[Any]], spark_type: T.DataType,
+    args: list[Column], name: str = "", skip: Column | None = None,
+) -> Column:
+    """An Arrow UDF calling ``call(skipped, columns)`` once per Arrow batch, with the
+    batch's values as Python lists; it returns one value per row, or a ``RowFailure``.
+
+    A failure fails the step as in ``python_column``; keeping Error values, it makes the
+    row's value an Error (a whole batch's when ``call`` itself raises).
+    """
+    where = f"{scope.where}: {name}" if name else scope.where
+    value_type = to_arrow_type(spark_type, timezone="UTC")  # instants: the zone only labels them
+    checked = scope.checks is not None
+
+    def run(skipped: pa.Array, *arrays: pa.Array) -> pa.Array:
+        columns = [a.to_pylist() for a in arrays]
+        flags = [bool(f) for f in skipped.to_pylist()]
+        with failures_named(where):
+            try:
+                results = call(flags, columns)
+            except Exception as error:
+                if not checked:
+                    raise
+                results = [None if f else RowFailure(error) for f in flags]
+            failed = [r.error if isinstance(r, RowFailure) else None for r in results]
+            values = pa.array([None if isinstance(r, RowFailure) else r for r in results], value_type)
+            if not checked:
+                error = next((f for f in failed if f is not None), None)
+                if error is not None:
+                    raise error
+                return values
+        messages = pa.array([None if f is None else f"{type(f).__name__}: {f}" for f in failed], pa.string())
+        return pa.StructArray.from_arrays([values, messages], ["value", "error"])
+
+    flag = skip if skip is not None else F.lit(False)
+    if not checked:
+        return F.arrow_udf(run, spark_type)(flag, *args)
+    ddl = spark_type.simpleString()
+    out = F.arrow_udf(run, f"struct<value: {ddl}, error: string>")(flag, *args)
+    message = out.getField("error")
+    scope.checks.fail(message.isNotNull(), message)
+    scope.checks.calls_python = True
+    return out.getField("value")
 
 
 def _pointer_from(e: PointerFrom, scope: Scope) -> Column:

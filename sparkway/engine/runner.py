@@ -51,6 +51,8 @@ class RunOptions:
     #: False: a failing value becomes an Error value (logged) instead of stopping the run
     terminate_on_error: bool = True
 
+ONE_BATCH_ROWS = 10_000  # Spark's default spark.sql.execution.arrow.maxRecordsPerBatch
+
 
 class Runner:
     """Runs a plan until every source is finished, or until SIGINT/SIGTERM."""
@@ -155,7 +157,10 @@ class Runner:
                 table = tables[node.source.name]
                 if not table.num_rows:
                     continue
-                ctx.inputs[id(node)] = spark.createDataFrame(table, schema=spark_schema(node.columns))
+                frame = spark.createDataFrame(table, schema=spark_schema(node.columns))
+                if table.num_rows <= ONE_BATCH_ROWS:  # one task; one Arrow batch for Python functions,
+                    frame = frame.coalesce(1)         # which Pathway calls with all rows of a time
+                ctx.inputs[id(node)] = frame
             elif not any(id(i) in nonempty for i in node.inputs):
                 continue  # no input changed: no output changes, and state stays as it is
             nonempty.add(id(node))
