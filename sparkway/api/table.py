@@ -421,6 +421,78 @@ class Table:
         )
         return self._derive(node)
 
+    def ignore_late(self, time_column: Any, threshold: Any) -> "Table":
+        """The rows but those late when they arrive: with ``time_column <= now - threshold``,
+        where ``now`` is the largest ``time_column`` of the steps before (a change
+        arriving late is dropped, a retraction too).
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("t | __time__\n1 | 2\n5 | 4\n2 | 6\n4 | 8")
+        >>> pw.debug.compute_and_print(t.ignore_late(pw.this.t, 2), include_id=False)
+        t
+        1
+        4
+        5
+        """
+        return self._freeze(wrap(time_column) + threshold, time_column)
+
+    def forget(self, time_column: Any, threshold: Any, mark_forgetting_records: bool = False) -> "Table":
+        """The rows, each retracted once ``time_column <= now - threshold``, where ``now``
+        is the largest ``time_column`` so far (at the first step with input after ``now``
+        got there); late rows are dropped, as ``ignore_late`` drops them.  Operators
+        after it then forget the rows too.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("t | __time__\n1 | 2\n5 | 4\n6 | 6")
+        >>> pw.debug.compute_and_print_update_stream(t.forget(pw.this.t, 2), include_id=False)
+        t | __time__ | __diff__
+        1 | 2        | 1
+        5 | 4        | 1
+        1 | 6        | -1
+        6 | 6        | 1
+        """
+        return self._forget(wrap(time_column) + threshold, time_column, mark_forgetting_records)
+
+    def buffer(self, time_column: Any, threshold: Any) -> "Table":
+        """The rows, each held back until ``time_column <= now - threshold``, where ``now``
+        is the largest ``time_column`` so far (this step's included); rows still held
+        when the input ends come out then.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("t | __time__\n1 | 2\n2 | 4\n5 | 6")
+        >>> pw.debug.compute_and_print_update_stream(t.buffer(pw.this.t, 3), include_id=False)
+        t | __time__ | __diff__
+        1 | 6        | 1
+        2 | 6        | 1
+        5 | ...      | 1
+        """
+        return self._buffer(wrap(time_column) + threshold, time_column)
+
+    def _freeze(self, threshold_column: Any, time_column: Any, instance_column: Any = None) -> "Table":
+        """``ignore_late`` with the threshold given per row, per instance."""
+        return self._gate("ignore_late", threshold_column, time_column, instance_column)
+
+    def _forget(
+        self, threshold_column: Any, time_column: Any, mark_forgetting_records: bool, instance_column: Any = None,
+    ) -> "Table":
+        """``forget`` with the threshold given per row, per instance."""
+        if mark_forgetting_records:
+            raise PlanError(
+                "forget(mark_forgetting_records=True) is not supported: sparkway does not mark the retractions of "
+                "forgetting; to keep results, apply the operator to a table that is not forgotten"
+            )
+        return self._gate("forget", threshold_column, time_column, instance_column)
+
+    def _buffer(self, threshold_column: Any, time_column: Any, instance_column: Any = None) -> "Table":
+        """``buffer`` with the threshold given per row, per instance."""
+        return self._gate("buffer", threshold_column, time_column, instance_column)
+
+    def _gate(self, mode: str, threshold: Any, time: Any, instance: Any) -> "Table":
+        bound_instance = self._bind(instance) if instance is not None else None
+        node = n.TimeGate(dict(self._node.columns), self._node, mode, self._bind(threshold), self._bind(time), bound_instance)
+        # ignore_late and forget keep some of the rows, a buffer all of them (in the end)
+        return self._derive(node, universe=self._universe if mode == "buffer" else Universe(self._universe))
+
     def sort(self, key: Any, instance: Any = None) -> "Table":
         """Columns ``prev`` and ``next``: ids of the neighbouring rows in key order."""
         columns = {"prev": dt.POINTER.with_optional(), "next": dt.POINTER.with_optional()}
@@ -620,6 +692,7 @@ class Table:
         ['lt', 'rt']
         """
         lower, upper = interval.lower_bound, interval.upper_bound
+        self_time, other_time = _placeholders_as_this(self_time), _placeholders_as_this(other_time)
         check_time_types(
             {"self_time_expression": (self, self_time), "other_time_expression": (other, other_time)},
             {"lower_bound": lower, "upper_bound": upper},

@@ -259,6 +259,9 @@ DATE_TIME_NAIVE = DType("DateTimeNaive")
 DATE_TIME_UTC = DType("DateTimeUtc")
 DURATION = DType("Duration")
 ANY = DType("Any")
+#: the type of ``None`` alone (Pathway's ``dtype.NONE``): an optional ``Any``, which
+#: unifies with any type into its optional version
+NONE = ANY.with_optional()
 
 
 def Array(n_dim: int | None = None, wrapped: Any = None) -> DType:  # noqa: N802 - Pathway's name
