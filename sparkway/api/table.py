@@ -7,7 +7,7 @@ import enum
 from typing import Any, Callable, Iterable
 
 from sparkway.api.schema import Schema, schema_from_columns
-from sparkway.api.temporal import check_time_types, check_window_types
+from sparkway.api.temporal import check_time_types, check_window_types, with_behavior
 from sparkway.api.thisclass import AllColumns, PendingIx, Placeholder, left, right, this
 from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
@@ -487,11 +487,14 @@ class Table:
         """``buffer`` with the threshold given per row, per instance."""
         return self._gate("buffer", threshold_column, time_column, instance_column)
 
-    def _gate(self, mode: str, threshold: Any, time: Any, instance: Any) -> "Table":
+    def _gate(self, mode: str, threshold: Any, time: Any, instance: Any, equivalent: bool = False) -> "Table":
+        """A ``TimeGate``; with ``equivalent``, the result answers for this table's columns
+        (a temporal operator's rows passing through gates before it)."""
         bound_instance = self._bind(instance) if instance is not None else None
         node = n.TimeGate(dict(self._node.columns), self._node, mode, self._bind(threshold), self._bind(time), bound_instance)
         # ignore_late and forget keep some of the rows, a buffer all of them (in the end)
-        return self._derive(node, universe=self._universe if mode == "buffer" else Universe(self._universe))
+        universe = self._universe if mode == "buffer" else Universe(self._universe)
+        return self._derive(node, equivalent=self if equivalent else None, universe=universe)
 
     def sort(self, key: Any, instance: Any = None) -> "Table":
         """Columns ``prev`` and ``next``: ids of the neighbouring rows in key order."""
@@ -682,8 +685,8 @@ class Table:
         """Pairs of rows whose ``on`` conditions hold and whose times are close:
         ``interval.lower_bound <= other_time - self_time <= interval.upper_bound``.
 
-        ``behavior`` (when late rows may be forgotten) is accepted and not applied:
-        every row is kept, which gives the results of a run without late data.
+        ``behavior`` (``pw.temporal.common_behavior``) delays rows, ignores late ones and,
+        without ``keep_results``, forgets old ones, on each side by its own time.
 
         >>> import sparkway as pw
         >>> a = pw.debug.table_from_markdown("t\\n1\\n5")
@@ -700,7 +703,8 @@ class Table:
         if lower > upper:
             raise PlanError(f"an interval's lower bound ({lower}) must not exceed its upper bound ({upper})")
         mode = getattr(how, "value", how) or "inner"
-        return JoinResult(self, other, on, mode, None, (self_time, other_time, lower, upper))
+        left, right = with_behavior(self, self_time, behavior), with_behavior(other, other_time, behavior)
+        return JoinResult(left, right, on, mode, None, (self_time, other_time, lower, upper))
 
     def interval_join_inner(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
         return self.interval_join(other, *args, how="inner", **kwargs)
@@ -843,7 +847,7 @@ class Table:
                 raise PlanError("give instance= or its older name shard=, not both")
             instance = shard
         check_window_types(window, {"time_expr": (self, time_expr)})
-        return window.assign(self, time_expr, instance)
+        return window.assign(self, time_expr, instance, behavior)
 
     # -- plumbing ------------------------------------------------------------------------------
     def _derive(self, node: n.Node, equivalent: "Table | None" = None, universe: Universe | None = None) -> "Table":

@@ -471,7 +471,7 @@ def _sort(node: n.Sort, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
 def _time_gate(node: n.TimeGate, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     scope = ctx.scope(node, node.input.columns)
     frame = _typed(node.input, frames[0])
-    if ctx.final:  # a change of no rows (_diff 0) tells the kernel that the input ended
+    if ctx.final and node.mode == "buffer":  # a change of no rows (_diff 0) tells it that the input ended
         ended = [F.lit(None).cast(field.dataType).alias(field.name) for field in frame.schema.fields]
         frame = frame.unionByName(ctx.spark.range(1).select(*ended).withColumn(ID, F.lit(0).cast("long"))
                                   .withColumn(DIFF, F.lit(0).cast("long")))
