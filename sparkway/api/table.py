@@ -427,7 +427,7 @@ class Table:
         arriving late is dropped, a retraction too).
 
         >>> import sparkway as pw
-        >>> t = pw.debug.table_from_markdown("t | __time__\n1 | 2\n5 | 4\n2 | 6\n4 | 8")
+        >>> t = pw.debug.table_from_markdown("t | __time__\\n1 | 2\\n5 | 4\\n2 | 6\\n4 | 8")
         >>> pw.debug.compute_and_print(t.ignore_late(pw.this.t, 2), include_id=False)
         t
         1
@@ -443,7 +443,7 @@ class Table:
         after it then forget the rows too.
 
         >>> import sparkway as pw
-        >>> t = pw.debug.table_from_markdown("t | __time__\n1 | 2\n5 | 4\n6 | 6")
+        >>> t = pw.debug.table_from_markdown("t | __time__\\n1 | 2\\n5 | 4\\n6 | 6")
         >>> pw.debug.compute_and_print_update_stream(t.forget(pw.this.t, 2), include_id=False)
         t | __time__ | __diff__
         1 | 2        | 1
@@ -459,12 +459,13 @@ class Table:
         when the input ends come out then.
 
         >>> import sparkway as pw
-        >>> t = pw.debug.table_from_markdown("t | __time__\n1 | 2\n2 | 4\n5 | 6")
-        >>> pw.debug.compute_and_print_update_stream(t.buffer(pw.this.t, 3), include_id=False)
+        >>> t = pw.debug.table_from_markdown("t | __time__\\n1 | 2\\n2 | 4\\n5 | 6")
+        >>> pw.debug.compute_and_print_update_stream(  # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
+        ...     t.buffer(pw.this.t, 3), include_id=False)
         t | __time__ | __diff__
-        1 | 6        | 1
-        2 | 6        | 1
-        5 | ...      | 1
+        1 | 6 | 1
+        2 | 6 | 1
+        5 | ... | 1
         """
         return self._buffer(wrap(time_column) + threshold, time_column)
 

@@ -176,8 +176,8 @@ def intervals_over(*, at: Any, lower_bound: Any, upper_bound: Any, is_outer: boo
     window too (its reducers see one row of Nones).
 
     >>> import sparkway as pw
-    >>> t = pw.debug.table_from_markdown("t | v\n1 | 10\n2 | 1\n5 | 3")
-    >>> points = pw.debug.table_from_markdown("p\n2\n5")
+    >>> t = pw.debug.table_from_markdown("t | v\\n1 | 10\\n2 | 1\\n5 | 3")
+    >>> points = pw.debug.table_from_markdown("p\\n2\\n5")
     >>> pw.debug.compute_and_print(t.windowby(
     ...     t.t, window=pw.temporal.intervals_over(at=points.p, lower_bound=-1, upper_bound=0)
     ... ).reduce(pw.this._pw_window_location, v=pw.reducers.tuple(pw.this.v)), include_id=False)
@@ -204,15 +204,24 @@ def _window_behavior(windowed: Any, time: Expr, behavior: "CommonBehavior") -> A
     ignored from then on, so its result cannot change anyway (Pathway forgets the rows
     to free memory and hides the retractions that follows)."""
     start, end = (ColumnRef(n.InputRef(0), c) for c in ("_pw_window_start", "_pw_window_end"))
-    if behavior.cutoff is not None:
+    delays = _delays(behavior.delay)
+    forgets = behavior.cutoff is not None and not behavior.keep_results
+    if behavior.cutoff is not None and (delays or not forgets):
         windowed = windowed._gate("ignore_late", end + behavior.cutoff, time, None, equivalent=True)
-    if behavior.delay is not None:
+    if delays:
         opening = start + behavior.delay
         windowed = windowed._gate("buffer", opening, time, None, equivalent=True)
         time = IfElse(time > opening, time, opening)  # a released row is as late as its release
-    if behavior.cutoff is not None and not behavior.keep_results:
-        windowed = windowed._gate("forget", end + behavior.cutoff, time, None, equivalent=True)
+    if forgets:  # without a buffer between, one gate does the ignore_late's work too
+        mode = "forget" if delays else "late_forget"
+        windowed = windowed._gate(mode, end + behavior.cutoff, time, None, equivalent=True)
     return windowed
+
+
+def _delays(delay: Any) -> bool:
+    """Whether a ``delay`` holds rows back: a row's time is always reached (by itself),
+    so a delay of zero or less lets every row through at once."""
+    return delay is not None and delay > _zero_like(delay)
 
 
 def _zero_like(duration: Any) -> Any:
@@ -232,12 +241,11 @@ def with_behavior(table: Any, time: Expr, behavior: "CommonBehavior | None") -> 
         return table
     if not isinstance(behavior, CommonBehavior):
         raise PlanError(f"an interval join takes pw.temporal.common_behavior(...), not {behavior!r}")
-    if behavior.delay is not None:
+    if _delays(behavior.delay):
         table = table._gate("buffer", wrap(time) + behavior.delay, time, None, equivalent=True)
     if behavior.cutoff is not None:
-        table = table._gate("ignore_late", wrap(time) + behavior.cutoff, time, None, equivalent=True)
-        if not behavior.keep_results:
-            table = table._gate("forget", wrap(time) + behavior.cutoff, time, None, equivalent=True)
+        mode = "ignore_late" if behavior.keep_results else "late_forget"
+        table = table._gate(mode, wrap(time) + behavior.cutoff, time, None, equivalent=True)
     return table
 
 
@@ -315,7 +323,7 @@ def common_behavior(delay: Any = None, cutoff: Any = None, keep_results: bool = 
       their pairs) are also retracted.  Needs a ``cutoff``.
 
     >>> import sparkway as pw
-    >>> t = pw.debug.table_from_markdown("t | v | __time__\n1 | 10 | 2\n6 | 20 | 4\n2 | 30 | 6")
+    >>> t = pw.debug.table_from_markdown("t | v | __time__\\n1 | 10 | 2\\n6 | 20 | 4\\n2 | 30 | 6")
     >>> late_ignored = t.windowby(
     ...     t.t, window=pw.temporal.tumbling(5), behavior=pw.temporal.common_behavior(cutoff=0)
     ... ).reduce(pw.this._pw_window_start, total=pw.reducers.sum(pw.this.v))
@@ -334,7 +342,7 @@ def exactly_once_behavior(shift: Any = None) -> ExactlyOnceBehavior:
     (0 when None); rows arriving after that are ignored.
 
     >>> import sparkway as pw
-    >>> t = pw.debug.table_from_markdown("t | v | __time__\n1 | 10 | 2\n3 | 20 | 4\n6 | 30 | 6")
+    >>> t = pw.debug.table_from_markdown("t | v | __time__\\n1 | 10 | 2\\n3 | 20 | 4\\n6 | 30 | 6")
     >>> once = t.windowby(
     ...     t.t, window=pw.temporal.tumbling(5), behavior=pw.temporal.exactly_once_behavior()
     ... ).reduce(pw.this._pw_window_start, total=pw.reducers.sum(pw.this.v))

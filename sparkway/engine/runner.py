@@ -114,8 +114,9 @@ class Runner:
     def _step_time(self, segments: dict[str, list]) -> int:
         """The time of a new step: the time its input names (``pw.debug`` tables'
         ``__time__``, as Pathway shows it) when that is later than the last step's, else
-        the clock's milliseconds; times only grow, also across restarts."""
-        named = [t for s in self.sources if (t := s.time_of(segments.get(s.name, []))) is not None]
+        the clock's milliseconds; times only grow, also across restarts.  Pathway's time of
+        the end of input (18446744073709551614, beyond int64) is a time after all others."""
+        named = [t for s in self.sources if (t := s.time_of(segments.get(s.name, []))) is not None and t < _END]
         if named and (self.step == 0 or min(named) > self.last_time):
             return min(named)
         return max(int(_time.time() * 1000), self.last_time + 1)
@@ -286,6 +287,10 @@ def _error_log_order(nodes: list[n.Node]) -> tuple[list[n.Node], set[int]]:
     logs = [x for x in nodes if isinstance(x, n.ErrorLog)]
     after = [x for x in nodes if id(x) in reads_log and not isinstance(x, n.ErrorLog)]
     return before + logs + after, reads_log
+
+
+#: times from this on (Pathway's end of input, 2**64 - 2) are not step times
+_END = 2**63
 
 
 def _holds_back(node: n.Node) -> bool:

@@ -252,6 +252,8 @@ class TimeGate(_Stateful, _Unary):
       before their step;
     * ``forget``: as ``ignore_late``, and retracts each row once the current time before a
       step reaches its ``threshold`` (at the first step with input after that);
+    * ``late_forget``: ``ignore_late`` followed by ``forget``, in one: it forgets only at
+      steps with changes on time;
     * ``buffer``: holds each change until the current time, this step's included,
       reaches its ``threshold`` (the rest when the input ends).
 
@@ -260,7 +262,7 @@ class TimeGate(_Stateful, _Unary):
     state is one group, touched at every step with input: its rows are those within
     the threshold of the current time, few by design."""
 
-    mode: str  # ignore_late, forget, buffer
+    mode: str  # ignore_late, forget, late_forget, buffer
     threshold: Expr
     time: Expr
     instance: Expr | None

@@ -1,10 +1,10 @@
-"""Time gates (``TimeGate``): ``ignore_late``, ``forget`` and ``buffer``.
+"""Time gates (``TimeGate``): ``ignore_late``, ``forget``, ``late_forget`` and ``buffer``.
 
 A gate compares each change's threshold with the operator's current time: the largest
 time its input held so far, per instance.  Its output depends on when changes arrived, so
 it is a ``GateKernel`` (``sparkway.engine.stateful``): it gets the changes themselves with
 the stored state, ``{"now": {instance: time}, "rows": {id: [values, count, threshold,
-instance]}}`` (``rows``: for ``forget`` the rows let through, for ``buffer`` the rows
+instance]}}`` (``rows``: for the forgets the rows let through, for ``buffer`` the rows
 held).  Python over the changes of a step, on the executor.
 """
 
@@ -36,9 +36,11 @@ def gate(state: Any, changes: pa.Table, params: Any) -> tuple[pa.Table, Any]:
             _add(state["rows"], row_id, values, diff, threshold, instance)
         elif not _reached(threshold, before.get(instance)):
             out.append((row_id, values, diff))
-            if mode == "forget":
+            if mode != "ignore_late":
                 _add(state["rows"], row_id, values, diff, threshold, instance)
-    if mode == "forget":  # rows the time before this step reached: retracted first
+    # rows the time before this step reached are retracted (``late_forget``: only at a
+    # step with changes on time, as after an ``ignore_late``)
+    if mode == "forget" or (mode == "late_forget" and out):
         out = _release(state["rows"], before, False, sign=-1) + out
     elif mode == "buffer":
         out = _release(state["rows"], state["now"], ended, sign=1)
