@@ -106,7 +106,10 @@ def keyed_step(
         operator, where, step, time, location, tuple(payload_types), kernel, params,
         to_arrow_schema(output, timezone="UTC", prefers_large_types=False), tuple(i.stored for i in inputs), gate,
     )
-    return union.repartition(partitions, "_part").mapInArrow(functools.partial(_run_partitions, spec), output)
+    # without keys every row is in one group, hence one state partition: one task reads
+    # them all, without a shuffle
+    grouped = union.coalesce(1) if not any(item.keys for item in inputs) else union.repartition(partitions, "_part")
+    return grouped.mapInArrow(functools.partial(_run_partitions, spec), output)
 
 
 # -- executor side ---------------------------------------------------------------------------
