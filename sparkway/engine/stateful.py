@@ -99,7 +99,9 @@ def keyed_step(
             *columns,
         )
         frames.append(frame)
-        schema = to_arrow_schema(frame.select(*[f"_{index}_{n}" for n in item.payload]).schema)
+        schema = to_arrow_schema(  # as mapInArrow gives them (the session's time zone is UTC)
+            frame.select(*[f"_{index}_{n}" for n in item.payload]).schema, timezone="UTC", prefers_large_types=False
+        )
         payload_types.append(tuple((n, schema.field(i).type) for i, n in enumerate(item.payload)))
     union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     spec = KernelSpec(
