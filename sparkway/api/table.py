@@ -13,7 +13,8 @@ from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
-    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, PointerFrom, ReducerExpr, transform, walk, wrap,
+    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, PointerFrom, ReducerExpr, Unwrap, transform, walk,
+    wrap,
 )
 from sparkway.core.type_rules import infer, reducer_type
 from sparkway.errors import PlanError, PlanTypeError, UnknownColumnError, traced, warn_user
@@ -1140,6 +1141,7 @@ class JoinResult:
         if id_from is not None:
             id_side = "left" if (id_from.table is left or id_from.table is left_table) else "right"
         self._how = how
+        self._interval_join = interval is not None
         columns = {
             **{f"_l_{k}": v.with_optional(v.optional or how in ("right", "outer")) for k, v in cols[0].items()},
             **{f"_r_{k}": v.with_optional(v.optional or how in ("left", "outer")) for k, v in cols[1].items()},
@@ -1306,7 +1308,12 @@ class JoinResult:
             if isinstance(e, ColumnRef) and e.table is this and e.name == "id":
                 return ColumnRef(pair, "id")
             if isinstance(e, ColumnRef) and e.table is this and e.name in self._shared:
-                return Coalesce((ColumnRef(self._left, e.name), ColumnRef(self._right, e.name)))
+                either = Coalesce((ColumnRef(self._left, e.name), ColumnRef(self._right, e.name)))
+                # an interval join's pair has one side at least: no None when neither side's
+                # column has one (Pathway types it so; a plain outer join keeps Optional)
+                never_none = not any(cols[k].get(e.name, dt.ANY.with_optional()).optional for k in (0, 1))
+                interval_outer = self._how == "outer" and self._interval_join
+                return Unwrap(either) if never_none and interval_outer else either
             return None
 
         def to_joined(e: Expr) -> Expr | None:
