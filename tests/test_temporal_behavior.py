@@ -10,6 +10,9 @@ and one more for the last step after the input ended when a buffer holds rows.
 
 from __future__ import annotations
 
+import datetime
+
+import pytest
 from tables import assert_changes, assert_rows
 
 import sparkway as pw
@@ -162,3 +165,27 @@ def test_intervals_over_groups_rows_around_each_point() -> None:
     )
     # [0, 3], [4, 7] (no rows: one row of Nones, as Pathway's outer windows), [8, 11]
     assert_rows(result, [(2, (1, 3, 10), 3), (6, (None,), 1), (10, (2, 4, 8), 3)])
+
+
+def test_interval_join_of_a_table_with_itself_asks_for_a_copy() -> None:
+    t = pw.debug.table_from_markdown("a | t\n1 | 0")
+    with pytest.raises(ValueError, match=r"Use <table>.copy\(\)"):
+        t.interval_join(t, t.t, t.t, pw.temporal.interval(-1, 0))
+
+
+def test_windows_over_utc_date_times() -> None:
+    t = pw.debug.table_from_markdown(
+        """
+        t                         | a
+        2023-05-15T10:13:00+02:00 | 1
+        2023-05-15T10:14:00+02:00 | 2
+        2023-05-15T10:26:00+02:00 | 4
+        2023-05-15T10:31:23+02:00 | 5
+        2023-05-15T11:00:20+02:00 | 6
+        """
+    ).with_columns(t=pw.this.t.dt.strptime("%Y-%m-%dT%H:%M:%S%z"))
+    result = t.windowby(t.t, window=pw.temporal.tumbling(datetime.timedelta(minutes=30))).reduce(
+        low=pw.reducers.min(pw.this.a), high=pw.reducers.max(pw.this.a)
+    )
+    # windows from 08:00, 08:30 and 09:00 UTC
+    assert_rows(result, [(1, 4), (5, 5), (6, 6)])

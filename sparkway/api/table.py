@@ -696,6 +696,8 @@ class Table:
         >>> a.interval_join(b, a.t, b.t, pw.temporal.interval(0, 1)).select(lt=a.t, rt=b.t).column_names()
         ['lt', 'rt']
         """
+        if other is self:  # its columns could not say which side they are read from
+            raise PlanError("Cannot join table with itself. Use <table>.copy() as one of the arguments of the join.")
         lower, upper = interval.lower_bound, interval.upper_bound
         self_time, other_time = _placeholders_as_this(self_time), _placeholders_as_this(other_time)
         check_time_types(
