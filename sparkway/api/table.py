@@ -9,13 +9,14 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable
 
 from sparkway.api.schema import Schema, schema_from_columns
-from sparkway.api.temporal import check_time_types, check_window_types
+from sparkway.api.temporal import check_time_types, check_window_types, with_behavior
 from sparkway.api.thisclass import AllColumns, ColumnNamespace, PendingIx, Placeholder, TableSlice, left, right, this
 from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
-    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, PointerFrom, ReducerExpr, transform, walk, wrap,
+    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, PointerFrom, ReducerExpr, Unwrap, transform, walk,
+    wrap,
 )
 from sparkway.core.type_rules import infer, reducer_type, refuse_future
 from sparkway.errors import PlanError, PlanTypeError, UnknownColumnError, traced, warn_user
@@ -553,6 +554,82 @@ class Table(_Promises):
         refuse_future(infer(bound, [self._node.columns]))
         return bound
 
+    def ignore_late(self, time_column: Any, threshold: Any) -> "Table":
+        """The rows but those late when they arrive: with ``time_column <= now - threshold``,
+        where ``now`` is the largest ``time_column`` of the steps before (a change
+        arriving late is dropped, a retraction too).
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("t | __time__\\n1 | 2\\n5 | 4\\n2 | 6\\n4 | 8")
+        >>> pw.debug.compute_and_print(t.ignore_late(pw.this.t, 2), include_id=False)
+        t
+        1
+        4
+        5
+        """
+        return self._freeze(wrap(time_column) + threshold, time_column)
+
+    def forget(self, time_column: Any, threshold: Any, mark_forgetting_records: bool = False) -> "Table":
+        """The rows, each retracted once ``time_column <= now - threshold``, where ``now``
+        is the largest ``time_column`` so far (at the first step with input after ``now``
+        got there); late rows are dropped, as ``ignore_late`` drops them.  Operators
+        after it then forget the rows too.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("t | __time__\\n1 | 2\\n5 | 4\\n6 | 6")
+        >>> pw.debug.compute_and_print_update_stream(t.forget(pw.this.t, 2), include_id=False)
+        t | __time__ | __diff__
+        1 | 2        | 1
+        5 | 4        | 1
+        1 | 6        | -1
+        6 | 6        | 1
+        """
+        return self._forget(wrap(time_column) + threshold, time_column, mark_forgetting_records)
+
+    def buffer(self, time_column: Any, threshold: Any) -> "Table":
+        """The rows, each held back until ``time_column <= now - threshold``, where ``now``
+        is the largest ``time_column`` so far (this step's included); rows still held
+        when the input ends come out then.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("t | __time__\\n1 | 2\\n2 | 4\\n5 | 6")
+        >>> pw.debug.compute_and_print_update_stream(  # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
+        ...     t.buffer(pw.this.t, 3), include_id=False)
+        t | __time__ | __diff__
+        1 | 6 | 1
+        2 | 6 | 1
+        5 | ... | 1
+        """
+        return self._buffer(wrap(time_column) + threshold, time_column)
+
+    def _freeze(self, threshold_column: Any, time_column: Any, instance_column: Any = None) -> "Table":
+        """``ignore_late`` with the threshold given per row, per instance."""
+        return self._gate("ignore_late", threshold_column, time_column, instance_column)
+
+    def _forget(
+        self, threshold_column: Any, time_column: Any, mark_forgetting_records: bool, instance_column: Any = None,
+    ) -> "Table":
+        """``forget`` with the threshold given per row, per instance."""
+        if mark_forgetting_records:
+            raise PlanError(
+                "forget(mark_forgetting_records=True) is not supported: sparkway does not mark the retractions of "
+                "forgetting; to keep results, apply the operator to a table that is not forgotten"
+            )
+        return self._gate("forget", threshold_column, time_column, instance_column)
+
+    def _buffer(self, threshold_column: Any, time_column: Any, instance_column: Any = None) -> "Table":
+        """``buffer`` with the threshold given per row, per instance."""
+        return self._gate("buffer", threshold_column, time_column, instance_column)
+
+    def _gate(self, mode: str, threshold: Any, time: Any, instance: Any, equivalent: bool = False) -> "Table":
+        """A ``TimeGate``; with ``equivalent``, the result answers for this table's columns
+        (a temporal operator's rows passing through gates before it)."""
+        bound_instance = self._bind(instance) if instance is not None else None
+        node = n.TimeGate(dict(self._node.columns), self._node, mode, self._bind(threshold), self._bind(time), bound_instance)
+        # ignore_late and forget keep some of the rows, a buffer all of them (in the end)
+        universe = self._universe if mode == "buffer" else Universe(self._universe)
+        return self._derive(node, equivalent=self if equivalent else None, universe=universe)
+
     def sort(self, key: Any, instance: Any = None) -> "Table":
         """Columns ``prev`` and ``next``: ids of the neighbouring rows in key order."""
         columns = {"prev": dt.POINTER.with_optional(), "next": dt.POINTER.with_optional()}
@@ -784,8 +861,8 @@ class Table(_Promises):
         """Pairs of rows whose ``on`` conditions hold and whose times are close:
         ``interval.lower_bound <= other_time - self_time <= interval.upper_bound``.
 
-        ``behavior`` (when late rows may be forgotten) is accepted and not applied:
-        every row is kept, which gives the results of a run without late data.
+        ``behavior`` (``pw.temporal.common_behavior``) delays rows, ignores late ones and,
+        without ``keep_results``, forgets old ones, on each side by its own time.
 
         >>> import sparkway as pw
         >>> a = pw.debug.table_from_markdown("t\\n1\\n5")
@@ -793,7 +870,10 @@ class Table(_Promises):
         >>> a.interval_join(b, a.t, b.t, pw.temporal.interval(0, 1)).select(lt=a.t, rt=b.t).column_names()
         ['lt', 'rt']
         """
+        if other is self:  # its columns could not say which side they are read from
+            raise PlanError("Cannot join table with itself. Use <table>.copy() as one of the arguments of the join.")
         lower, upper = interval.lower_bound, interval.upper_bound
+        self_time, other_time = _placeholders_as_this(self_time), _placeholders_as_this(other_time)
         check_time_types(
             {"self_time_expression": (self, self_time), "other_time_expression": (other, other_time)},
             {"lower_bound": lower, "upper_bound": upper},
@@ -801,7 +881,8 @@ class Table(_Promises):
         if lower > upper:
             raise PlanError(f"an interval's lower bound ({lower}) must not exceed its upper bound ({upper})")
         mode = getattr(how, "value", how) or "inner"
-        return JoinResult(self, other, on, mode, None, (self_time, other_time, lower, upper))
+        left, right = with_behavior(self, self_time, behavior), with_behavior(other, other_time, behavior)
+        return JoinResult(left, right, on, mode, None, (self_time, other_time, lower, upper))
 
     def interval_join_inner(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
         return self.interval_join(other, *args, how="inner", **kwargs)
@@ -944,7 +1025,7 @@ class Table(_Promises):
                 raise PlanError("give instance= or its older name shard=, not both")
             instance = shard
         check_window_types(window, {"time_expr": (self, time_expr)})
-        return window.assign(self, time_expr, instance)
+        return window.assign(self, time_expr, instance, behavior)
 
     # -- plumbing ------------------------------------------------------------------------------
     def _derive(self, node: n.Node, equivalent: "Table | None" = None, universe: Universe | None = None) -> "Table":
@@ -1258,6 +1339,7 @@ class JoinResult(_Promises):
         if id_from is not None:
             id_side = "left" if (id_from.table is left or id_from.table is left_table) else "right"
         self._how = how
+        self._interval_join = interval is not None
         columns = {
             **{f"_l_{k}": v.with_optional(v.optional or how in ("right", "outer")) for k, v in cols[0].items()},
             **{f"_r_{k}": v.with_optional(v.optional or how in ("left", "outer")) for k, v in cols[1].items()},
@@ -1426,7 +1508,12 @@ class JoinResult(_Promises):
             if isinstance(e, ColumnRef) and e.table is this and e.name == "id":
                 return ColumnRef(pair, "id")
             if isinstance(e, ColumnRef) and e.table is this and e.name in self._shared:
-                return Coalesce((ColumnRef(self._left, e.name), ColumnRef(self._right, e.name)))
+                either = Coalesce((ColumnRef(self._left, e.name), ColumnRef(self._right, e.name)))
+                # an interval join's pair has one side at least: no None when neither side's
+                # column has one (Pathway types it so; a plain outer join keeps Optional)
+                never_none = not any(cols[k].get(e.name, dt.ANY.with_optional()).optional for k in (0, 1))
+                interval_outer = self._how == "outer" and self._interval_join
+                return Unwrap(either) if never_none and interval_outer else either
             return None
 
         def to_joined(e: Expr) -> Expr | None:

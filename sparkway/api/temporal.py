@@ -10,7 +10,9 @@ from typing import Any, Callable
 
 from sparkway.core import dtypes as dt
 from sparkway.core.dtypes import DType
-from sparkway.core.expression import BinOp, Call, ColumnRef, Const, Expr, MakeTuple, dtype_text
+from sparkway.core.expression import (
+    BinOp, Call, ColumnRef, Const, Expr, IfElse, MakeTuple, dtype_text, transform, wrap,
+)
 from sparkway.core.type_rules import infer
 from sparkway.errors import PlanError, PlanTypeError
 from sparkway.plan import nodes as n
@@ -36,7 +38,8 @@ class SessionWindow:
 
     max_gap: Any
 
-    def assign(self, table: Any, time_expr: Expr, instance: Any) -> Any:
+    def assign(self, table: Any, time_expr: Expr, instance: Any, behavior: Any = None) -> Any:
+        """The rows grouped by session (``behavior`` is accepted and not applied, as in Pathway)."""
         return _grouped(self._windowed(table, time_expr, instance), table, instance)
 
     def _windowed(self, table: Any, time_expr: Expr, instance: Any) -> Any:
@@ -79,8 +82,15 @@ class SlidingWindow:
     duration: Any
     origin: Any = None
 
-    def assign(self, table: Any, time_expr: Expr, instance: Any) -> Any:
-        return _grouped(self._windowed(table, time_expr, instance), table, instance)
+    def assign(self, table: Any, time_expr: Expr, instance: Any, behavior: Any = None) -> Any:
+        """Each row once per window it is in, grouped by window, through ``behavior``'s gates."""
+        windowed = self._windowed(table, time_expr, instance)
+        if isinstance(behavior, ExactlyOnceBehavior):  # one result per window, when it is complete
+            shift = behavior.shift if behavior.shift is not None else _zero_like(self.duration)
+            behavior = CommonBehavior(self.duration + shift, shift, True)
+        if behavior is not None:
+            windowed = _window_behavior(windowed, table._bind(time_expr), behavior)
+        return _grouped(windowed, table, instance)
 
     def _windowed(self, table: Any, time_expr: Expr, instance: Any) -> Any:
         time = table._bind(time_expr)
@@ -112,6 +122,131 @@ class SlidingWindow:
             _with_window_tuple(self._windowed(side, time, None).without("_pw_instance"), side)
             for side, time in ((left, left_time), (right, right_time))
         )
+
+
+@dataclass(frozen=True)
+class IntervalsOverWindow:
+    """One window per value of ``at``: the rows whose time is within
+    ``[at + lower_bound, at + upper_bound]`` (``is_outer``: also a window without rows)."""
+
+    at: Any
+    lower_bound: Any
+    upper_bound: Any
+    is_outer: bool
+
+    def assign(self, table: Any, time_expr: Expr, instance: Any, behavior: Any = None) -> Any:
+        """The rows of each window (an interval join of the points with the table),
+        grouped by window, ordered by time (``pw.reducers.tuple`` lists them so)."""
+        from sparkway.api.table import GroupedTable, JoinMode
+
+        points = self.at.table.select(_pw_at=self.at)
+        how = JoinMode.LEFT if self.is_outer else JoinMode.INNER
+        joined = points.interval_join(
+            table, points._pw_at, time_expr, interval(self.lower_bound, self.upper_bound), how=how
+        )
+        location = ColumnRef(points, "_pw_at")
+        windows = joined.select(
+            **{c: ColumnRef(table, c) for c in table._node.columns},
+            _pw_window_location=location,
+            _pw_window_start=location + self.lower_bound,
+            _pw_window_end=location + self.upper_bound,
+            _pw_instance=_on_side(instance, table) if instance is not None else None,
+            _pw_key=_on_side(time_expr, table),
+        )
+        names = ("_pw_window_location", "_pw_window_start", "_pw_window_end", "_pw_instance")
+        keys = [(name, ColumnRef(n.InputRef(0), name)) for name in names]
+        aliases = {instance.name: "_pw_instance"} if isinstance(instance, ColumnRef) else {}
+        return GroupedTable(windows, keys, aliases, sort_by=ColumnRef(n.InputRef(0), "_pw_key"))
+
+    def type_parameters(self) -> dict[str, Any]:
+        return {"lower_bound": self.lower_bound, "upper_bound": self.upper_bound}
+
+
+def _on_side(expr: Any, table: Any) -> Expr:
+    """``expr`` over ``table``, with ``pw.this`` read as ``table``."""
+    from sparkway.api.thisclass import this
+
+    return transform(wrap(expr), lambda e: ColumnRef(table, e.name) if isinstance(e, ColumnRef) and e.table is this else None)
+
+
+def intervals_over(*, at: Any, lower_bound: Any, upper_bound: Any, is_outer: bool = True) -> IntervalsOverWindow:
+    """Windows around points: for each value ``p`` of the column ``at`` (of any table),
+    the rows whose time is within ``[p + lower_bound, p + upper_bound]``; ``windowby``'s
+    ``_pw_window_location`` is ``p``.  With ``is_outer``, a point without rows has a
+    window too (its reducers see one row of Nones).
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("t | v\\n1 | 10\\n2 | 1\\n5 | 3")
+    >>> points = pw.debug.table_from_markdown("p\\n2\\n5")
+    >>> pw.debug.compute_and_print(t.windowby(
+    ...     t.t, window=pw.temporal.intervals_over(at=points.p, lower_bound=-1, upper_bound=0)
+    ... ).reduce(pw.this._pw_window_location, v=pw.reducers.tuple(pw.this.v)), include_id=False)
+    _pw_window_location | v
+    2                   | (10, 1)
+    5                   | (3,)
+    """
+    return IntervalsOverWindow(at, lower_bound, upper_bound, is_outer)
+
+
+def windowby(table: Any, time_expr: Any, *, window: Any, behavior: Any = None, instance: Any = None) -> Any:
+    """``table.windowby(time_expr, window=..., behavior=..., instance=...)``."""
+    return table.windowby(time_expr, window=window, behavior=behavior, instance=instance)
+
+
+def _window_behavior(windowed: Any, time: Expr, behavior: "CommonBehavior") -> Any:
+    """The rows of windows (one per row and window) through the gates of ``behavior``:
+    rows of windows ending ``cutoff`` before the current time are ignored; rows wait
+    until the time reaches their window's start plus ``delay``; without
+    ``keep_results``, the rows of a window are forgotten (and its result retracted)
+    once the time reaches its end plus ``cutoff``.
+
+    With ``keep_results``, nothing is forgotten: a window whose rows would be is
+    ignored from then on, so its result cannot change anyway (Pathway forgets the rows
+    to free memory and hides the retractions that follows)."""
+    start, end = (ColumnRef(n.InputRef(0), c) for c in ("_pw_window_start", "_pw_window_end"))
+    delays = _delays(behavior.delay)
+    forgets = behavior.cutoff is not None and not behavior.keep_results
+    if behavior.cutoff is not None and (delays or not forgets):
+        windowed = windowed._gate("ignore_late", end + behavior.cutoff, time, None, equivalent=True)
+    if delays:
+        opening = start + behavior.delay
+        windowed = windowed._gate("buffer", opening, time, None, equivalent=True)
+        time = IfElse(time > opening, time, opening)  # a released row is as late as its release
+    if forgets:  # without a buffer between, one gate does the ignore_late's work too
+        mode = "forget" if delays else "late_forget"
+        windowed = windowed._gate(mode, end + behavior.cutoff, time, None, equivalent=True)
+    return windowed
+
+
+def _delays(delay: Any) -> bool:
+    """Whether a ``delay`` holds rows back: a row's time is always reached (by itself),
+    so a delay of zero or less lets every row through at once."""
+    return delay is not None and delay > _zero_like(delay)
+
+
+def _zero_like(duration: Any) -> Any:
+    """A zero of the kind of ``duration`` (0, 0.0 or a zero timedelta)."""
+    return duration * 0
+
+
+def with_behavior(table: Any, time: Expr, behavior: "CommonBehavior | None") -> Any:
+    """One side of an interval join through the gates of ``behavior`` (by the side's
+    ``time``): late rows ignored (``cutoff``), rows delayed (``delay``), rows forgotten
+    ``cutoff`` after the current time passed them unless ``keep_results``.
+
+    With ``keep_results`` rows are not forgotten, which Pathway does to free memory while
+    keeping the results: there, a forgotten row no longer meets new rows of the other
+    side that are not late themselves; here it still does."""
+    if behavior is None:
+        return table
+    if not isinstance(behavior, CommonBehavior):
+        raise PlanError(f"an interval join takes pw.temporal.common_behavior(...), not {behavior!r}")
+    if _delays(behavior.delay):
+        table = table._gate("buffer", wrap(time) + behavior.delay, time, None, equivalent=True)
+    if behavior.cutoff is not None:
+        mode = "ignore_late" if behavior.keep_results else "late_forget"
+        table = table._gate(mode, wrap(time) + behavior.cutoff, time, None, equivalent=True)
+    return table
 
 
 def _with_window_tuple(windowed: Any, original: Any) -> Any:
@@ -151,6 +286,72 @@ def check_time_types(times: dict[str, tuple[Any, Expr]], parameters: dict[str, A
     wanted = " or ".join(allowed(k) for k in (dt.INT, dt.FLOAT, dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC))
     found = ", ".join(dtype_text(k) for k in (*kinds, *given.values()))
     raise PlanTypeError(f"Arguments ({', '.join([*times, *parameters])}) have to be of types {wanted} but are of types ({found}).")
+
+
+class Behavior:
+    """What temporal operators do with late rows and when they give results: see
+    ``common_behavior`` and ``exactly_once_behavior``."""
+
+
+@dataclass(frozen=True)
+class CommonBehavior(Behavior):
+    """``delay``, ``cutoff`` and ``keep_results`` of ``common_behavior``."""
+
+    delay: Any
+    cutoff: Any
+    keep_results: bool
+
+
+@dataclass(frozen=True)
+class ExactlyOnceBehavior(Behavior):
+    """``shift`` of ``exactly_once_behavior``."""
+
+    shift: Any
+
+
+def common_behavior(delay: Any = None, cutoff: Any = None, keep_results: bool = True) -> CommonBehavior:
+    """How a window or a temporal join treats time, measured against its current time:
+    the largest event time its input held before the step (so rows arriving together
+    meet the same time).
+
+    * ``delay``: windows give results once the time reaches their start plus ``delay``
+      (interval joins: a row joins once the time reaches its time plus ``delay``);
+      rows still waiting when the input ends come out then;
+    * ``cutoff``: rows of windows that ended ``cutoff`` before the current time (joins:
+      rows ``cutoff`` older than it) are ignored;
+    * ``keep_results=False``: the results of such windows (the rows of such joins, and
+      their pairs) are also retracted.  Needs a ``cutoff``.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("t | v | __time__\\n1 | 10 | 2\\n6 | 20 | 4\\n2 | 30 | 6")
+    >>> late_ignored = t.windowby(
+    ...     t.t, window=pw.temporal.tumbling(5), behavior=pw.temporal.common_behavior(cutoff=0)
+    ... ).reduce(pw.this._pw_window_start, total=pw.reducers.sum(pw.this.v))
+    >>> pw.debug.compute_and_print(late_ignored, include_id=False)
+    _pw_window_start | total
+    0                | 10
+    5                | 20
+    """
+    if cutoff is None and not keep_results:
+        raise PlanError("common_behavior(keep_results=False) needs a cutoff: results are dropped cutoff after their time")
+    return CommonBehavior(delay, cutoff, keep_results)
+
+
+def exactly_once_behavior(shift: Any = None) -> ExactlyOnceBehavior:
+    """Windows give one result each, when the time reaches their end plus ``shift``
+    (0 when None); rows arriving after that are ignored.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("t | v | __time__\\n1 | 10 | 2\\n3 | 20 | 4\\n6 | 30 | 6")
+    >>> once = t.windowby(
+    ...     t.t, window=pw.temporal.tumbling(5), behavior=pw.temporal.exactly_once_behavior()
+    ... ).reduce(pw.this._pw_window_start, total=pw.reducers.sum(pw.this.v))
+    >>> pw.debug.compute_and_print_update_stream(once, include_id=False)  # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
+    _pw_window_start | total | __time__ | __diff__
+    0 | 30 | 6 | 1
+    5 | 30 | ... | 1
+    """
+    return ExactlyOnceBehavior(shift)
 
 
 class Direction(enum.Enum):

@@ -408,6 +408,10 @@ def Optional(wrapped: Any) -> DType:  # noqa: N802 - Pathway's name
     """The type of ``wrapped``'s values or None: ``Optional(INT) == dtype_of(int | None)``."""
     return dtype_of(wrapped).with_optional(True)
 
+#: the type of ``None`` alone (Pathway's ``dtype.NONE``): an optional ``Any``, which
+#: unifies with any type into its optional version
+NONE = ANY.with_optional()
+
 
 def Array(n_dim: int | None = None, wrapped: Any = None) -> DType:  # noqa: N802 - Pathway's name
     """The type of numpy array columns: ``n_dim`` dimensions (None: any number), elements

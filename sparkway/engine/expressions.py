@@ -884,8 +884,12 @@ def _window_starts(args: list[Column], params: tuple, types: list[DType], scope:
     kind = types[0].with_optional(False)
     timelike = kind in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC)
     value = F.unix_micros(args[0].cast("timestamp")) if timelike else args[0]
-    first = F.floor((value - F.lit(origin) - F.lit(duration)) / F.lit(hop)) + 1
     last = F.floor((value - F.lit(origin)) / F.lit(hop))
+    ratio = round(duration / hop)
+    if abs(duration / hop - ratio) < 1e-9:  # every time is in `ratio` windows (no float rounding)
+        first = last - (ratio - 1)
+    else:
+        first = F.floor((value - F.lit(origin) - F.lit(duration)) / F.lit(hop)) + 1
     if given_origin is not None:
         first = F.greatest(first, F.lit(0))
     # an empty sequence when the time is before the first window (sequence needs first <= last)

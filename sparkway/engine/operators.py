@@ -25,6 +25,7 @@ from sparkway.core.type_rules import infer
 from sparkway.engine.expressions import (
     Scope, array_items, as_type, col, compile_expr, errors_column, has_errors, messages_column, pointer_of,
 )
+from sparkway.engine.kernels.gate import INSTANCE, THRESHOLD, TIME, gate
 from sparkway.engine.kernels.join import join_groups
 from sparkway.engine.kernels.merge import merge_groups
 from sparkway.engine.kernels.ordered import deduplicate_groups, sort_groups
@@ -51,6 +52,8 @@ class StepContext:
     #: (node, frame with ``LOGGED``): the errors each node logged in this step
     logged: list[tuple[n.Node, DataFrame]] = field(default_factory=list)
     entries: dict[int, DataFrame] = field(default_factory=dict)  # id(node) -> its error log rows
+    #: the input has ended: a last step in which nodes holding rows back let them out
+    final: bool = False
     #: ids of the nodes whose changes in this step hold no Error value for sure: their
     #: consumers skip the checks of their values
     error_free: set[int] = field(default_factory=set)
@@ -79,7 +82,9 @@ class StepContext:
         self.logged.append((node, frame))
         return frame.drop(LOGGED)
 
-    def keyed(self, node: n.Node, inputs: list[KeyedInput], kernel, params, output: T.StructType) -> DataFrame:
+    def keyed(
+        self, node: n.Node, inputs: list[KeyedInput], kernel, params, output: T.StructType, gate: bool = False,
+    ) -> DataFrame:
         return keyed_step(
             inputs,
             operator=self.operator_names[id(node)],
@@ -91,6 +96,7 @@ class StepContext:
             kernel=kernel,
             params=params,
             output=output,
+            gate=gate,
         )
 
 
@@ -499,6 +505,23 @@ def _sort(node: n.Sort, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     return _per_instance(node, frames[0], ctx, scope, node.instance, extra, sort_groups, None, carry_columns=False)
 
 
+def _time_gate(node: n.TimeGate, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    scope = ctx.scope(node, node.input.columns)
+    frame = _typed(node.input, frames[0])
+    if ctx.final and node.mode == "buffer":  # a change of no rows (_diff 0) tells it that the input ended
+        ended = [F.lit(None).cast(field.dataType).alias(field.name) for field in frame.schema.fields]
+        frame = frame.unionByName(ctx.spark.range(1).select(*ended).withColumn(ID, F.lit(0).cast("long"))
+                                  .withColumn(DIFF, F.lit(0).cast("long")))
+    instance = pointer_of([compile_expr(node.instance, scope)]) if node.instance is not None else F.lit(0).cast("long")
+    payload = {c: col(c) for c in node.input.columns}
+    payload |= {THRESHOLD: compile_expr(node.threshold, scope), TIME: compile_expr(node.time, scope), INSTANCE: instance}
+    errors_as = ERRORS if ctx.keep_errors else None
+    keyed = _keyed_input(node, ctx, frame, scope, [], [], payload, "time gate", errors_as=errors_as)
+    output = spark_schema(node.columns, with_id=True)
+    params = (node.mode, _carried(node, ctx))
+    return ctx.keyed(node, [keyed], gate, params, _with_errors(output) if ctx.keep_errors else output, gate=True)
+
+
 def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     inputs = []
     for position, (table, frame, key) in enumerate(zip(node.tables, frames, node.keys)):
@@ -563,5 +586,6 @@ _COMPILERS: dict[type, Callable[[n.Node, list[DataFrame], StepContext], DataFram
     n.IterationInput: _iteration_input,
     n.Iterate: _iterate,
     n.IterateResult: _iterate_result,
+    n.TimeGate: _time_gate,
     n.Output: _output,
 }

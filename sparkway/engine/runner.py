@@ -102,6 +102,8 @@ class Runner:
                 if any(segments.values()):
                     self._run_step(spark, location, segments, self._step_time(segments))
                 elif all(s.is_finished for s in self.sources):
+                    if any(_holds_back(node) for node in self.plan.nodes):
+                        self._run_step(spark, location, {}, self._step_time({}), final=True)
                     break
                 else:
                     self.wakeup.wait(self.options.poll_interval_s)
@@ -114,13 +116,17 @@ class Runner:
     def _step_time(self, segments: dict[str, list]) -> int:
         """The time of a new step: the time its input names (``pw.debug`` tables'
         ``__time__``, as Pathway shows it) when that is later than the last step's, else
-        the clock's milliseconds; times only grow, also across restarts."""
-        named = [t for s in self.sources if (t := s.time_of(segments.get(s.name, []))) is not None]
+        the clock's milliseconds; times only grow, also across restarts.  Pathway's time of
+        the end of input (18446744073709551614, beyond int64) is a time after all others."""
+        named = [t for s in self.sources if (t := s.time_of(segments.get(s.name, []))) is not None and t < _END]
         if named and (self.step == 0 or min(named) > self.last_time):
             return min(named)
         return max(int(_time.time() * 1000), self.last_time + 1)
 
-    def _run_step(self, spark: SparkSession, location: StateLocation, segments: dict[str, list], time: int) -> None:
+    def _run_step(
+        self, spark: SparkSession, location: StateLocation, segments: dict[str, list], time: int, final: bool = False,
+    ) -> None:
+        """One step; ``final``: the input has ended, and nodes holding rows back let them out."""
         step = self.step + 1
         if self.metadata is not None:
             self.metadata.log_step(step, time, segments)
@@ -131,7 +137,7 @@ class Runner:
                 entries = tables[source.name].num_rows
                 self.entries[source.name] = self.entries.get(source.name, 0) + entries
                 log.info("%s: %d entries (%d minibatch(es)) have been sent to the engine", source.label, entries, count)
-        batches = self._compute(spark, location, step, time, tables)
+        batches = self._compute(spark, location, step, time, tables, final)
         for out, batch in zip(self.plan.outputs, batches):
             out.sink.write(batch)
         for source in self.sources:
@@ -140,9 +146,12 @@ class Runner:
             self.metadata.commit(step, time, {s.name: s.position() for s in self.sources}, self.entries)
         self.step, self.last_time = step, time
 
-    def _compute(self, spark: SparkSession, location: StateLocation, step: int, time: int, tables: dict[str, pa.Table]) -> list[OutputBatch]:
+    def _compute(
+        self, spark: SparkSession, location: StateLocation, step: int, time: int, tables: dict[str, pa.Table],
+        final: bool = False,
+    ) -> list[OutputBatch]:
         ctx = StepContext(spark, step, time, location, self.partitions, self.operator_names,
-                          keep_errors=not self.options.terminate_on_error)
+                          keep_errors=not self.options.terminate_on_error, final=final)
         frames: dict[int, DataFrame] = {}
         nonempty: set[int] = set()
         consumers = self.plan.consumers()
@@ -161,7 +170,7 @@ class Runner:
                 if table.num_rows <= ONE_BATCH_ROWS:  # one task; one Arrow batch for Python functions,
                     frame = frame.coalesce(1)         # which Pathway calls with all rows of a time
                 ctx.inputs[id(node)] = frame
-            elif not any(id(i) in nonempty for i in node.inputs):
+            elif not any(id(i) in nonempty for i in node.inputs) and not (final and _holds_back(node)):
                 continue  # no input changed: no output changes, and state stays as it is
             nonempty.add(id(node))
             inputs = [frames[id(i)] if id(i) in frames else ctx.empty(i) for i in node.inputs]
@@ -283,6 +292,15 @@ def _error_log_order(nodes: list[n.Node]) -> tuple[list[n.Node], set[int]]:
     logs = [x for x in nodes if isinstance(x, n.ErrorLog)]
     after = [x for x in nodes if id(x) in reads_log and not isinstance(x, n.ErrorLog)]
     return before + logs + after, reads_log
+
+
+#: times from this on (Pathway's end of input, 2**64 - 2) are not step times
+_END = 2**63
+
+
+def _holds_back(node: n.Node) -> bool:
+    """Whether the node holds rows back until its input ends (``pw.Table.buffer``)."""
+    return isinstance(node, n.TimeGate) and node.mode == "buffer"
 
 
 def _log_of(node: n.Node, global_log: n.ErrorLog | None) -> n.ErrorLog | None:

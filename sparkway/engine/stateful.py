@@ -32,6 +32,11 @@ from sparkway.engine.failures import failures_named
 from sparkway.state.store import StateLocation
 
 Kernel = Callable[[list[pa.Table], Any], pa.Table]
+#: an operator whose output depends on when its changes arrived (``TimeGate``): given a
+#: group's stored state (None at first), its changes of the step (``_id``, the payload,
+#: ``_diff``; ``_diff`` 0 marks the end of the input) and the params, the output changes
+#: and the new state (None: nothing to keep)
+GateKernel = Callable[[Any, pa.Table, Any], tuple[pa.Table, Any]]
 Arrangement = dict[int, list]  # row id -> [payload values, multiplicity, arrival time]
 
 
@@ -61,6 +66,8 @@ class KernelSpec:
     params: Any
     output_schema: pa.Schema  # the kernel's output columns, then _diff
     stored: tuple[bool, ...]  # per input: KeyedInput.stored
+    #: True: ``kernel`` is a ``GateKernel``, which sees the changes themselves
+    gate: bool = False
 
 
 def keyed_step(
@@ -75,8 +82,10 @@ def keyed_step(
     kernel: Kernel,
     params: Any,
     output: T.StructType,
+    gate: bool = False,
 ) -> DataFrame:
-    """The changes of a stateful operator's output in this step (lazy)."""
+    """The changes of a stateful operator's output in this step (lazy); with ``gate``,
+    ``kernel`` is a ``GateKernel``."""
     frames, payload_types = [], []
     for index, item in enumerate(inputs):
         gid = pointer_of(item.keys)
@@ -90,14 +99,19 @@ def keyed_step(
             *columns,
         )
         frames.append(frame)
-        schema = to_arrow_schema(frame.select(*[f"_{index}_{n}" for n in item.payload]).schema)
+        schema = to_arrow_schema(  # as mapInArrow gives them (the session's time zone is UTC)
+            frame.select(*[f"_{index}_{n}" for n in item.payload]).schema, timezone="UTC", prefers_large_types=False
+        )
         payload_types.append(tuple((n, schema.field(i).type) for i, n in enumerate(item.payload)))
     union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     spec = KernelSpec(
         operator, where, step, time, location, tuple(payload_types), kernel, params,
-        to_arrow_schema(output, timezone="UTC", prefers_large_types=False), tuple(i.stored for i in inputs),
+        to_arrow_schema(output, timezone="UTC", prefers_large_types=False), tuple(i.stored for i in inputs), gate,
     )
-    return union.repartition(partitions, "_part").mapInArrow(functools.partial(_run_partitions, spec), output)
+    # without keys every row is in one group, hence one state partition: one task reads
+    # them all, without a shuffle
+    grouped = union.coalesce(1) if not any(item.keys for item in inputs) else union.repartition(partitions, "_part")
+    return grouped.mapInArrow(functools.partial(_run_partitions, spec), output)
 
 
 # -- executor side ---------------------------------------------------------------------------
@@ -144,6 +158,8 @@ def _state_key(input_index: int, gid: int) -> bytes:
 
 
 def _apply(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table, dict[bytes, bytes | None]]:
+    if spec.gate:
+        return _apply_gate(spec, rows, store)
     gids = sorted(set(rows.column("_gid").to_pylist()))
     group_of = {gid: k for k, gid in enumerate(gids)}
     n_inputs = len(spec.payloads)
@@ -166,6 +182,23 @@ def _apply(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table, dict
     is_new = pc.equal(pc.bit_wise_and(out.column("_g"), 1), 1).to_pylist()
     body = out.drop_columns(["_g"])
     return consolidate(body, [1 if new else -1 for new in is_new]), updates
+
+
+def _apply_gate(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table, dict[bytes, bytes | None]]:
+    """A gate's step: per group, its stored state and changes through the kernel."""
+    gids = sorted(set(rows.column("_gid").to_pylist()))
+    keys = [_state_key(0, gid) for gid in gids]
+    names = [name for name, _ in spec.payloads[0]]
+    outputs, updates = [], {}
+    for key, gid, stored in zip(keys, gids, store.get_many(keys)):
+        changes = rows.filter(pc.equal(rows.column("_gid"), gid))
+        changes = changes.select([ID, *[f"_0_{name}" for name in names], DIFF]).rename_columns([ID, *names, DIFF])
+        with failures_named(spec.where):
+            out, state = spec.kernel(pickle.loads(stored) if stored is not None else None, changes, spec.params)
+        outputs.append(out)
+        updates[key] = pickle.dumps(state, protocol=5) if state is not None else None
+    out = pa.concat_tables(outputs)
+    return consolidate(out.drop_columns([DIFF]), out.column(DIFF).to_pylist()), updates
 
 
 def _arrangement(stored: bytes | None) -> Arrangement:

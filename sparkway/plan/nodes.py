@@ -255,6 +255,34 @@ class Deduplicate(_Stateful, _Unary):
 
 
 @dataclass(frozen=True, eq=False)
+class TimeGate(_Stateful, _Unary):
+    """Lets changes through by event time, against the operator's current time: the
+    largest ``time`` its input has held so far (per ``instance``).  Keeps ids and columns.
+
+    * ``ignore_late``: drops the changes whose ``threshold`` is at most the current time
+      before their step;
+    * ``forget``: as ``ignore_late``, and retracts each row once the current time before a
+      step reaches its ``threshold`` (at the first step with input after that);
+    * ``late_forget``: ``ignore_late`` followed by ``forget``, in one: it forgets only at
+      steps with changes on time;
+    * ``buffer``: holds each change until the current time, this step's included,
+      reaches its ``threshold`` (the rest when the input ends).
+
+    A step's changes all meet the time of the steps before it (Pathway: "the current time
+    is updated after the operator processes all the data that arrived").  The whole
+    state is one group, touched at every step with input: its rows are those within
+    the threshold of the current time, few by design."""
+
+    mode: str  # ignore_late, forget, late_forget, buffer
+    threshold: Expr
+    time: Expr
+    instance: Expr | None
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "mode": self.mode}
+
+
+@dataclass(frozen=True, eq=False)
 class Sort(_Stateful, _Unary):
     """Adds ``prev`` and ``next``: the ids of the neighbours in key order per instance."""
 
@@ -344,6 +372,8 @@ def is_append_only(node: Node) -> bool:
         case AppendOnly():
             return True
         case Select() | Filter() | Flatten() | Reindex():
+            return is_append_only(node.input)
+        case TimeGate(mode="ignore_late" | "buffer"):
             return is_append_only(node.input)
         case Concat(tables=tables):
             return all(is_append_only(t) for t in tables)

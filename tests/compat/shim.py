@@ -48,6 +48,9 @@ ALIASES: dict[str, str | None] = {
     # Pathway's module of asof joins, read by its tests for Direction
     "pathway.temporal._asof_join": "sparkway.api.asof",
     "pathway.stdlib.temporal._asof_join": "sparkway.api.asof",
+    # Pathway's modules of temporal behaviors and windows
+    "pathway.stdlib.temporal": "sparkway.api.temporal",
+    "pathway.stdlib.temporal.temporal_behavior": "sparkway.api.temporal",
     "pathway.internals.api": None,  # the Rust engine's API
     "pathway.engine": None,  # the Rust engine (not sparkway.engine, which is internal)
 }

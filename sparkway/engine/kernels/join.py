@@ -66,7 +66,8 @@ def _interval_positions(
     if how in ("right", "outer"):
         alone = _unmatched(right.num_rows, parts[0][2])
         parts.append((pc.take(right.column("_g"), alone), pa.nulls(len(alone), pa.int64()), alone))
-    return tuple(pa.chunked_array([p[k] for p in parts]).combine_chunks() for k in range(3))
+    # positions are int64 also where a part is empty (Arrow then may type it null)
+    return tuple(pa.chunked_array([p[k].cast(pa.int64()) for p in parts], pa.int64()).combine_chunks() for k in range(3))
 
 
 def _numeric(times: pa.ChunkedArray) -> pa.ChunkedArray:
