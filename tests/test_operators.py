@@ -1064,7 +1064,7 @@ def test_update_types_narrows_or_widens_and_refuses_unrelated_types():
     assert_rows(typed.select(c=pw.this.a + 1), [(11,), (21,)])
     with pytest.raises(pw.errors.PlanTypeError, match="'b' from Optional\\[str\\] to int"):
         t.update_types(b=int)
-    with pytest.raises(pw.errors.PlanError, match="no column"):
+    with pytest.raises(pw.errors.PlanError, match="has to be an existing table column name"):
         t.update_types(c=int)
 
 

@@ -55,8 +55,8 @@ def range_stream(
     """A stream of one float column ``value``: ``offset``, ``offset + 1``, ... (``nb_rows`` rows).
 
     >>> import sparkway as pw
-    >>> pw.demo.range_stream(nb_rows=5, offset=10).typehints()["value"].name
-    'float'
+    >>> pw.demo.range_stream(nb_rows=5, offset=10).typehints()["value"]
+    <class 'float'>
     """
     if nb_rows < 0:
         raise ValueError("demo.range_stream error: nb_rows should be strictly positive.")
