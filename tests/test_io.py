@@ -115,3 +115,29 @@ def test_durations_read_as_nanoseconds_as_they_are_written(tmp_path: Path) -> No
         pw.io.jsonlines.read(tmp_path / "in.jsonl", schema=Span, mode="static")
     )
     assert sorted(pw.debug.table_to_pandas(spans)["d"]) == [dt.timedelta(microseconds=1), dt.timedelta(seconds=90)]
+
+
+def test_columns_named_time_and_diff_are_written_before_the_change_s_own(tmp_path: Path) -> None:
+    # as Pathway 0.33 writes them (recorded): the columns, then the change's time and diff,
+    # so the names appear twice
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("time,value\n5,a\n")
+
+    class Events(pw.Schema):
+        time: int
+        value: str
+
+    t = pw.io.csv.read(tmp_path / "in", schema=Events, mode="static")
+    result = t.select(pw.this.time, pw.this.value, diff=pw.this.time * 2)
+    pw.io.csv.write(result, tmp_path / "out.csv")
+    pw.io.jsonlines.write(result, tmp_path / "out.jsonl")
+    seen = []
+    pw.io.subscribe(result, lambda key, row, time, is_addition: seen.append((row, is_addition)))
+    pw.run()
+    header, row = list(csv.reader((tmp_path / "out.csv").read_text().splitlines()))
+    assert header == ["time", "value", "diff", "time", "diff"]
+    assert row[:3] == ["5", "a", "10"] and row[4] == "1"
+    line = (tmp_path / "out.jsonl").read_text().strip()
+    assert line.startswith('{"time":5,"value":"a","diff":10,"diff":1,"time":')
+    assert seen == [({"time": 5, "value": "a", "diff": 10}, True)]
+    assert pw.debug.table_to_pandas(result).to_dict("records") == [{"time": 5, "value": "a", "diff": 10}]

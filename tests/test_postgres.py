@@ -109,9 +109,7 @@ def test_column_types_map_to_postgres_types_and_values(postgres: dict) -> None:
 def batch(columns: dict[str, dtypes.DType], rows: list[dict], *, time: int, diffs: list[int] | None = None) -> OutputBatch:
     """An output batch as the runner hands it to a sink."""
     data = {c: pa.array([r[c] for r in rows], t.arrow_type()) for c, t in columns.items()}
-    data["time"] = pa.array([time] * len(rows), pa.int64())
-    data["diff"] = pa.array(diffs or [1] * len(rows), pa.int64())
-    return OutputBatch(pa.table(data), time)
+    return OutputBatch(pa.table(data), time, pa.array(diffs or [1] * len(rows), pa.int64()))
 
 
 KV = {"k": dtypes.STR, "v": dtypes.INT}

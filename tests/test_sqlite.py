@@ -235,9 +235,7 @@ KV_COLUMNS = {"k": dtypes.INT, "v": dtypes.STR}
 def batch(columns: dict[str, dtypes.DType], rows: list[dict], *, time: int, diffs: list[int] | None = None) -> OutputBatch:
     """An output batch as the runner hands it to a sink."""
     data = {c: pa.array([r[c] for r in rows], t.arrow_type()) for c, t in columns.items()}
-    data["time"] = pa.array([time] * len(rows), pa.int64())
-    data["diff"] = pa.array(diffs or [1] * len(rows), pa.int64())
-    return OutputBatch(pa.table(data), time)
+    return OutputBatch(pa.table(data), time, pa.array(diffs or [1] * len(rows), pa.int64()))
 
 
 def sink(db: Path, table: str = "kv", columns: dict | None = None, **kwargs: Any) -> SqliteSink:

@@ -311,7 +311,7 @@ ERROR = _Error()
 
 
 def batch_rows(batch: OutputBatch, columns: dict[str, DType]) -> list[dict[str, Any]]:
-    """The batch's rows as dicts of Python values (plus ``time`` and ``diff``)."""
+    """The batch's rows as dicts of Python values (their diffs are ``batch.diffs``)."""
     convert = {name: dt.to_python(kind) for name, kind in columns.items()}
     rows = [{k: (convert[k](v) if k in convert else v) for k, v in row.items()} for row in batch.table.to_pylist()]
     if batch.errors is not None:
@@ -323,9 +323,7 @@ def batch_rows(batch: OutputBatch, columns: dict[str, DType]) -> list[dict[str, 
 def _final_state(batches: list[OutputBatch], columns: dict[str, DType]) -> dict[int, tuple[dict[str, Any], int]]:
     state: dict[int, tuple[dict[str, Any], int]] = {}
     for batch in batches:
-        for row_id, row in zip(batch.ids.to_pylist(), batch_rows(batch, columns)):
-            diff = row.pop("diff")
-            row.pop("time")
+        for row_id, row, diff in zip(batch.ids.to_pylist(), batch_rows(batch, columns), batch.diffs.to_pylist()):
             _, count = state.get(row_id, (row, 0))
             if count + diff == 0:
                 state.pop(row_id, None)
@@ -431,6 +429,7 @@ def compute_and_print_update_stream(table: Table, *, include_id: bool = True, sh
     names = table.column_names()
     rows = []
     for batch in compute(table, **run_kwargs):
-        for row_id, row in zip(batch.ids.to_pylist(), batch_rows(batch, table.schema._dtypes())):
-            rows.append(([_short(row_id)] if include_id else []) + _printed(row, table) + [row["time"], row["diff"]])
+        rows_of = batch_rows(batch, table.schema._dtypes())
+        for row_id, row, diff in zip(batch.ids.to_pylist(), rows_of, batch.diffs.to_pylist()):
+            rows.append(([_short(row_id)] if include_id else []) + _printed(row, table) + [batch.time, diff])
     _print_rows(([""] if include_id else []) + names + ["__time__", "__diff__"], rows[:n_rows] if n_rows else rows)

@@ -119,10 +119,14 @@ def record_ids(source: str, file: str, ordinals: Sequence[int]) -> list[int]:
 
 @dataclass
 class OutputBatch:
-    """Changes of one table at one time: the columns, then ``time`` and ``diff``."""
+    """Changes of one table at one time: each row's columns and its diff (+1 or -1).
 
-    table: pa.Table  # columns of the output table, plus int64 "time" and "diff"
+    The diffs (and the time, the same for every row) are kept apart from the columns, so
+    that a table may have columns named ``time`` or ``diff`` too."""
+
+    table: pa.Table  # the output table's columns
     time: int
+    diffs: pa.Array  # int64, per row
     ids: pa.Array | None = None  # the row ids, for sinks that report them (subscribe)
     #: per row, the names of its columns holding an Error value, for sinks that
     #: ``keeps_errors`` in a run with ``terminate_on_error=False``

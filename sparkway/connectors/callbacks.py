@@ -31,7 +31,7 @@ class CallbackSink(Sink):
         if self.on_change is not None and batch.table.num_rows:
             values = {c: [convert(v) for v in batch.table.column(c).to_pylist()] for c, convert in self.converters.items()}
             ids = batch.ids.to_pylist() if batch.ids is not None else [None] * batch.table.num_rows
-            for i, (key, diff) in enumerate(zip(ids, batch.table.column("diff").to_pylist())):
+            for i, (key, diff) in enumerate(zip(ids, batch.diffs.to_pylist())):
                 row = {c: column[i] for c, column in values.items()}
                 self.on_change(key=key, row=row, time=batch.time, is_addition=diff > 0)
         if self.on_time_end is not None:

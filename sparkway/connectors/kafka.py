@@ -493,7 +493,7 @@ class KafkaSink(Sink):
             self.open()
         keys = _payloads(table.column(self.key).to_pylist()) if self.key else [None] * table.num_rows
         failures: list[str] = []
-        for key, value, headers in zip(keys, self._values(table), self._headers(table)):
+        for key, value, headers in zip(keys, self._values(batch), self._headers(batch)):
             self._produce(value, key, headers, failures)
         self._producer.flush()  # returns when every message is acknowledged or has failed
         if failures:
@@ -504,16 +504,16 @@ class KafkaSink(Sink):
             )
         log.info("KafkaWriter-%s: Done writing %d entries, time %d.", self.name, table.num_rows, batch.time)
 
-    def _values(self, table: pa.Table) -> list[bytes | None]:
+    def _values(self, batch: OutputBatch) -> list[bytes | None]:
         if self.format == "json":
-            return [line.encode() for line in self._json.format_batch(table).split("\n")[:-1]]
-        return _payloads(table.column(self.value).to_pylist())
+            return [line.encode() for line in self._json.format_batch(batch).split("\n")[:-1]]
+        return _payloads(batch.table.column(self.value).to_pylist())
 
-    def _headers(self, table: pa.Table) -> list[list[tuple[str, bytes]] | None]:
+    def _headers(self, batch: OutputBatch) -> list[list[tuple[str, bytes]] | None]:
         if self.format == "json":
-            return [None] * table.num_rows
-        times, diffs = table.column("time").to_pylist(), table.column("diff").to_pylist()
-        return [[("pathway_time", b"%d" % t), ("pathway_diff", b"%d" % d)] for t, d in zip(times, diffs)]
+            return [None] * batch.table.num_rows
+        time = b"%d" % batch.time
+        return [[("pathway_time", time), ("pathway_diff", b"%d" % d)] for d in batch.diffs.to_pylist()]
 
     def _produce(self, value: bytes | None, key: bytes | None, headers: Any, failures: list[str]) -> None:
         def delivered(error: Any, _message: Any) -> None:

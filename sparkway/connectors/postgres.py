@@ -240,8 +240,8 @@ class PostgresSink(Sink):
     def _rows(self, batch: OutputBatch) -> list[dict[str, Any]]:
         """The batch's rows as psycopg parameters: the columns, then time and diff."""
         values = {c: list(map(self._converters[c], batch.table.column(c).to_pylist())) for c in self.columns}
-        values["time"] = batch.table.column("time").to_pylist()
-        values["diff"] = batch.table.column("diff").to_pylist()
+        values["time"] = [batch.time] * batch.table.num_rows
+        values["diff"] = batch.diffs.to_pylist()
         return [dict(zip(values, row)) for row in zip(*values.values())]
 
     def _chunks(self, items: list) -> Iterator[list]:

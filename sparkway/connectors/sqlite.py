@@ -626,11 +626,10 @@ class SqliteSink(Sink):
                  batch.time, (_time.monotonic() - started) * 1000)
 
     def _rows(self, batch: OutputBatch) -> list[tuple]:
-        """The batch's rows as SQLite parameters: the columns, then time and diff.  Columns
-        are taken by position: a snapshot's table may have its own ``time`` or ``diff``."""
+        """The batch's rows as SQLite parameters: the columns (by position), then time and diff."""
         table = batch.table
         values = [list(map(enc, table.column(i).to_pylist())) for i, enc in enumerate(self._encoders)]
-        values += [[batch.time] * table.num_rows, table.column(table.num_columns - 1).to_pylist()]
+        values += [[batch.time] * table.num_rows, batch.diffs.to_pylist()]
         return list(zip(*values))
 
     def _progress(self) -> int | None:

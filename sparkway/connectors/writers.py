@@ -89,7 +89,7 @@ class _FileSink(Sink):
         if rows == 0:
             return
         started = time.monotonic()
-        self._write_block(self.format_batch(batch.table))
+        self._write_block(self.format_batch(batch))
         took = (time.monotonic() - started) * 1000
         self._total_ms += took
         log.info(
@@ -98,7 +98,8 @@ class _FileSink(Sink):
             self.name, rows, batch.time, took, self._total_ms,
         )
 
-    def format_batch(self, table: pa.Table) -> str:
+    def format_batch(self, batch: OutputBatch) -> str:
+        """The batch as text: each row's columns, then its time and diff."""
         raise NotImplementedError
 
     def _write_block(self, text: str) -> None:
@@ -181,9 +182,10 @@ class CsvSink(_FileSink):
     def header(self) -> str:
         return ",".join([*self.columns, "time", "diff"]) + "\n"
 
-    def format_batch(self, table: pa.Table) -> str:
-        names = [*self.columns, "time", "diff"]
-        fields = [list(map(self._formatter(table, n), table.column(n).to_pylist())) for n in names]
+    def format_batch(self, batch: OutputBatch) -> str:
+        table = batch.table
+        fields = [list(map(self._formatter(table, n), table.column(n).to_pylist())) for n in self.columns]
+        fields += [[str(batch.time)] * table.num_rows, [str(d) for d in batch.diffs.to_pylist()]]
         return "".join(",".join(row) + "\n" for row in zip(*fields))
 
 
@@ -205,10 +207,15 @@ class JsonLinesSink(_FileSink):
     >>> # a batch appends lines like: {"word":"a","count":2,"diff":1,"time":1701270092168}
     """
 
-    def format_batch(self, table: pa.Table) -> str:
+    def format_batch(self, batch: OutputBatch) -> str:
+        table = batch.table
         names = [*self.columns, "diff", "time"]
-        columns = [self._values(table, n) for n in names]
-        return "".join(_compact(dict(zip(names, row))) + "\n" for row in zip(*columns))
+        columns = [self._values(table, n) for n in self.columns]
+        columns += [batch.diffs.to_pylist(), [batch.time] * table.num_rows]
+        # written pair by pair: a column named diff or time is written twice, as Pathway does
+        return "".join(
+            "{" + ",".join(f"{_compact(k)}:{_compact(v)}" for k, v in zip(names, row)) + "}\n" for row in zip(*columns)
+        )
 
     def _values(self, table: pa.Table, name: str) -> list[Any]:
         values = table.column(name).to_pylist()

@@ -18,8 +18,6 @@ from sparkway.core.dtypes import DType
 
 ID = "_id"  # the row id (pw.Pointer), hidden from users' columns
 DIFF = "_diff"  # +1 or -1 (any integer before consolidation)
-OUTPUT_TIME = "time"  # what sinks see: the time of the change...
-OUTPUT_DIFF = "diff"  # ...and its diff
 # Only in a run with terminate_on_error=False: the names of the row's columns that hold an
 # Error value (whose own values are then null); null when the row has none.
 ERRORS = "_pw_errors"

@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from sparkway.connectors.base import OutputBatch, Source
-from sparkway.core.changes import DIFF, ERRORS, ID, OUTPUT_DIFF, OUTPUT_TIME, consolidate, spark_schema
+from sparkway.core.changes import DIFF, ERRORS, ID, consolidate, spark_schema
 from sparkway.engine.expressions import col
 from sparkway.engine.failures import computation_error
 from sparkway.engine.operators import StepContext, compile_node, error_entries
@@ -368,17 +368,13 @@ def _collect(frames: list[DataFrame | None]) -> list[pa.Table | None]:
 def _output_batch(out: n.Output, table: pa.Table | None, time: int) -> OutputBatch:
     columns = list(out.columns)
     if table is None or table.num_rows == 0:
-        empty = pa.table({**{c: pa.array([], out.columns[c].arrow_type()) for c in columns},
-                          OUTPUT_TIME: pa.array([], pa.int64()), OUTPUT_DIFF: pa.array([], pa.int64())})
-        return OutputBatch(empty, time, pa.array([], pa.int64()))
+        empty = pa.table({c: pa.array([], out.columns[c].arrow_type()) for c in columns})
+        return OutputBatch(empty, time, pa.array([], pa.int64()), pa.array([], pa.int64()))
     merged = consolidate(table.drop_columns([DIFF]), table.column(DIFF).to_pylist())
     order = pc.sort_indices(merged, sort_keys=[(DIFF, "ascending")])  # retractions first
     merged = merged.take(order)
-    body = merged.select(columns)
-    body = body.append_column(OUTPUT_TIME, pa.array([time] * merged.num_rows, pa.int64()))
-    body = body.append_column(OUTPUT_DIFF, merged.column(DIFF))
     errors = merged.column(ERRORS) if ERRORS in merged.column_names else None
-    return OutputBatch(body, time, merged.column(ID), errors)
+    return OutputBatch(merged.select(columns), time, merged.column(DIFF).combine_chunks(), merged.column(ID), errors)
 
 
 def _install_signal_handlers(stop: threading.Event, wakeup: threading.Event) -> dict[int, Any]:

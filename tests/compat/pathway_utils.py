@@ -115,9 +115,9 @@ def _capture(tables: tuple[Any, ...], run_kwargs: dict[str, Any]) -> list[list[C
     for table, sink in zip(tables, sinks):
         names, types = list(table.column_names()), table.schema._dtypes()
         streams.append([
-            (key, tuple(_hashable(row[c]) for c in names), batch.time, 1 if row["diff"] > 0 else -1)
+            (key, tuple(_hashable(row[c]) for c in names), batch.time, 1 if diff > 0 else -1)
             for batch in sink.batches
-            for key, row in zip(batch.ids.to_pylist(), batch_rows(batch, types))
+            for key, row, diff in zip(batch.ids.to_pylist(), batch_rows(batch, types), batch.diffs.to_pylist())
         ])
     return streams
 
