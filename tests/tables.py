@@ -52,8 +52,8 @@ def changes(table: pw.Table) -> list[list[tuple]]:
     out = []
     for batch in pw.debug.compute(table):
         names = table.column_names()
-        data = batch.table.to_pylist()
-        out.append(sorted_rows([tuple(r[c] for c in names) + (r["diff"],) for r in data]))
+        data = zip(batch.table.to_pylist(), batch.diffs.to_pylist())
+        out.append(sorted_rows([tuple(r[c] for c in names) + (diff,) for r, diff in data]))
     return out
 
 

@@ -542,8 +542,7 @@ def test_ids_without_primary_key_depend_on_source_file_and_line(tmp_path: Path) 
 def _batch(time: int, diff: pa.Array | None = None, **columns: pa.Array) -> OutputBatch:
     n = len(next(iter(columns.values())))
     diff = pa.array([1] * n, pa.int64()) if diff is None else diff
-    table = pa.table({**columns, "time": pa.array([time] * n, pa.int64()), "diff": diff})
-    return OutputBatch(table, time)
+    return OutputBatch(pa.table(columns), time, diff)
 
 
 def test_csv_sink_text(tmp_path: Path, caplog) -> None:
@@ -563,7 +562,7 @@ def test_csv_sink_text(tmp_path: Path, caplog) -> None:
     )
     with caplog.at_level(logging.INFO, logger="sparkway"):
         sink.write(batch)
-        sink.write(OutputBatch(batch.table.slice(0, 0), 1701270092170))  # nothing to write
+        sink.write(OutputBatch(batch.table.slice(0, 0), 1701270092170, batch.diffs.slice(0, 0)))  # nothing to write
     sink.close()
     assert out.read_text() == (
         "user_id,session_length,score,ok,meta,note,time,diff\n"

@@ -38,7 +38,8 @@ class Collect(Sink):
         self.rows: Rows = []
 
     def write(self, batch: OutputBatch) -> None:
-        self.rows.extend(batch.table.to_pylist())
+        for row, diff in zip(batch.table.to_pylist(), batch.diffs.to_pylist()):
+            self.rows.append({**row, "time": batch.time, "diff": diff})
 
 
 def collect(table: pw.Table) -> Collect:

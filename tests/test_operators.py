@@ -410,8 +410,8 @@ def test_update_of_a_row_is_one_retraction_and_one_insertion():
         """
     )
     batches = pw.debug.compute(t.select(w=pw.this.v + 1))
-    assert [b.table.to_pylist() for b in batches][1:] == [
-        [{"w": 2, "time": batches[1].time, "diff": -1}, {"w": 3, "time": batches[1].time, "diff": 1}]
+    assert [list(zip(b.table.to_pylist(), b.diffs.to_pylist())) for b in batches][1:] == [
+        [({"w": 2}, -1), ({"w": 3}, 1)]
     ]
     first, second = batches
     assert first.ids.to_pylist() == second.ids.to_pylist()[:1] and len(set(second.ids.to_pylist())) == 1
@@ -492,7 +492,8 @@ def test_sort_update_stream():
     names = {i: r[0] for i, r in frame_rows(pw.debug.table_to_pandas(t)).items()} | {None: None}
     batches = pw.debug.compute(t.sort(key=pw.this.v))
     got = [
-        sorted((names[i], names[r["prev"]], names[r["next"]], r["diff"]) for i, r in zip(b.ids.to_pylist(), b.table.to_pylist()))
+        sorted((names[i], names[r["prev"]], names[r["next"]], diff)
+               for i, r, diff in zip(b.ids.to_pylist(), b.table.to_pylist(), b.diffs.to_pylist()))
         for b in batches
     ]
     assert got == [

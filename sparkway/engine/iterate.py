@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 
 from sparkway.core.changes import DIFF, ID
 from sparkway.engine.expressions import col
-from sparkway.engine.operators import StepContext, compile_node
+from sparkway.engine.operators import StepContext, compile_node, register, typed
 from sparkway.engine.stateful import collection_step
 from sparkway.plan import nodes as n
 from sparkway.state.store import StateLocation
@@ -36,7 +36,7 @@ def fixpoint(node: n.Iterate, frames: list[DataFrame], ctx: StepContext) -> Data
     """The changes of the iteration's results in this step."""
     operator = ctx.operator_names[id(node)]
     held = collection_step(
-        [_plain(f) for f in frames], operator=f"{operator}-input", step=ctx.step, location=ctx.location,
+        [_plain(typed(table, f)) for table, f in zip(node.tables, frames)], operator=f"{operator}-input", step=ctx.step, location=ctx.location,
         partitions=ctx.partitions, replace=False,
     ).localCheckpoint()
     contents = [_part_of(held, k, table.columns) for k, table in enumerate(node.tables)]
@@ -125,3 +125,6 @@ def _consolidated(frame: DataFrame) -> DataFrame:
     values = [c for c in frame.columns if c != DIFF]
     summed = frame.groupBy(*[col(c) for c in values]).agg(F.sum(col(DIFF)).cast("long").alias(DIFF))
     return summed.filter(col(DIFF) != 0).select(*[col(c) for c in frame.columns])
+
+
+register(n.Iterate, fixpoint)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -139,6 +139,12 @@ def error_entries(frame: DataFrame, operator: int, trace: str, time: int) -> Dat
     )
 
 
+def register(kind: type, compiler: Callable[[Any, list[DataFrame], StepContext], DataFrame]) -> None:
+    """Adds the compiler of a node kind defined in another module (``engine/iterate.py``,
+    which compiles its body with this module's ``compile_node``)."""
+    _COMPILERS[kind] = compiler
+
+
 def compile_node(node: n.Node, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     """The changes of ``node`` given the changes of its inputs."""
     frame = _COMPILERS[type(node)](node, frames, ctx)
@@ -155,7 +161,7 @@ def _changes(frame: DataFrame, columns: dict[str, Column]) -> DataFrame:
     return frame.select(col(ID), *[c.alias(name) for name, c in columns.items()], col(DIFF))
 
 
-def _typed(node: n.Node, frame: DataFrame) -> DataFrame:
+def typed(node: n.Node, frame: DataFrame) -> DataFrame:
     """The frame with exactly the node's Spark types (kernels and unions need them)."""
     return frame.select(
         col(ID).cast("long").alias(ID),
@@ -187,12 +193,6 @@ def _error_log(node: n.ErrorLog, frames: list[DataFrame], ctx: StepContext) -> D
 def _iteration_input(node: n.IterationInput, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     changes = ctx.inputs.get(id(node))
     return changes if changes is not None else ctx.empty(node)
-
-
-def _iterate(node: n.Iterate, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    from sparkway.engine.iterate import fixpoint  # it compiles the body with this module
-
-    return fixpoint(node, [_typed(table, frame) for table, frame in zip(node.tables, frames)], ctx)
 
 
 def _iterate_result(node: n.IterateResult, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -301,7 +301,7 @@ def _any_flag(scope: Scope, exprs: Iterable[Expr]) -> Column | None:
 def _concat(node: n.Concat, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     parts = []
     for position, frame in enumerate(frames):
-        frame = _typed(node, frame)
+        frame = typed(node, frame)
         if node.reindex:
             frame = frame.withColumn(ID, pointer_of([F.lit(position).cast("long"), col(ID)]))
         parts.append(frame)
@@ -424,7 +424,7 @@ def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
         outer = node.how in ("outer", "left" if len(sides) == 0 else "right")
         own_groups = len(sides) if ctx.keep_errors and node.how != "inner" else None
         sides.append(_keyed_input(
-            node, ctx, _typed(table, frame), scope, list(keys), unified, payload, "join condition", errors_as=ERRORS,
+            node, ctx, typed(table, frame), scope, list(keys), unified, payload, "join condition", errors_as=ERRORS,
             own_groups=own_groups, keep_failed=outer, stored=stored,
         ))
     pair_columns = {k: v for k, v in node.columns.items() if k not in ("_l_id", "_r_id")}
@@ -469,7 +469,7 @@ def _per_instance(
     types = [infer(e, [source.columns]) for e in instances]
     carries_errors = carry_columns and ERRORS in params[-1]
     keyed = _keyed_input(
-        node, ctx, _typed(source, frame), scope, instances, types, payload, f"{node.kind.lower()} instance",
+        node, ctx, typed(source, frame), scope, instances, types, payload, f"{node.kind.lower()} instance",
         errors_as=ERRORS if carries_errors else None,
     )
     output = spark_schema(node.columns, with_id=True)
@@ -507,7 +507,7 @@ def _sort(node: n.Sort, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
 
 def _time_gate(node: n.TimeGate, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     scope = ctx.scope(node, node.input.columns)
-    frame = _typed(node.input, frames[0])
+    frame = typed(node.input, frames[0])
     if ctx.final and node.mode == "buffer":  # a change of no rows (_diff 0) tells it that the input ended
         ended = [F.lit(None).cast(field.dataType).alias(field.name) for field in frame.schema.fields]
         frame = frame.unionByName(ctx.spark.range(1).select(*ended).withColumn(ID, F.lit(0).cast("long"))
@@ -584,7 +584,6 @@ _COMPILERS: dict[type, Callable[[n.Node, list[DataFrame], StepContext], DataFram
     n.Sort: _sort,
     n.KeyedMerge: _keyed_merge,
     n.IterationInput: _iteration_input,
-    n.Iterate: _iterate,
     n.IterateResult: _iterate_result,
     n.TimeGate: _time_gate,
     n.Output: _output,
