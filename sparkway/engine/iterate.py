@@ -36,7 +36,8 @@ def fixpoint(node: n.Iterate, frames: list[DataFrame], ctx: StepContext) -> Data
     """The changes of the iteration's results in this step."""
     operator = ctx.operator_names[id(node)]
     held = collection_step(
-        [_plain(typed(table, f)) for table, f in zip(node.tables, frames)], operator=f"{operator}-input", step=ctx.step, location=ctx.location,
+        [typed(table, f) for table, f in zip(node.tables, frames)], operator=f"{operator}-input", step=ctx.step,
+        location=ctx.location,
         partitions=ctx.partitions, replace=False,
     ).localCheckpoint()
     contents = [_part_of(held, k, table.columns) for k, table in enumerate(node.tables)]
@@ -104,10 +105,6 @@ def _run_body(body: list[n.Node], results: tuple[n.Node, ...], feed: dict[int, D
         inputs = [frames[id(i)] if id(i) in frames else ctx.empty(i) for i in node.inputs]
         frames[id(node)] = compile_node(node, inputs, ctx)
     return [frames[id(r)] if id(r) in frames else ctx.empty(r) for r in results]
-
-
-def _plain(frame: DataFrame) -> DataFrame:
-    return frame.select(col(ID), *[col(c) for c in frame.columns if c not in (ID, DIFF)], col(DIFF))
 
 
 def _part_of(collection: DataFrame, index: int, columns: dict) -> DataFrame:
