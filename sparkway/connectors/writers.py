@@ -6,19 +6,19 @@ during the write) cut at its end.
 
 Values are written as Pathway 0.33 writes them (unless said otherwise):
 
-* str: CSV ``"text"`` (always quoted, inner quotes doubled); JSON string
-* int, bool: CSV ``12``, ``True``/``False``; JSON numbers, booleans
-* float: CSV as Pathway prints floats (``2.5``, ``1e20``); JSON numbers
-* None: CSV empty field; JSON ``null``
-* Json (declared in ``dtypes``): CSV its compact JSON text, quoted; JSON the value itself
-* bytes: base64 text (quoted in CSV)
+* CSV: every field quoted (inner quotes doubled), the header's too; the text of a field:
+* str: the text; JSON string
+* int, bool: ``12``, ``True``/``False``; JSON numbers, booleans
+* float: as Pathway prints floats (``2.5``, ``1e20``); JSON numbers
+* None: CSV ``None``; JSON ``null``
+* Json (declared in ``dtypes``): its compact JSON text; JSON the value itself
+* bytes: base64 text
 * DateTimeNaive / DateTimeUtc: ``2024-01-02T03:04:05.123456000`` (nine fraction digits;
-  ``+0000`` after a UTC time), unquoted in CSV, a string in JSON
+  ``+0000`` after a UTC time); a string in JSON
 * Duration: integer nanoseconds
-* list / tuple: compact JSON array (quoted in CSV)
+* list / tuple: compact JSON array
 
-CSV keeps the layout of the seed documents (header and numbers unquoted); JSON lines are
-compact (``{"word":"a","count":2,...}``), as Pathway 0.33 writes them.
+JSON lines are compact (``{"word":"a","count":2,...}``).
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ class _FileSink(Sink):
         if name is not None:
             self.name = name
         self._file: IO[str] | None = None
+        self._header_due = True
         self._total_ms = 0.0
 
     def open(self) -> None:
@@ -79,7 +80,7 @@ class _FileSink(Sink):
         if folder:
             os.makedirs(folder, exist_ok=True)
         self._file = open(self.path, "w", encoding="utf-8", newline="")
-        self._write_block(self.header())
+        self._header_due = True  # written with the first rows: no rows, an empty file (as Pathway)
 
     def header(self) -> str:
         return ""
@@ -89,7 +90,10 @@ class _FileSink(Sink):
         if rows == 0:
             return
         started = time.monotonic()
-        self._write_block(self.format_batch(batch))
+        if self._file is None:
+            self.open()
+        header, self._header_due = (self.header() if self._header_due else ""), False
+        self._write_block(header + self.format_batch(batch))
         took = (time.monotonic() - started) * 1000
         self._total_ms += took
         log.info(
@@ -103,11 +107,8 @@ class _FileSink(Sink):
         raise NotImplementedError
 
     def _write_block(self, text: str) -> None:
-        if self._file is None:
-            self.open()
         assert self._file is not None
-        if text:
-            self._file.write(text)
+        self._file.write(text)
         self._file.flush()
         os.fsync(self._file.fileno())
 
@@ -142,61 +143,63 @@ def _csv_quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def _csv_object(value: Any) -> str:
-    """A Python object (of an Any column) in a CSV field, formatted by its own type."""
+def _text_of_object(value: Any) -> str:
+    """A Python object (of an Any column) as the text of a CSV field."""
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, (int, float)):
         return text_of(value)
-    return _csv_quote(value if isinstance(value, str) else _compact(_plain(value)))
+    return value if isinstance(value, str) else _compact(_plain(value))
 
 
-def _csv_formatter(arrow_type: pa.DataType) -> Formatter:
-    """How the values of an Arrow type are written in a CSV field (None → empty)."""
+def _csv_text(arrow_type: pa.DataType) -> Formatter:
+    """The text of a CSV field for the values of an Arrow type (before quoting)."""
     t = pa.types
     if t.is_string(arrow_type) or t.is_large_string(arrow_type):
-        base: Formatter = _csv_quote
-    elif t.is_boolean(arrow_type):
-        base = lambda v: "True" if v else "False"  # noqa: E731
-    elif t.is_floating(arrow_type):
-        base = text_of
-    elif t.is_binary(arrow_type) or t.is_large_binary(arrow_type):
-        base = lambda v: _csv_quote(base64.b64encode(v).decode())  # noqa: E731
-    elif t.is_timestamp(arrow_type) or t.is_date(arrow_type) or t.is_duration(arrow_type):
-        base = lambda v: str(_plain(v))  # noqa: E731
-    elif t.is_list(arrow_type) or t.is_large_list(arrow_type) or t.is_struct(arrow_type):
-        base = lambda v: _csv_quote(_compact(_plain(v)))  # noqa: E731
-    else:
-        base = str
-    return lambda v: "" if v is None else base(v)
+        return lambda v: v  # noqa: E731
+    if t.is_boolean(arrow_type):
+        return lambda v: "True" if v else "False"  # noqa: E731
+    if t.is_floating(arrow_type):
+        return text_of
+    if t.is_binary(arrow_type) or t.is_large_binary(arrow_type):
+        return lambda v: base64.b64encode(v).decode()  # noqa: E731
+    if t.is_timestamp(arrow_type) or t.is_date(arrow_type) or t.is_duration(arrow_type):
+        return lambda v: str(_plain(v))  # noqa: E731
+    if t.is_list(arrow_type) or t.is_large_list(arrow_type) or t.is_struct(arrow_type):
+        return lambda v: _compact(_plain(v))  # noqa: E731
+    return str
 
 
 class CsvSink(_FileSink):
-    """Writes every change as a CSV line ``<columns>,time,diff``, as Pathway does.
+    """Writes every change as a CSV line ``<columns>,time,diff``, as Pathway 0.33 does:
+    every field quoted, the header's too, and None written as ``"None"``.
 
     >>> sink = CsvSink("out.csv", ["user_id", "session_length"])   # doctest: +SKIP
-    >>> sink.open()   # out.csv: user_id,session_length,time,diff   # doctest: +SKIP
-    >>> # a batch then appends lines like: "bob",62,1701270092168,1
+    >>> sink.open()   # out.csv: "user_id","session_length","time","diff"   # doctest: +SKIP
+    >>> # a batch then appends lines like: "bob","62","1701270092168","1"
     """
 
     def header(self) -> str:
-        return ",".join([*self.columns, "time", "diff"]) + "\n"
+        return ",".join(_csv_quote(name) for name in [*self.columns, "time", "diff"]) + "\n"
 
     def format_batch(self, batch: OutputBatch) -> str:
         table = batch.table
-        fields = [list(map(self._formatter(table, n), table.column(n).to_pylist())) for n in self.columns]
-        fields += [[str(batch.time)] * table.num_rows, [str(d) for d in batch.diffs.to_pylist()]]
+        fields = [list(map(self._field(table, n), table.column(n).to_pylist())) for n in self.columns]
+        fields += [[_csv_quote(str(batch.time))] * table.num_rows, [_csv_quote(str(d)) for d in batch.diffs.to_pylist()]]
         return "".join(",".join(row) + "\n" for row in zip(*fields))
 
+    def _field(self, table: pa.Table, name: str) -> Formatter:
+        text = self._text(table, name)
+        return lambda v: '"None"' if v is None else _csv_quote(text(v))
 
-    def _formatter(self, table: pa.Table, name: str) -> Formatter:
+    def _text(self, table: pa.Table, name: str) -> Formatter:
         if self._is_json(name):
-            return lambda v: "" if v is None else _csv_quote(_compact(json.loads(v)))
+            return lambda v: _compact(json.loads(v))
         if self._is_any(name):
-            return lambda v: "" if v is None else _csv_object(pickle.loads(v))
+            return lambda v: _text_of_object(pickle.loads(v))
         if self._is_array(name):
-            return lambda v: "" if v is None else _csv_quote(_compact(_array_object(v)))
-        return _csv_formatter(table.schema.field(name).type)
+            return lambda v: _compact(_array_object(v))
+        return _csv_text(table.schema.field(name).type)
 
 
 class JsonLinesSink(_FileSink):

@@ -104,9 +104,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
     settings = _config()
     keep = [i for i in items if not excluded(i.nodeid, settings["exclusions"]) and sampled(i.nodeid, settings["sample"])]
+    selected = Path(settings["selected"])
+    if not selected.exists():  # a resumed run (after a timeout) keeps the first run's selection
+        selected.write_text(json.dumps([i.nodeid for i in keep]))
+    done = _recorded()
+    keep = [i for i in keep if i.nodeid not in done]
     config.hook.pytest_deselected(items=[i for i in items if i not in keep])
     items[:] = keep
-    Path(settings["selected"]).write_text(json.dumps([i.nodeid for i in keep]))
     shim.STRICT["on"] = True  # collection is over: using a missing name now fails
     if keep:  # start the JVM now, not within the first test's timeout
         from sparkway.engine.spark import get_spark
@@ -114,9 +118,15 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         get_spark()
 
 
+def _recorded() -> set[str]:
+    """Ids of the tests (and files) with a result already, from an earlier process of this run."""
+    results = Path(_config()["results"])
+    return {json.loads(line)["id"] for line in results.read_text().splitlines()} if results.exists() else set()
+
+
 def pytest_collectreport(report: pytest.CollectReport) -> None:
     """A file that cannot be imported counts as one error (its tests are unknown)."""
-    if report.failed:
+    if report.failed and report.nodeid not in _recorded():
         last = [ln[4:] for ln in str(report.longrepr).splitlines() if ln.startswith("E   ")][-1:] or ["?"]
         _write({"id": report.nodeid, "file": report_key(report.nodeid), "outcome": "error",
                 "category": "collection error", "reason": last[0][:300], "duration": 0})
@@ -184,6 +194,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
             record["category"], record["reason"] = categorize(call.excinfo), _reason(call.excinfo)
             if item.nodeid in _TIMED_OUT:
                 record["category"] = "timeout"
+            if record["category"] == "timeout":  # pytest-timeout's own signal, too
+                _TIMED_OUT.add(item.nodeid)
         else:  # e.g. a strict xfail that passed
             record["category"], record["reason"] = "wrong result", str(report.longrepr)[:300]
     if call.when == "call" and report.passed and shim.USED:  # it caught a MissingAPI
@@ -191,26 +203,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     if call.when == "teardown":
         _write(_RESULTS.pop(item.nodeid))
         if item.nodeid in _TIMED_OUT:
-            _restart_spark()
+            _hand_over(item.session)
     return report
 
 
-def _restart_spark() -> None:
+def _hand_over(session: pytest.Session) -> None:
     """A timeout can fire in the middle of a Py4J call and leave the gateway's socket out
-    of step, so that later calls fail or get other calls' answers: after a timeout the JVM
-    is replaced by a new one, so that the tests after it run (and count) normally."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
-    from sparkway.engine.spark import get_spark
-
-    gateway = SparkContext._gateway  # not stopped through Py4J: its answers cannot be trusted
-    if gateway is not None and getattr(gateway, "proc", None) is not None:
-        gateway.proc.kill()
-        gateway.proc.wait()
-    SparkContext._gateway = SparkContext._jvm = SparkContext._active_spark_context = None
-    SparkSession._instantiatedSession = SparkSession._activeSession = None
-    get_spark()
+    of step, so that later calls fail or get other calls' answers, even from a new JVM in
+    this process: the process stops here and the runner starts a fresh one, which skips
+    the tests recorded so far."""
+    Path(_config()["results"]).with_name("resume").touch()
+    session.shouldstop = "a test timed out: a fresh process runs the rest"
 
 
 # -- Pathway's docstring examples --------------------------------------------------------

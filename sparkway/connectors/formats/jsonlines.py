@@ -62,9 +62,7 @@ def _json_row(
                 return None
         elif column.has_default:
             row.append(stored_default(column))
-        elif column.dtype.optional:
-            row.append(None)
-        else:
+        else:  # also for an optional column, as Pathway: absent is not null
             skips.row(number, 1, "missing", column.name)
             return None
     return row
