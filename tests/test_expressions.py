@@ -158,6 +158,66 @@ def test_float_and_mixed_arithmetic():
     ])
 
 
+def test_float_modulo_is_python_s_exactly():
+    # Python's % (fmod, moved by the divisor when the signs differ) rounds once; computing
+    # ((a % b) + b) % b rounds twice (-0.24548424000000002 for the first row)
+    t = pw.debug.table_from_markdown(
+        """
+        x           | y
+        -0.24548424 | -0.56365047
+        -0.33810194 | 0.52811729
+        5.5         | -2.0
+        """
+    )
+    rows = [(x, y) for x, y in [(-0.24548424, -0.56365047), (-0.33810194, 0.52811729), (5.5, -2.0)]]
+    assert_rows(t.select(m=pw.this.x % pw.this.y), [(x % y,) for x, y in rows])
+
+
+def test_and_or_evaluate_their_right_side_only_where_needed():
+    t = pw.debug.table_from_markdown(
+        """
+        a | b
+        1 | 0
+        3 | 2
+        6 | 3
+        """
+    )
+    result = t.select(
+        x=(pw.this.b != 0) & (pw.this.a // pw.this.b > 1),
+        y=(pw.this.b == 0) | (pw.this.a // pw.this.b > 1),
+    )
+    assert_rows(result, [(False, True), (False, False), (True, True)])
+
+
+def test_tuples_order_only_without_optional_items_and_compare_only_like_items():
+    # Pathway's build-time errors, recorded with Pathway 0.33
+    t = pw.debug.table_from_markdown(
+        """
+        a | b
+        1 | x
+        """
+    ).with_columns(n=pw.if_else(pw.this.a == 1, None, pw.this.a))
+    with pytest.raises(TypeError, match=r"binary operator lt on columns of types tuple\[int \| None\], tuple\[int\]\."):
+        t.select(z=pw.make_tuple(pw.this.n) < pw.make_tuple(pw.this.a))
+    with pytest.raises(TypeError, match=r"binary operator eq on columns of types tuple\[int, int\], tuple\[int, str\]\."):
+        t.select(z=pw.make_tuple(pw.this.a, pw.this.a) == pw.make_tuple(pw.this.a, pw.this.b))
+    same = t.select(z=pw.make_tuple(pw.this.n) == pw.make_tuple(pw.this.n))  # equality takes None
+    assert_rows(same, [(True,)])
+
+
+def test_duration_division_by_zero_is_zero_division_error():
+    t = pw.debug.table_from_markdown(
+        """
+        s | z
+        5 | 0
+        """
+    ).select(d=pw.this.s * dt.timedelta(seconds=1), zero=pw.this.z * dt.timedelta(seconds=1), z=pw.this.z)
+    for result in (t.select(q=pw.this.d // pw.this.zero), t.select(q=pw.this.d % pw.this.zero),
+                   t.select(q=pw.this.d // pw.this.z)):
+        with pytest.raises(ZeroDivisionError):
+            pw.debug.table_to_pandas(result)
+
+
 def test_string_concatenation_and_repetition():
     t = pw.debug.table_from_markdown(
         """

@@ -377,17 +377,18 @@ _VALUE_CHECKS: dict[str, Callable[[Any], bool]] = {
 
 
 def python_name(dtype: DType) -> str:
-    """How Python names the type of the values of ``dtype`` (``<class 'int'>``), as errors
-    about a column's type show it."""
-    simple = {"int": int, "float": float, "str": str, "bool": bool, "bytes": bytes}.get(dtype.name)
+    """How Python names the type of the values of ``dtype``, as Pathway's errors about a
+    column's type show it.
+
+    >>> python_name(INT), python_name(FLOAT.with_optional()), python_name(DType("tuple", (INT, STR)))
+    ("<class 'int'>", 'float | None', 'tuple[int, str]')
+    """
     if dtype.is_future:
         inner = dtype.items[0]
         base = inner.with_optional(False)
         text = base.name if base.name in ("int", "float", "str", "bool", "bytes") else str(base)
         return f"_asyncio.Future[{text}{' | None' if inner.optional else ''}]"
-    if simple is None or dtype.items:
-        return str(dtype)
-    return f"Optional[{simple}]" if dtype.optional else str(simple)
+    return str(python_type(dtype))
 
 
 INT = DType("int")

@@ -176,8 +176,8 @@ def _binop_type(op: str, a: DType, b: DType) -> DType:
     if base_a.is_array or base_b.is_array:
         return _array_binop_type(op, a, b)
     if op in _COMPARISONS:
-        if not dt.related(base_a, base_b):
-            raise _unsupported(op, base_a, base_b)
+        if not dt.related(base_a, base_b) or (op not in ("==", "!=") and _has_optional_items(base_a, base_b)):
+            raise _unsupported(op, a, b)
         # None == None holds and None == 1 does not: equality is never None (as in Pathway)
         return dt.BOOL if op in ("==", "!=") else dt.BOOL.with_optional(optional)
     if op in ("&", "|", "^"):
@@ -185,7 +185,7 @@ def _binop_type(op: str, a: DType, b: DType) -> DType:
     if op in ("<<", ">>"):
         if {base_a, base_b} <= {dt.INT, dt.ANY}:
             return dt.INT.with_optional(optional)
-        raise _unsupported(op, base_a, base_b)
+        raise _unsupported(op, a, b)
     if op == "/":
         if base_a == dt.DURATION and base_b == dt.DURATION:
             return dt.FLOAT.with_optional(optional)
@@ -211,7 +211,7 @@ def _binop_type(op: str, a: DType, b: DType) -> DType:
     try:
         return dt.unify(base_a, base_b).with_optional(optional)
     except PlanTypeError:
-        raise _unsupported(op, base_a, base_b) from None
+        raise _unsupported(op, a, b) from None
 
 
 def _array_binop_type(op: str, a: DType, b: DType) -> DType:
@@ -229,10 +229,16 @@ def _array_binop_type(op: str, a: DType, b: DType) -> DType:
     )
 
 
+def _has_optional_items(a: DType, b: DType) -> bool:
+    """Whether tuples to be ordered hold optional items (None has no order, as in Pathway)."""
+    return any(item.optional for t in (a, b) if t.name == "tuple" for item in t.items)
+
+
 def _unsupported(op: str, a: DType, b: DType) -> PlanTypeError:
+    # Pathway's sentence (programs match on it), then what to do
     return PlanTypeError(
-        f"binary operator {_OPERATOR_NAMES[op]} is not supported on columns of types "
-        f"{dt.python_name(a)}, {dt.python_name(b)}: convert one side first (pw.cast, .to_string())"
+        f"Pathway does not support using binary operator {_OPERATOR_NAMES[op]} on columns of types "
+        f"{dt.python_name(a)}, {dt.python_name(b)}. Convert one side first (pw.cast, .to_string())."
     )
 
 

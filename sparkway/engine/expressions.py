@@ -216,7 +216,10 @@ def array_literal(value: Any) -> Column:
 
 
 def _python_mod(a: Column, b: Column) -> Column:
-    return ((a % b) + b) % b  # Python's sign convention: the result has the divisor's sign
+    """``a % b`` as Python computes it: Java's remainder (exact, with the dividend's sign),
+    moved by one divisor when the signs differ, so that the result has the divisor's sign."""
+    remainder = a % b
+    return F.when((remainder != 0) & ((remainder < 0) != (b < 0)), remainder + b).otherwise(remainder)
 
 
 def _floor_div(a: Column, b: Column) -> Column:
@@ -233,15 +236,16 @@ def _micros_duration(m: Column) -> Column:
     return F.timestamp_micros(m) - F.timestamp_micros(F.lit(0))
 
 
-def _duration_division(op: str, a: Column, b: Column, tb: DType) -> Column:
+def _duration_division(op: str, a: Column, b: Column, tb: DType, scope: Scope) -> Column:
     """Duration / Duration (float), // (int) and % (Duration), with Python's floor
     semantics, on microseconds; Duration / number and // number give a Duration."""
     ma = _duration_micros(a)
     if tb == dt.DURATION:
-        mb = _duration_micros(b)
+        mb = _nonzero(_duration_micros(b), scope)
         if op == "/":
             return ma.cast("double") / mb.cast("double")
         return _floor_div(ma, mb) if op == "//" else _micros_duration(_python_mod(ma, mb))
+    b = _nonzero(b, scope)
     if op == "//":
         return _micros_duration(_floor_div(ma, b.cast("long")))
     return _micros_duration((ma.cast("double") / b.cast("double")).cast("long"))
@@ -287,7 +291,7 @@ def _binop(e: BinOp, scope: Scope) -> Column:
     if op == "*" and dt.STR in (ta, tb):
         return F.repeat(a, b) if ta == dt.STR else F.repeat(b, a)
     if ta == dt.DURATION and op in ("/", "//", "%"):
-        return _duration_division(op, a, b, tb)
+        return _duration_division(op, a, b, tb, scope)
     if op in ("/", "//", "%"):
         b = _nonzero(b, scope)
     if op == "/":

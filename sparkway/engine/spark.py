@@ -71,6 +71,9 @@ def get_spark(master: str | None = None) -> SparkSession:
         .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
         .config("spark.sql.execution.pythonUDF.arrow.enabled", "true")
         .config("spark.sql.session.timeZone", "UTC")
+        # `&`, `|` and if_else evaluate their right side only where needed (a // b under
+        # b != 0 must not fail); common subexpressions would be computed for every row first
+        .config("spark.sql.subexpressionElimination.enabled", "false")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.speculation", "false")
