@@ -1297,6 +1297,53 @@ def test_custom_reducers_fold_a_groups_rows_in_the_order_they_arrived():
     ])
 
 
+def test_accumulator_sort_by_orders_the_rows_of_one_time():
+    class Affine(pw.BaseCustomAccumulator):  # the result depends on the order of updates
+        def __init__(self, factor: int, summand: int) -> None:
+            self.factor, self.summand, self.result = factor, summand, factor + summand
+
+        @classmethod
+        def from_row(cls, row):
+            return cls(row[0], row[1])
+
+        def update(self, other) -> None:
+            self.result = self.result * other.factor + other.summand
+
+        def compute_result(self) -> int:
+            return self.result
+
+        @classmethod
+        def sort_by(cls, row):
+            return row[2]
+
+    t = pw.debug.table_from_markdown(
+        """
+        a  | b  | t | __time__
+        3  | 1  | 2 | 2
+        2  | -1 | 1 | 2
+        4  | 2  | 3 | 4
+        """
+    )
+    result = t.reduce(r=pw.reducers.udf_reducer(Affine)(pw.this.a, pw.this.b, pw.this.t))
+    # time 2 in t order: (2, -1) gives 1, then (3, 1): 1 * 3 + 1 = 4; time 4: 4 * 4 + 2 = 18
+    assert_rows(result, [(18,)])
+
+
+def test_a_retraction_under_another_id_cancels_a_row_of_the_same_values():
+    # rows of a debug stream without ids are numbered by position, so the -1 of row 3
+    # does not name row 2's id; as in Pathway, reducers see the multiset of values
+    t = pw.debug.table_from_markdown(
+        """
+        pet | age | __time__ | __diff__
+        dog | 10  | 0        | 1
+        dog | 7   | 0        | 1
+        dog | 7   | 2        | -1
+        """
+    )
+    result = t.groupby(pw.this.pet).reduce(pw.this.pet, n=pw.reducers.count(), total=pw.reducers.sum(pw.this.age))
+    assert_rows(result, [("dog", 1, 10)])
+
+
 def test_interval_join_refuses_times_and_bounds_of_different_kinds():
     numbers = pw.Table.empty(a=int, t=int)
     dates = pw.Table.empty(b=int, t=pw.DateTimeNaive)

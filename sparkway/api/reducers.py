@@ -159,7 +159,8 @@ def stateful_single(combine: Callable[..., Any]) -> Callable[..., ReducerExpr]:
 class BaseCustomAccumulator:
     """Base of accumulators for ``udf_reducer``: define ``from_row(cls, row)``,
     ``update(self, other)`` and ``compute_result(self)``; ``neutral`` and ``retract`` are
-    optional (sparkway recomputes a changed group from its rows)."""
+    optional (sparkway recomputes a changed group from its rows), and a classmethod
+    ``sort_by(cls, row)`` orders the rows of one time (rows of earlier times come first)."""
 
     @classmethod
     def from_row(cls, row: list[Any]) -> "BaseCustomAccumulator":

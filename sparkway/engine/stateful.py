@@ -12,6 +12,8 @@ on the old and on the new rows, and emit the difference of the two outputs.
 
 from __future__ import annotations
 
+import collections
+
 import functools
 import pickle
 import struct
@@ -233,9 +235,28 @@ def _rows_of(own: list[Arrangement], gids: list[int], version: int) -> list[tupl
     out = []
     for k, arrangement in enumerate(own):
         g = 2 * k + version
-        for row_id, (values, count, time) in arrangement.items():
-            out.extend([(g, row_id, gids[k], time, values)] * max(count, 0))
+        counts = _cancel_negative(arrangement)
+        for row_id, (values, _, time) in arrangement.items():
+            out.extend([(g, row_id, gids[k], time, values)] * counts[row_id])
     return out
+
+
+def _cancel_negative(arrangement: Arrangement) -> dict[int, int]:
+    """Multiplicities to compute with: a retraction of an id that was never inserted (a
+    stream whose ids do not pair up) cancels a row of the same values under another id, as
+    a multiset of values does in Pathway; what it cannot cancel is left out."""
+    counts = {row_id: count for row_id, (_, count, _) in arrangement.items()}
+    owed: collections.Counter = collections.Counter()
+    for values, count, _ in arrangement.values():
+        if count < 0:
+            owed[repr(values)] -= count
+    if not owed:
+        return counts
+    for row_id, (values, count, _) in arrangement.items():
+        cancelled = min(max(count, 0), owed[repr(values)])
+        owed[repr(values)] -= cancelled
+        counts[row_id] = max(count - cancelled, 0)
+    return counts
 
 
 def _to_table(old: list[tuple], new: list[tuple], payload: tuple[tuple[str, pa.DataType], ...]) -> pa.Table:

@@ -243,8 +243,11 @@ def _stateful(params: tuple, batches: list[tuple[int, list[tuple]]]) -> Any:
 
 def _accumulated(params: tuple, batches: list[tuple[int, list[tuple]]]) -> Any:
     (accumulator,) = params
+    ordered = getattr(accumulator, "sort_by", None)
     total = None
     for _, rows in batches:
+        if ordered is not None:  # the order of the rows of one time, when the class defines one
+            rows = sorted(rows, key=lambda values: ordered(list(values)))
         for values in rows:
             one = accumulator.from_row(list(values))
             if total is None:
