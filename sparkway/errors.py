@@ -125,8 +125,12 @@ def traced(api: Any) -> Any:
     if inspect.isfunction(api):
         return _noting_origin(api)
     for name, member in list(vars(api).items()):
-        if (not name.startswith("_") or name in ("__getattr__", "__getitem__")) and inspect.isfunction(member):
+        if name.startswith("_") and name not in ("__getattr__", "__getitem__", "__call__"):
+            continue
+        if inspect.isfunction(member):
             setattr(api, name, _noting_origin(member))
+        elif isinstance(member, (staticmethod, classmethod)):
+            setattr(api, name, type(member)(_noting_origin(member.__func__)))
     return api
 
 

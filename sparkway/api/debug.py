@@ -21,7 +21,7 @@ from sparkway.core import changes
 from sparkway.core import dtypes as dt
 from sparkway.core.changes import DIFF, ID
 from sparkway.core.dtypes import DType
-from sparkway.errors import PlanError, traced
+from sparkway.errors import UnknownColumnError, traced
 from sparkway.plan import nodes as n
 
 # A hidden column holding each row's label (its markdown label, pandas index, or position):
@@ -183,7 +183,7 @@ def _rows_table(
     if id_from:
         missing = [c for c in id_from if c not in columns]
         if missing:
-            raise PlanError(f"id_from names no column {missing}; the columns are {list(columns)}")
+            raise UnknownColumnError(f"id_from names no column {missing}; the columns are {list(columns)}")
         keys, stored = list(id_from), columns
     else:
         keys, stored = [_LABEL], {**columns, _LABEL: _column_type(labels).with_optional(False)}

@@ -27,7 +27,7 @@ from sqlglot import expressions as exp
 
 from sparkway.api import reducers
 from sparkway.api.functions import coalesce, if_else
-from sparkway.api.table import Table
+from sparkway.api.table import JoinMode, Table
 from sparkway.api.thisclass import left, right, this
 from sparkway.core.expression import Expr, wrap
 
@@ -371,7 +371,7 @@ class _Translator:
             exprs.append(pair[0] == pair[1])
             if all(isinstance(p, exp.Column) for p in (condition.this, condition.expression)):
                 equal.append(_columns_of(condition, sides))
-        pairs = first.table.join(second.table, *exprs, how=how)
+        pairs = first.table.join(second.table, *exprs, how=JoinMode(how))
         if rest:
             if how != "inner":
                 raise NotImplementedError(

@@ -365,7 +365,7 @@ class Table(_Promises):
         unknown = sorted(set(types) - set(columns))
         if unknown:
             raise PlanError(
-                "Table.update_types() argument name has to be an existing table column name: "
+                "Table.update_types() argument name has to be an existing table column name. "
                 f"{unknown} are not among {list(columns)}."
             )
         return self._derive(n.Select(columns, self._node, tuple(exprs)), universe=self._universe)
@@ -492,7 +492,7 @@ class Table(_Promises):
         if extra:
             raise PlanError(
                 "Table.groupby() received extra kwargs.\nYou probably want to use "
-                f"Table.groupby(...).reduce(**kwargs) to compute output columns (got {sorted(extra)})."
+                f"Table.groupby(...).reduce(**kwargs) to compute output columns. Got: {sorted(extra)}."
             )
         if id is not None and len(args) > 1:
             raise PlanError("Table.groupby() cannot have id argument when grouping by multiple columns.")
@@ -840,19 +840,19 @@ class Table(_Promises):
         >>> a.join(b, a.k == b.k).select(a.k, b.y).column_names()
         ['k', 'y']
         """
-        return _joined(self, other, on, how, id, {})
+        return _joined(self, other, on, how, id, {}, kwargs)
 
     def join_inner(self, other: "Table", *on: Expr, **kwargs: Any) -> "JoinResult":
-        return self.join(other, *on, how="inner", **kwargs)
+        return self.join(other, *on, how=_fixed_mode(JoinMode.INNER, kwargs), **kwargs)
 
     def join_left(self, other: "Table", *on: Expr, **kwargs: Any) -> "JoinResult":
-        return self.join(other, *on, how="left", **kwargs)
+        return self.join(other, *on, how=_fixed_mode(JoinMode.LEFT, kwargs), **kwargs)
 
     def join_right(self, other: "Table", *on: Expr, **kwargs: Any) -> "JoinResult":
-        return self.join(other, *on, how="right", **kwargs)
+        return self.join(other, *on, how=_fixed_mode(JoinMode.RIGHT, kwargs), **kwargs)
 
     def join_outer(self, other: "Table", *on: Expr, **kwargs: Any) -> "JoinResult":
-        return self.join(other, *on, how="outer", **kwargs)
+        return self.join(other, *on, how=_fixed_mode(JoinMode.OUTER, kwargs), **kwargs)
 
     def interval_join(
         self, other: "Table", self_time: Expr, other_time: Expr, interval: Any, *on: Expr,
@@ -1012,14 +1012,31 @@ class Table(_Promises):
     def windowby(
         self,
         time_expr: Expr,
-        *,
+        *args: Any,
         window: Any,
         instance: Any = None,
         shard: Any = None,
         behavior: Any = None,
+        **kwargs: Any,
     ) -> "GroupedTable":
         """Groups rows into time windows (``pw.temporal.session/tumbling/sliding``),
-        per ``instance`` (``shard`` is its older name); follow with ``.reduce(...)``."""
+        per ``instance`` (``shard`` is its older name); follow with ``.reduce(...)``.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("t | v\n1 | 10\n7 | 20")
+        >>> w = t.windowby(t.t, window=pw.temporal.tumbling(duration=5))
+        >>> pw.debug.compute_and_print(w.reduce(start=pw.this._pw_window_start, n=pw.reducers.count()), include_id=False)
+        start | n
+        0     | 1
+        5     | 1
+        """
+        if args:
+            raise PlanError("Table.windowby() received extra args.\nIt handles grouping only by a single column.")
+        if kwargs:
+            raise PlanError(
+                "Table.windowby() received extra kwargs.\nYou probably want to use "
+                f"Table.windowby(...).reduce(**kwargs) to compute output columns. Got: {sorted(kwargs)}."
+            )
         if shard is not None:
             if instance is not None:
                 raise PlanError("give instance= or its older name shard=, not both")
@@ -1172,8 +1189,8 @@ def _named_exprs(
             raise PlanError(f"Expected a ColumnReference, found a string. Did you mean this.{a} instead of {a!r}?")
         else:
             raise PlanError(
-                f"In {method}() all positional arguments have to be a ColumnReference "
-                f"(got {a!r}); give expressions a name: {method}(name=...)"
+                f"In {method}() all positional arguments have to be a ColumnReference. "
+                f"Got {a!r}: give expressions a name, {method}(name=...)."
             )
     if "id" in kwargs:
         raise PlanError("Can't use 'id' as a column name: set the ids with with_id() or with_id_from()")
@@ -1427,19 +1444,19 @@ class JoinResult(_Promises):
         10 | 20 | 30
         """
         pairs, aliases = self._as_table()
-        return _joined(pairs, other, on, how, id, aliases)
+        return _joined(pairs, other, on, how, id, aliases, kwargs)
 
     def join_inner(self, other: "Table | JoinResult", *on: Expr, **kwargs: Any) -> "JoinResult":
-        return self.join(other, *on, how="inner", **kwargs)
+        return self.join(other, *on, how=_fixed_mode(JoinMode.INNER, kwargs), **kwargs)
 
     def join_left(self, other: "Table | JoinResult", *on: Expr, **kwargs: Any) -> "JoinResult":
-        return self.join(other, *on, how="left", **kwargs)
+        return self.join(other, *on, how=_fixed_mode(JoinMode.LEFT, kwargs), **kwargs)
 
     def join_right(self, other: "Table | JoinResult", *on: Expr, **kwargs: Any) -> "JoinResult":
-        return self.join(other, *on, how="right", **kwargs)
+        return self.join(other, *on, how=_fixed_mode(JoinMode.RIGHT, kwargs), **kwargs)
 
     def join_outer(self, other: "Table | JoinResult", *on: Expr, **kwargs: Any) -> "JoinResult":
-        return self.join(other, *on, how="outer", **kwargs)
+        return self.join(other, *on, how=_fixed_mode(JoinMode.OUTER, kwargs), **kwargs)
 
     def _as_table(self) -> tuple[Table, dict[int, tuple[Table, Table, dict[str, str]]]]:
         """The pairs as a table: the columns ``pw.this`` reads and, hidden, every column
@@ -1527,11 +1544,50 @@ class JoinResult(_Promises):
         return transform(bind(transform(wrap(expr), either_side), sides, None, cols), to_joined)
 
 
+_JOIN_MODES = "JoinMode.INNER, JoinMode.LEFT, JoinMode.RIGHT or JoinMode.OUTER values."
+
+
+def _fixed_mode(mode: JoinMode, kwargs: dict[str, Any]) -> JoinMode:
+    """The mode of ``join_left`` and its siblings, which take no ``how``."""
+    if "how" in kwargs:
+        raise PlanError(
+            "Received `how` argument but was not expecting any.\nConsider using a generic join method "
+            "that handles `how` to decide on a type of a join to be used."
+        )
+    return mode
+
+
+def _join_mode(how: Any) -> str:
+    if how is None:
+        return "inner"
+    if isinstance(how, str):
+        raise PlanError(f"Received `how` argument of join that is a string.\nYou probably want to use one of {_JOIN_MODES}")
+    if not isinstance(how, JoinMode):
+        raise PlanError(f"How argument of join should be one of {_JOIN_MODES}")
+    return how.value
+
+
 def _joined(
     left: Table, right: "Table | JoinResult", on: tuple, how: Any, id_from: Any,
-    aliases: dict[int, tuple[Table, Table, dict[str, str]]],
+    aliases: dict[int, tuple[Table, Table, dict[str, str]]], extra: dict[str, Any],
 ) -> JoinResult:
-    mode = getattr(how, "value", how) or "inner"
+    extra = dict(extra)
+    left_instance, right_instance = extra.pop("left_instance", None), extra.pop("right_instance", None)
+    if (left_instance is None) != (right_instance is None):
+        raise PlanError("a join takes both left_instance and right_instance, or neither")
+    if left_instance is not None:  # rows meet only within one instance
+        on = (*on, left_instance == right_instance)
+    once = [side for side in ("left_exactly_once", "right_exactly_once") if extra.pop(side, False)]
+    if once:
+        raise PlanError(f"{once[0]}=True is not supported by sparkway yet: join without it and deduplicate the result")
+    if extra:
+        raise PlanError(
+            "Join received extra kwargs.\nYou probably want to use TableLike.join(...).select(**kwargs) "
+            f"to compute output columns. Got: {sorted(extra)}."
+        )
+    if id_from is not None and not isinstance(id_from, ColumnRef):
+        raise PlanError("The id argument of a join has to be a ColumnReference.")
+    mode = _join_mode(how)
     if isinstance(right, JoinResult):  # t1.join(t2.join(t3, ...), ...)
         right, more = right._as_table()
         aliases = {**aliases, **more}

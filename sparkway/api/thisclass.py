@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from sparkway.core.expression import ColumnRef, Expr, IxRef, PointerFrom, wrap
-from sparkway.errors import PlanError
+from sparkway.errors import PlanError, traced
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,7 @@ class ColumnNamespace:
         return self._table[name]
 
 
+@traced
 class TableSlice:
     """Some columns of a table (``t.slice``, ``pw.this.without("a")``, ``pw.left.rename(...)``),
     maybe renamed, to unpack in ``select``: ``select(*pw.this.without("a"))``,
@@ -94,12 +95,12 @@ class TableSlice:
 
     def without(self, *columns: str | ColumnRef) -> "TableSlice":
         """Every column but these."""
-        return self._then("without", frozenset(_name(c) for c in columns))
+        return self._then("without", frozenset(self._own(c) for c in columns))
 
     def rename(self, names: dict | None = None, **kwargs: str | ColumnRef) -> "TableSlice":
         """Columns renamed: ``rename({"a": "b"})`` or ``rename(b=pw.this.a)``."""
-        mapping = {_name(old): _name(new) for old, new in (names or {}).items()}
-        mapping |= {_name(old): new for new, old in kwargs.items()}
+        mapping = {self._own(old): _name(new) for old, new in (names or {}).items()}
+        mapping |= {self._own(old): new for new, old in kwargs.items()}
         return self._then("rename", mapping)
 
     def with_prefix(self, prefix: str) -> "TableSlice":
@@ -117,10 +118,21 @@ class TableSlice:
 
     def __getitem__(self, name: Any) -> Any:
         if isinstance(name, list):
-            return self._then("pick", tuple(_name(c) for c in name))
+            return self._then("pick", tuple(self._own(c) for c in name))
         if isinstance(name, str) and name.startswith(_ALL_COLUMNS):
             return self._columns
-        return self.__getattr__(_name(name))
+        return self.__getattr__(self._own(name))
+
+    def _own(self, column: str | ColumnRef) -> str:
+        """The name of a column of this slice's table, given as a name, ``this.name`` or
+        ``table.name`` (Pathway's errors for others; a slice of ``pw.left`` takes any)."""
+        owner, table = getattr(column, "table", None), self._columns.table
+        if isinstance(column, ColumnRef) and owner is not table and not getattr(table, "is_placeholder", False):
+            if getattr(owner, "is_placeholder", False) and getattr(owner, "_label", None) != "this":
+                raise PlanError("TableSlice expects 'col' or this.col argument as column reference.")
+            if not getattr(owner, "is_placeholder", False):
+                raise PlanError("TableSlice method arguments should refer to table of which the slice was created.")
+        return _name(column)
 
     def __repr__(self) -> str:
         table = self._columns.table
@@ -163,6 +175,7 @@ _ALL_COLUMNS = "_pw_all_columns_"
 _expansions = itertools.count()
 
 
+@traced
 class Placeholder:
     """Stands for "the table this operator is applied to" (or its left/right side).
 

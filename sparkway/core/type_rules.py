@@ -13,7 +13,7 @@ from sparkway.core.expression import (
     Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, FillError, GetItem, IfElse, IsNone,
     MakeTuple, PointerFrom, ReducerExpr, Require, UnOp, Unwrap, children,
 )
-from sparkway.errors import PlanError, PlanTypeError, warn_user
+from sparkway.errors import PlanError, PlanTypeError, UnknownColumnError, warn_user
 
 Columns = list[dict[str, DType]]
 
@@ -26,7 +26,7 @@ def column_type(ref: ColumnRef, inputs: Columns) -> DType:
         return inputs[index][ref.name]
     except KeyError:
         known = ", ".join(inputs[index]) or "none"
-        raise PlanError(f"no column {ref.name!r} in the table (its columns: {known})") from None
+        raise UnknownColumnError(f"no column {ref.name!r} in the table (its columns: {known})") from None
 
 
 def infer(expr: Expr, inputs: Columns) -> DType:

@@ -192,9 +192,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
         record["outcome"] = "failed" if call.when == "call" else "error"
         if call.excinfo is not None:
             record["category"], record["reason"] = categorize(call.excinfo), _reason(call.excinfo)
-            if item.nodeid in _TIMED_OUT:
+            # the watchdog cancelled its jobs, or pytest-timeout's signal ended it (inside a
+            # Py4J call, the signal's exception can come out as another error)
+            if item.nodeid in _TIMED_OUT or call.duration >= _timeout_of(item):
                 record["category"] = "timeout"
-            if record["category"] == "timeout":  # pytest-timeout's own signal, too
+            if record["category"] == "timeout":
                 _TIMED_OUT.add(item.nodeid)
         else:  # e.g. a strict xfail that passed
             record["category"], record["reason"] = "wrong result", str(report.longrepr)[:300]
