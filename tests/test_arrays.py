@@ -196,6 +196,16 @@ def test_ndarray_reducer_stacks_arrays():
     assert sorted(sorted(row) for row in values) == [[1, 2], [3, 4]]
 
 
+def test_sum_of_arrays_is_element_wise():
+    t = pw.debug.table_from_pandas(pd.DataFrame({
+        "g": [1, 1, 2, 3, 3],
+        "data": [np.array([1, 2, 3]), np.array([4, 5, 6]), np.array([7, 8, 9]), np.array([0.5, 1.0]), np.array([0.25, 2.0])],
+    }))
+    sums = t.groupby(pw.this.g).reduce(pw.this.g, s=pw.reducers.sum(pw.this.data))
+    got = {g: (s.dtype.name, s.tolist()) for g, s in pw.debug.table_to_pandas(sums)[["g", "s"]].itertuples(index=False)}
+    assert got == {1: ("int64", [5, 7, 9]), 2: ("int64", [7, 8, 9]), 3: ("float64", [0.75, 3.0])}
+
+
 def test_ndarray_reducer_takes_numbers_and_arrays_only():
     t = pw.debug.table_from_markdown("s | n\na | 1\nb |")
     with pytest.raises(TypeError):

@@ -354,6 +354,15 @@ def test_cast_between_numbers_strings_and_bools():
     assert_rows(result, [(7, 7.0, 2, "7", "2.7", 1, True), (-3, -3.0, -2, "-3", "-2.7", 0, True)])
 
 
+def test_cast_of_floats_to_str_writes_the_shortest_digits_positionally():
+    # texts recorded with Pathway 0.33.0 (Rust's display of a float)
+    t = pw.debug.table_from_markdown("b\n1.0\n2.5e20\n4294967296.2\n0.00001\n1e16\n35184372088832.1\n-0.0")
+    texts = pw.debug.table_to_pandas(t.select(c=pw.cast(str, pw.this.b)))["c"]
+    assert sorted(texts) == sorted(
+        ["1", "250000000000000000000", "4294967296.2", "0.00001", "10000000000000000", "35184372088832.1", "-0"]
+    )
+
+
 def test_cast_to_types():
     t = pw.debug.table_from_markdown(
         """

@@ -416,6 +416,8 @@ def _cast(e: Cast, scope: Scope) -> Column:
         return value.cast("long")  # truncates toward zero, as Python's int()
     if target == dt.STR and source == dt.BOOL:
         return F.when(value, F.lit("True")).otherwise(F.lit("False"))
+    if target == dt.STR and source == dt.FLOAT:
+        return float_text(value)
     return value.cast(e.dtype.spark_type())
 
 
@@ -724,6 +726,46 @@ def _json_as(kind: type, spark_type: str):
         converted = convert_column(args, params, types, scope)
         return converted if len(args) == 1 else F.coalesce(converted, args[1].cast(spark_type))
     return build
+
+
+def float_text(value: Column) -> Column:
+    """A double as Pathway's cast to str writes it (Rust's display of a float): the fewest
+    digits that read back as the same double, always positional, no ``.0`` after a whole
+    number (``4294967296.2``, ``1``, ``0.00001``, ``250000000000000000000``, ``NaN``).
+
+    The digits are found by formatting with 18 down to 1 significant digits, since Java
+    17's own text of a double has more digits than needed at times.
+    """
+    def cut(text: Column) -> Column:  # one significant digit less, not rounded
+        mantissa = F.substring_index(text, "e", 1)
+        return F.concat(mantissa.substr(F.lit(1), F.length(mantissa) - 1), F.lit("e"), F.substring_index(text, "e", -1))
+
+    # Java rounds digits it already rounded, which can round the last one up wrongly: the
+    # longer text cut short is then the one that reads back
+    longer = F.format_string("%.17e", value)
+    shortest = longer
+    for precision in range(16, -1, -1):
+        rounded, truncated = F.format_string(f"%.{precision}e", value), cut(longer)
+        shortest = (F.when(rounded.cast("double") == value, rounded)
+                    .when(truncated.cast("double") == value, truncated).otherwise(shortest))
+        longer = rounded
+    mantissa = F.substring_index(shortest, "e", 1)
+    exponent = F.substring_index(shortest, "e", -1).cast("int")
+    negative = mantissa.startswith("-")
+    digits = F.regexp_replace(F.regexp_replace(F.regexp_replace(mantissa, "-", ""), "[.]", ""), "0+$", "")
+    digits = F.when(digits == "", F.lit("0")).otherwise(digits)
+    whole = F.substring(F.rpad(digits, F.greatest(exponent + 1, F.length(digits)), "0"), F.lit(1), exponent + 1)
+    fraction = F.substring(digits, exponent + 2, 1 << 20)
+    positional = F.when(
+        exponent >= 0, F.concat(whole, F.when(fraction == "", F.lit("")).otherwise(F.concat(F.lit("."), fraction)))
+    ).otherwise(F.concat(F.lit("0."), F.repeat(F.lit("0"), -exponent - 1), digits))
+    text = F.concat(F.when(negative, F.lit("-")).otherwise(F.lit("")), positional)
+    return (
+        F.when(F.isnan(value), F.lit("NaN"))
+        .when(value == float("inf"), F.lit("inf"))
+        .when(value == float("-inf"), F.lit("-inf"))
+        .otherwise(text)
+    )
 
 
 def _to_string(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:

@@ -70,6 +70,18 @@ def _simple(function: str) -> Aggregator:
     return aggregate
 
 
+def _sum(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
+    """Sums; of numpy arrays (stored as structs, which pyarrow cannot add), element-wise."""
+    column = rows.column(args[0])
+    if column.type != ARRAY_ARROW:
+        return _simple("sum")(rows, args, params)
+    totals: dict[int, Any] = {}
+    for g, stored in zip(rows.column("_g").to_pylist(), column.to_pylist()):
+        value = array_to_python(stored)
+        totals[g] = value if g not in totals else totals[g] + value
+    return pa.array([array_from_python(totals[g]) for g in sorted(totals)], ARRAY_ARROW)
+
+
 def _by_order(column: str | None, descending: bool, pick: str) -> Aggregator:
     """The ``pick`` column of the first row of each group in a given order."""
     def aggregate(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
@@ -260,7 +272,7 @@ def _accumulated(params: tuple, batches: list[tuple[int, list[tuple]]]) -> Any:
 _AGGREGATORS: dict[str, Aggregator] = {
     "count": _simple("count"),
     "count_distinct": _simple("count_distinct"),
-    "sum": _simple("sum"),
+    "sum": _sum,
     "avg": _simple("mean"),
     "min": _simple("min"),
     "max": _simple("max"),
