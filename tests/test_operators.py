@@ -172,7 +172,7 @@ def test_flatten_strings_into_characters():
     flat = t.flatten(pw.this.s)
     assert str(flat.schema._dtypes()["s"]) == "str"  # the oracle: a, b, c, x, y, as STR
     assert_rows(flat, [("a", 1), ("b", 1), ("c", 1), ("x", 3), ("y", 3)])
-    with pytest.raises(TypeError, match="Cannot flatten column of type int"):
+    with pytest.raises(TypeError, match="Cannot flatten column of type INT\\."):
         pw.debug.table_from_markdown("a\n1").flatten(pw.this.a)
 
 
@@ -1063,7 +1063,7 @@ def test_update_types_narrows_or_widens_and_refuses_unrelated_types():
     typed = anything.update_types(a=int, b=str)
     assert [str(k) for k in typed.schema._dtypes().values()] == ["int", "str"]
     assert_rows(typed.select(c=pw.this.a + 1), [(11,), (21,)])
-    with pytest.raises(pw.errors.PlanTypeError, match="'b' from Optional\\[str\\] to int"):
+    with pytest.raises(pw.errors.PlanTypeError, match=r"update_types\(b=...\).*\nCannot change type from Optional\(STR\) to INT\."):
         t.update_types(b=int)
     with pytest.raises(pw.errors.PlanError, match="has to be an existing table column name"):
         t.update_types(c=int)

@@ -15,8 +15,8 @@ from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
-    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, PointerFrom, ReducerExpr, Unwrap, transform, walk,
-    wrap,
+    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, PointerFrom, ReducerExpr, Unwrap, dtype_text,
+    transform, walk, wrap,
 )
 from sparkway.core.type_rules import infer, reducer_type, refuse_future
 from sparkway.errors import PlanError, PlanTypeError, UnknownColumnError, traced, warn_user
@@ -355,8 +355,9 @@ class Table(_Promises):
                 old, new = columns[name], dt.dtype_of(types[name])
                 if not dt.related(old, new):
                     raise PlanTypeError(
-                        f"update_types cannot change column {name!r} from {old} to {new}: it narrows or "
-                        "widens a type; use cast_to_types to convert values"
+                        f"update_types({name}=...): to convert values, use cast_to_types().\n"
+                        f"Cannot change type from {dtype_text(old)} to {dtype_text(new)}.\n"
+                        "Table.update_types() should be used only for type narrowing or type extending."
                     )
                 if old.with_optional(False) != new.with_optional(False):
                     ref = Apply(_same_value, (ref,), new)  # stored differently (e.g. Any is pickled)
@@ -1314,7 +1315,7 @@ def _flattened_item(kind: DType) -> DType:
         return kind
     if kind.name in ("tuple", "Any"):
         return dt.ANY
-    raise PlanTypeError(f"Cannot flatten column of type {kind}: flatten takes lists, strings, JSON and numpy arrays")
+    raise PlanTypeError(f"Cannot flatten column of type {dtype_text(kind)}. Flatten takes lists, tuples, strings, JSON and numpy arrays.")
 
 
 # reducers whose values come in the order of groupby's sort_by (an extra last argument,
