@@ -181,9 +181,9 @@ def _is_sparkways(frame: Any) -> bool:
     return filename.startswith(("<frozen", "<string>")) or os.path.abspath(filename).startswith(_PACKAGE)
 
 
-def warn_user(message: str) -> None:
-    """A ``UserWarning`` shown at the line of the user's program that caused it."""
+def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
+    """A warning (``UserWarning`` unless said) shown at the line of the user's program that caused it."""
     frame, level = sys._getframe(1), 2
     while frame is not None and _is_sparkways(frame):
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, UserWarning, stacklevel=level if frame is not None else 2)
+    warnings.warn(message, category, stacklevel=level if frame is not None else 2)

@@ -821,6 +821,50 @@ def test_to_string_writes_values_as_pathway_does():
     assert_rows(spans, [("", "None"), ("-16m -39s", "1000"), ("-999d", "86400000"), ("4s 995000000ns", "None")])
 
 
+def test_wall_clock_times_in_a_time_zone_as_pathway_converts_them():
+    # recorded with Pathway 0.33.0: a time that happens twice (autumn) is the later one, a
+    # time that never happens (spring) is the moment the clocks jumped
+    t = pw.debug.table_from_markdown(
+        """
+        s
+        2023-03-26T02:30:00
+        2023-10-29T01:59:00
+        2023-10-29T02:00:00
+        2023-10-29T02:23:00
+        """
+    ).select(d=pw.this.s.dt.strptime("%Y-%m-%dT%H:%M:%S"))
+    utc = t.select(u=pw.this.d.dt.to_utc("Europe/Warsaw").dt.strftime("%Y-%m-%d %H:%M:%S%z"))
+    assert sorted(pw.debug.table_to_pandas(utc)["u"]) == [
+        "2023-03-26 01:00:00+0000", "2023-10-28 23:59:00+0000", "2023-10-29 01:00:00+0000", "2023-10-29 01:23:00+0000",
+    ]
+    shifted = pw.debug.table_from_markdown("s\n2023-03-26T01:23:00\n2023-10-29T01:23:00").select(
+        d=pw.this.s.dt.strptime("%Y-%m-%dT%H:%M:%S")
+    ).select(
+        pw.this.d,
+        later=pw.this.d.dt.add_duration_in_timezone(dt.timedelta(hours=2), timezone="Europe/Warsaw"),
+    ).select(
+        later=pw.this.later.dt.strftime("%m-%d %H:%M"),
+        back=pw.this.later.dt.subtract_duration_in_timezone(dt.timedelta(hours=2), "Europe/Warsaw").dt.strftime("%H:%M"),
+        span=pw.this.later.dt.subtract_date_time_in_timezone(pw.this.d, "Europe/Warsaw"),
+        local=pw.this.d.dt.to_utc("Europe/Warsaw").dt.to_naive_in_timezone("America/New_York").dt.strftime("%m-%d %H:%M"),
+    )
+    assert_rows(shifted, [
+        ("03-26 04:23", "01:23", dt.timedelta(hours=2), "03-25 20:23"),
+        ("10-29 02:23", "01:23", dt.timedelta(hours=2), "10-28 19:23"),
+    ])
+
+
+def test_strftime_takes_pathway_s_fraction_and_offset_directives():
+    # recorded with Pathway 0.33.0 (Rust's chrono formats)
+    t = pw.debug.table_from_markdown("s\n2023-03-25T02:04:05.123456").select(
+        n=pw.this.s.dt.strptime("%Y-%m-%dT%H:%M:%S.%f")
+    ).with_columns(u=pw.this.n.dt.to_utc("UTC"))
+    result = t.select(
+        a=pw.this.n.dt.strftime("%f|%3f|%6f|%9f|%.f|%.3f|%%f"), b=pw.this.u.dt.strftime("%z %Z %:z"),
+    )
+    assert_rows(result, [("123456000|123|123456|123456000|.123456|.123|%f", "+0000 UTC +00:00")])
+
+
 def test_json_as_type_takes_a_default_or_unwraps():
     Data = pw.schema_from_types(j=pw.Json, n=int)
     t = pw.debug.table_from_rows(Data, [(pw.Json(42), 1), (pw.Json(None), 2), (None, 3)])

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from sparkway.core import durations
 from sparkway.core.dtypes import DType
-from sparkway.errors import PlanTypeError
+from sparkway.errors import PlanTypeError, warn_user
 
 
 class Expr:
@@ -362,13 +362,27 @@ class DtNamespace(_Namespace):
     def microsecond(self) -> Call: return self._call("dt.microsecond")
     def nanosecond(self) -> Call: return self._call("dt.nanosecond")
     def weekday(self) -> Call: return self._call("dt.weekday")
-    def timestamp(self, unit: str = "s") -> Call: return self._call("dt.timestamp", params=(unit,))
+    def timestamp(self, unit: str | None = None) -> Call:
+        """Seconds (``unit="s"``; or "ms", "us", "ns") since the epoch, as a float; without
+        a unit (deprecated, as in Pathway), integer nanoseconds."""
+        if unit is None:
+            warn_user("Not specifying the `unit` argument of the `timestamp()` method is deprecated. "
+                      "Please specify its value. Without specifying, it will default to 'ns'.", DeprecationWarning)
+        return self._call("dt.timestamp", params=(unit,))
     def strftime(self, fmt: str) -> Call: return self._call("dt.strftime", params=(fmt,))
     def strptime(self, fmt: str, contains_timezone: bool | None = None) -> Call:
         return self._call("dt.strptime", params=(fmt, contains_timezone))
     def floor(self, duration: Any) -> Call: return self._call("dt.floor", params=(durations.parse(duration),))
     def round(self, duration: Any) -> Call: return self._call("dt.round", params=(durations.parse(duration),))
     def to_utc(self, from_timezone: str) -> Call: return self._call("dt.to_utc", params=(from_timezone,))
+    def to_naive_in_timezone(self, timezone: str) -> Call:
+        return self._call("dt.to_naive_in_timezone", params=(timezone,))
+    def add_duration_in_timezone(self, duration: Any, timezone: str) -> Call:
+        return self._call("dt.add_duration_in_timezone", duration, params=(timezone,))
+    def subtract_duration_in_timezone(self, duration: Any, timezone: str) -> Call:
+        return self._call("dt.subtract_duration_in_timezone", duration, params=(timezone,))
+    def subtract_date_time_in_timezone(self, date_time: Any, timezone: str) -> Call:
+        return self._call("dt.subtract_date_time_in_timezone", date_time, params=(timezone,))
     def from_timestamp(self, unit: str = "s") -> Call: return self._call("dt.from_timestamp", params=(unit,))
     def utc_from_timestamp(self, unit: str = "s") -> Call: return self._call("dt.utc_from_timestamp", params=(unit,))
     def to_duration(self, unit: Any) -> Call:

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any, Callable, Iterator
+from zoneinfo import ZoneInfo
 
 import numpy as np
 import pyarrow as pa
@@ -768,6 +769,42 @@ def float_text(value: Column) -> Column:
     )
 
 
+def _zoned_to_utc(naive: Column, zone: str, scope: Scope) -> Column:
+    """A wall-clock time in ``zone`` as the UTC instant it names, as Pathway (chrono)
+    decides where clocks move: a time that happens twice is the later one, a time that
+    never happens is the moment the clocks jumped over it (Spark's own conversion takes
+    the earlier one, and moves a missing time forward)."""
+    return python_column(scope, _wall_clock_to_utc(zone), "timestamp", [naive])
+
+
+def _wall_clock_to_utc(zone_name: str) -> Callable[[Any], Any]:
+    zone = ZoneInfo(zone_name)
+
+    def offset(instant: _dt.datetime) -> _dt.timedelta | None:
+        return instant.astimezone(zone).utcoffset()
+
+    def convert(naive: _dt.datetime | None) -> _dt.datetime | None:
+        if naive is None:
+            return None
+        later = naive.replace(tzinfo=zone, fold=1).astimezone(_dt.timezone.utc)
+        if later.astimezone(zone).replace(tzinfo=None) == naive:
+            return later
+        # in a gap: the instants of the two offsets around it; the jump lies between them
+        low, high = sorted([later, naive.replace(tzinfo=zone, fold=0).astimezone(_dt.timezone.utc)])
+        after = offset(high)
+        while high - low > _dt.timedelta(microseconds=1):
+            middle = low + (high - low) / 2
+            low, high = (low, middle) if offset(middle) == after else (middle, high)
+        return high
+
+    return convert
+
+
+def _utc_to_zoned(instant: Column, zone: str) -> Column:
+    """The wall-clock time in ``zone`` at a UTC instant (a naive date-time)."""
+    return F.from_utc_timestamp(instant, zone).cast("timestamp_ntz")
+
+
 def _to_string(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
     kind = types[0].with_optional(False)
     if kind == dt.STR:
@@ -815,8 +852,10 @@ def _parse_message(text: Column, cast_to: str) -> Column:
 
 def _timestamp(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
     unit = params[0]
-    scale = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}[unit]
     micros = F.unix_micros(args[0].cast("timestamp"))
+    if unit is None:  # deprecated: integer nanoseconds
+        return micros * 1000
+    scale = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}[unit]
     return micros.cast("double") / 1e6 * scale
 
 
@@ -838,9 +877,45 @@ def _to_duration(args: list[Column], params: tuple, types: list[DType], scope: S
     return scope.failing(unknown, "ValueError", message, _micros_duration(micros))
 
 
+_CHRONO_ONLY = re.compile(r"%(%|\.?[369]?f|:z)")
+
+
+def chrono_strftime(value: _dt.datetime, fmt: str) -> str:
+    """``value`` formatted as Pathway (Rust's chrono) formats: ``%f`` is nanoseconds (9
+    digits), ``%3f``/``%6f``/``%9f`` that many digits, ``%.f`` and ``%.3f``... the same
+    after a dot (``%.f`` as few as the value needs), ``%:z`` the offset with a colon; the
+    rest is C's strftime, as in Python.
+
+    >>> chrono_strftime(_dt.datetime(2023, 3, 25, 2, 4, 5, 123456), "%H:%M:%S%.3f %f")
+    '02:04:05.123 123456000'
+    """
+    nanos = f"{value.microsecond * 1000:09d}"
+
+    def text(match: re.Match) -> str:
+        token = match.group(1)
+        if token == "%":
+            return "%%"
+        if token == ":z":
+            offset = value.strftime("%z")
+            return f"{offset[:3]}:{offset[3:]}" if offset else ""
+        dot, digits = token.startswith("."), token.strip(".f")
+        if digits:
+            shown = nanos[: int(digits)]
+        elif dot:
+            shown = nanos[:3] if nanos[3:] == "000000" else nanos[:6] if nanos[6:] == "000" else nanos
+            shown = "" if value.microsecond == 0 else shown
+        else:
+            shown = nanos
+        return ("." if dot and shown else "") + shown
+
+    return value.strftime(_CHRONO_ONLY.sub(text, fmt))
+
+
 def _strftime(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
     fmt = params[0]
-    return _udf1(lambda v: v.strftime(fmt), "string")(args, params, types, scope)
+    if types[0].with_optional(False) == dt.DATE_TIME_UTC:  # its values come without their zone
+        return _udf1(lambda v: chrono_strftime(v.replace(tzinfo=_dt.timezone.utc), fmt), "string")(args, params, types, scope)
+    return _udf1(lambda v: chrono_strftime(v, fmt), "string")(args, params, types, scope)
 
 
 _NANOS = re.compile(r"(\.\d{6})\d{1,3}(?!\d)")  # a fraction of a second in 7 to 9 digits
@@ -988,7 +1063,11 @@ FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], Scope], Column]
     "dt.strptime": _strptime,
     "dt.floor": _rounding(half_up=False),
     "dt.round": _rounding(half_up=True),
-    "dt.to_utc": lambda a, p, t, w: F.to_utc_timestamp(a[0].cast("timestamp"), p[0]),
+    "dt.to_utc": lambda a, p, t, w: _zoned_to_utc(a[0], p[0], w),
+    "dt.to_naive_in_timezone": lambda a, p, t, w: _utc_to_zoned(a[0], p[0]),
+    "dt.add_duration_in_timezone": lambda a, p, t, w: _utc_to_zoned(_zoned_to_utc(a[0], p[0], w) + a[1], p[0]),
+    "dt.subtract_duration_in_timezone": lambda a, p, t, w: _utc_to_zoned(_zoned_to_utc(a[0], p[0], w) - a[1], p[0]),
+    "dt.subtract_date_time_in_timezone": lambda a, p, t, w: _zoned_to_utc(a[0], p[0], w) - _zoned_to_utc(a[1], p[0], w),
     "dt.from_timestamp": _from_timestamp(False),
     "dt.utc_from_timestamp": _from_timestamp(True),
     "dt.to_duration": _to_duration,

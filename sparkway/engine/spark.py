@@ -74,6 +74,7 @@ def get_spark(master: str | None = None) -> SparkSession:
         # `&`, `|` and if_else evaluate their right side only where needed (a // b under
         # b != 0 must not fail); common subexpressions would be computed for every row first
         .config("spark.sql.subexpressionElimination.enabled", "false")
+        .config("spark.sql.caseSensitive", "true")  # columns "a" and "A" are two columns, as in Pathway
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.speculation", "false")
