@@ -352,3 +352,27 @@ def test_a_batch_committed_after_a_replayed_step_gets_a_new_number(tmp_path) -> 
     segments = second.discover()
     done.set()
     assert second.read(segments).column("value").to_pylist() == [6]
+
+
+def test_demo_replays_a_csv_file_row_by_row_and_by_its_time_column(tmp_path) -> None:
+    path = tmp_path / "input.csv"
+    path.write_text("k,v,time\n1,foo,0\n2,bar,20\n3,baz,40\n")
+
+    class Row(pw.Schema):
+        k: int
+        v: str
+        time: int
+
+    by_rate = pw.demo.replay_csv(str(path), schema=Row, input_rate=1000)
+    assert sorted(pw.debug.table_to_pandas(by_rate).itertuples(index=False, name=None)) == [
+        (1, "foo", 0), (2, "bar", 20), (3, "baz", 40),
+    ]
+    graph.clear()
+    timed = pw.demo.replay_csv_with_time(str(path), schema=Row, time_column="time", unit="ms", autocommit_ms=10)
+    recorder = Recorder()
+    recorder.subscribe(timed)
+    pw.run()
+    times = {row["k"]: time for _, row, time, _ in recorder.changes}
+    assert sorted(times) == [1, 2, 3] and times[1] <= times[2] <= times[3]  # in the order of their time column
+    with pytest.raises(ValueError, match="Invalid schema. Time columns must be int or float"):
+        pw.demo.replay_csv_with_time(str(path), schema=Row.with_types(time=str), time_column="time")

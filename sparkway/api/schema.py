@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import itertools
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from sparkway.core.columns import NO_DEFAULT, Column
@@ -185,6 +185,21 @@ class Schema(metaclass=_SchemaMeta):
         {'a': <class 'int'>, 'b': str | None}
         """
         return {c.name: dt.python_type(c.dtype) for c in cls.__columns__.values()}
+
+    @classmethod
+    def with_types(cls, **types: Any) -> type["Schema"]:
+        """This schema with the given columns' types changed.
+
+        >>> import sparkway as pw
+        >>> pw.schema_from_types(a=int, b=str).with_types(a=str).typehints()
+        {'a': <class 'str'>, 'b': <class 'str'>}
+        """
+        unknown = sorted(set(types) - set(cls.__columns__))
+        if unknown:
+            raise ValueError(f"Schema.with_types() argument name has to be an existing column name, received {unknown}.")
+        columns = {name: replace(c, dtype=dt.dtype_of(types[name])) if name in types else c
+                   for name, c in cls.__columns__.items()}
+        return schema_from_columns(columns, cls.__name__, cls.__properties__)
 
     @classmethod
     def assert_matches_schema(

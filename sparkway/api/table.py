@@ -213,8 +213,8 @@ class Table(_Promises):
         return MappingProxyType({c: dt.python_type(kind) for c, kind in self._node.columns.items()})
 
     def __repr__(self) -> str:
-        cols = ", ".join(f"{k}: {v}" for k, v in self._node.columns.items())
-        return f"<pw.Table {self._label}({cols})>"
+        # Pathway's text, word for word (programs and doctests print tables)
+        return f"<pathway.Table schema={self.typehints()}>"
 
     # -- stateless operators ---------------------------------------------------------------
     def select(self, *args: Any, **kwargs: Any) -> "Table":
