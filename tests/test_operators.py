@@ -927,6 +927,26 @@ def test_deduplicate_keeps_the_last_accepted_value():
     ])
 
 
+def test_deduplicate_gives_the_acceptor_tuples_as_python_tuples():
+    t = pw.debug.table_from_markdown(
+        """
+        a | b | __time__
+        1 | 1 | 2
+        1 | 2 | 4
+        3 | 0 | 6
+        """
+    )
+    def acceptor(new: tuple, old: tuple) -> bool:
+        return new > old  # tuples (not dicts, which do not order) compare item by item
+
+    result = t.deduplicate(value=pw.make_tuple(pw.this.a, pw.this.b), acceptor=acceptor)
+    assert_changes(result, [
+        [(1, 1, 1)],
+        [(1, 1, -1), (1, 2, 1)],
+        [(1, 2, -1), (3, 0, 1)],
+    ])
+
+
 # -- windows ---------------------------------------------------------------------------------------
 
 VISITS = """

@@ -15,6 +15,7 @@ import pickle
 import re
 import types
 import typing
+import zoneinfo
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -206,6 +207,9 @@ class _DateTime(_dt.datetime):
     zoned: bool  # whether it has a time zone (DateTimeUtc)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if "tz" in kwargs:  # pandas' name (Pathway's date-times are pandas Timestamps)
+            zone = kwargs.pop("tz")
+            kwargs["tzinfo"] = zoneinfo.ZoneInfo(zone) if isinstance(zone, str) else zone
         nanosecond = 0
         if len(args) == 1 and not kwargs and isinstance(args[0], str):
             text = args[0].strip()
@@ -252,7 +256,11 @@ class DateTimeNaive(_DateTime):
 
 
 class DateTimeUtc(_DateTime):
-    """A timestamp in UTC (``pw.DateTimeUtc``)."""
+    """A timestamp in UTC (``pw.DateTimeUtc``); its zone is given as ``tzinfo`` or ``tz``.
+
+    >>> DateTimeUtc(2025, 1, 17, tz="UTC").isoformat()
+    '2025-01-17T00:00:00+00:00'
+    """
 
     zoned = True
 

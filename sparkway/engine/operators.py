@@ -493,7 +493,9 @@ def _session_window(node: n.SessionWindow, frames: list[DataFrame], ctx: StepCon
 def _deduplicate(node: n.Deduplicate, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     scope = ctx.scope(node, node.input.columns)
     extra = {"_v": compile_expr(node.value, scope)}
-    params = (node.acceptor, _carried(node, ctx))
+    # the acceptor sees values as Python gives them (a tuple, not the struct that stores it)
+    as_python = dt.to_python(infer(node.value, [node.input.columns]))
+    params = (node.acceptor, as_python, _carried(node, ctx))
     failed = scope.checks.flag(node.value) if scope.checks is not None else None
     frame = frames[0].filter(~failed) if failed is not None else frames[0]  # as Pathway: silently
     return _per_instance(node, frame, ctx, scope, node.instance, extra, deduplicate_groups, params)

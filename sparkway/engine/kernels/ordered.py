@@ -12,11 +12,11 @@ from sparkway.core.changes import ID
 
 def deduplicate_groups(tables: list[pa.Table], params: Any) -> pa.Table:
     """Per group, the last row ``acceptor(new, old)`` accepted, in arrival order."""
-    acceptor, payload = params
+    acceptor, as_python, payload = params
     (rows,) = tables
     rows = rows.sort_by([("_g", "ascending"), ("_time", "ascending"), (ID, "ascending")])
     groups = rows.column("_g").to_pylist()
-    values = rows.column("_v").to_pylist()
+    values = [as_python(v) for v in rows.column("_v").to_pylist()]
     chosen: dict[int, int] = {}
     for position, (group, value) in enumerate(zip(groups, values)):
         current = chosen.get(group)
