@@ -154,16 +154,17 @@ def test_flatten_lists_tuples_and_json_arrays():
     )
     lists = t.select(pw.this.k, xs=pw.apply_with_type(lambda n: list(range(n)), list[int], pw.this.n))
     flat = lists.flatten(pw.this.xs, origin_id="origin")
+    assert flat.column_names() == ["xs", "k", "origin"]  # the flattened column first, as in Pathway
     assert str(flat.schema._dtypes()["xs"]) == "int"
     frame = pw.debug.table_to_pandas(flat)
-    assert sorted_rows((k, x) for k, x, _ in frame_rows(frame).values()) == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)]
+    assert sorted_rows((k, x) for x, k, _ in frame_rows(frame).values()) == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)]
     assert frame.index.is_unique
     origins = ids_of(t)  # k -> id of the flattened row
-    assert {(k, o) for k, _, o in frame_rows(frame).values()} == {("a", origins["a"]), ("b", origins["b"])}
+    assert {(k, o) for _, k, o in frame_rows(frame).values()} == {("a", origins["a"]), ("b", origins["b"])}
     arrays = t.select(pw.this.k, j=pw.apply_with_type(lambda n: [n, "s", {"n": n}], pw.Json, pw.this.n))
     assert_rows(
         arrays.flatten(pw.this.j).filter(pw.this.k == "a"),
-        [("a", pw.Json(2)), ("a", pw.Json("s")), ("a", pw.Json({"n": 2}))],
+        [(pw.Json(2), "a"), (pw.Json("s"), "a"), (pw.Json({"n": 2}), "a")],
     )
 
 

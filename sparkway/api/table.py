@@ -396,7 +396,7 @@ class Table(_Promises):
         """
         name = to_flatten.name if isinstance(to_flatten, ColumnRef) else to_flatten
         item = _flattened_item(self._node.columns[name].with_optional(False))
-        columns = {**self._node.columns, name: item}
+        columns = {name: item, **{k: v for k, v in self._node.columns.items() if k != name}}  # Pathway's order
         if origin_id is not None:
             columns[origin_id] = dt.POINTER
         return self._derive(n.Flatten(columns, self._node, name, origin_id))

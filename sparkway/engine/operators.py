@@ -269,9 +269,10 @@ def _flatten(node: n.Flatten, frames: list[DataFrame], ctx: StepContext) -> Data
     elif source == dt.STR:  # characters ("" has none)
         values = F.when(values == "", F.array().cast("array<string>")).otherwise(F.split(values, ""))
     exploded = frame.select("*", F.posexplode(values).alias("_pos", "_item"))
-    columns = {name: col(name) for name in node.input.columns} | {node.column: item}
+    sources = {**{name: col(name) for name in node.input.columns}, node.column: item}
     if node.origin_id is not None:
-        columns[node.origin_id] = col(ID)
+        sources[node.origin_id] = col(ID)
+    columns = {name: sources[name] for name in node.columns}  # in the plan's order
     if ctx.keep_errors:
         columns[ERRORS] = col(ERRORS)
     return exploded.select(
