@@ -8,10 +8,10 @@ each column type (see ``DType.arrow_type``):
 ========================  ===========================================================
 column type               stored value
 ========================  ===========================================================
-int, Pointer              ``int`` (64-bit)
-float                     ``float``
+int, Pointer              ``int`` (64-bit); text: digits with a sign, nothing else
+float                     ``float``; text: also ``1e3``, ``.5``, ``inf``, ``nan``
 str                       ``str``
-bool                      ``bool``
+bool                      ``bool``; text: true/1/yes/on/t/y, false/0/no/off/f/n, any case
 bytes                     ``bytes``
 Json                      JSON text (``json.dumps`` of the parsed value)
 DateTimeNaive             naive ``datetime``
@@ -35,6 +35,7 @@ import gc
 import json
 import logging
 import pickle
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -105,15 +106,32 @@ def _checked_int(value: int) -> int:
     return value
 
 
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+
+
 def _text_int(text: str) -> int:
+    """Digits with an optional sign, as Pathway reads ints (no spaces, no ``_``)."""
+    if not _INT_TEXT.fullmatch(text):
+        raise ValueError(f"invalid int {text!r}")
     return _checked_int(int(text))
 
 
-_BOOL_TEXT = {"true": True, "True": True, "1": True, "false": False, "False": False, "0": False}
+def _text_float(text: str) -> float:
+    """A float as Pathway reads one (``1e3``, ``.5``, ``inf``, ``nan``; no spaces, no ``_``)."""
+    if text != text.strip() or "_" in text:
+        raise ValueError(f"invalid float {text!r}")
+    return float(text)
+
+
+_BOOL_TEXT = {
+    **dict.fromkeys(("true", "1", "yes", "on", "t", "y"), True),
+    **dict.fromkeys(("false", "0", "no", "off", "f", "n"), False),
+}
 
 
 def _text_bool(text: str) -> bool:
-    return _BOOL_TEXT[text]  # a KeyError is reported as "cannot parse"
+    """Pathway's words for a bool, in any case and with spaces around."""
+    return _BOOL_TEXT[text.strip().lower()]  # a KeyError is reported as "cannot parse"
 
 
 def _text_json(text: str) -> str:
@@ -139,7 +157,7 @@ def _nanoseconds(value: int) -> dt.timedelta:
 _TEXT_PARSERS: dict[str, Callable[[str], Any]] = {
     "int": _text_int,
     "Pointer": _text_int,
-    "float": float,
+    "float": _text_float,
     "str": str,
     "bool": _text_bool,
     "bytes": str.encode,
