@@ -9,7 +9,7 @@ Values are written as Pathway 0.33 writes them (unless said otherwise):
 * CSV: every field quoted (inner quotes doubled), the header's too; the text of a field:
 * str: the text; JSON string
 * int, bool: ``12``, ``True``/``False``; JSON numbers, booleans
-* float: as Pathway prints floats (``2.5``, ``1e20``); JSON numbers
+* float: as Pathway prints floats (``2.5``, ``1e20``); JSON numbers (NaN and infinities: null)
 * None: CSV ``None``; JSON ``null``
 * Json (declared in ``dtypes``): its compact JSON text; JSON the value itself
 * bytes: base64 text
@@ -27,6 +27,7 @@ import base64
 import datetime as dt
 import json
 import logging
+import math
 import os
 import pickle
 import time
@@ -48,6 +49,8 @@ _compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 def _plain(value: Any) -> Any:
     """A JSON-able form of a nested value (list items, struct fields)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN or infinity: null, as Pathway writes them
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
     if isinstance(value, dt.datetime):
@@ -229,6 +232,8 @@ class JsonLinesSink(_FileSink):
         if self._is_array(name):
             return [_array_object(v) for v in values]
         arrow_type = table.schema.field(name).type
+        if pa.types.is_floating(arrow_type):
+            return [_plain(v) for v in values]
         if pa.types.is_primitive(arrow_type) and not (
             pa.types.is_timestamp(arrow_type) or pa.types.is_duration(arrow_type)
             or pa.types.is_date(arrow_type)
