@@ -9,10 +9,11 @@ the replay writes nothing.
 Two table types:
 
 * ``stream_of_changes``: every change is a row, ``<columns>, time, diff``;
-* ``snapshot``: one row per primary key, the latest value, with the ``time`` it was
-  written at and ``diff`` (always 1 in a live row); a key retracted and not inserted
-  again in a batch is deleted.  Upserts and deletes are guarded by ``time``: a change
-  never overwrites (or deletes) a row written at a later time.
+* ``snapshot``: one row per primary key, the latest value; a key retracted and not
+  inserted again in a batch is deleted.  The table has the table's columns only
+  (Pathway's ``write(..., output_table_type="snapshot")``), or also ``time`` (of the
+  row's last change) and ``diff`` (1) with ``with_time_columns`` (Pathway's older
+  ``write_snapshot``).
 
 A row PostgreSQL rejects rolls the whole batch back; the error names the table, the
 row and PostgreSQL's reason.  The runner has not committed the step, so a restart
@@ -127,11 +128,12 @@ class PostgresSink(Sink):
     def __init__(self, settings: dict[str, Any], table_name: str, columns: dict[str, DType], *,
                  table_type: str = STREAM_OF_CHANGES, primary_key: list[str] | None = None,
                  init_mode: str = "default", max_batch_size: int | None = None,
-                 name: str | None = None) -> None:
+                 name: str | None = None, with_time_columns: bool = True) -> None:
         self.settings = dict(settings)
         self.table_name = table_name
         self.columns = dict(columns)
         self.table_type = table_type
+        self.with_time_columns = with_time_columns or table_type == STREAM_OF_CHANGES
         self.primary_key = list(primary_key or [])
         self.init_mode = init_mode
         self.max_batch_size = max_batch_size
@@ -148,7 +150,8 @@ class PostgresSink(Sink):
 
     @property
     def _all_columns(self) -> list[str]:
-        return [*self.columns, *META_COLUMNS]
+        """The columns of the PostgreSQL table: the table's, then time and diff when kept."""
+        return [*self.columns, *META_COLUMNS] if self.with_time_columns else [*self.columns]
 
     def _identifiers(self, names: list[str]) -> sql.Composed:
         return sql.SQL(", ").join(map(sql.Identifier, names))
@@ -193,7 +196,8 @@ class PostgresSink(Sink):
                                       sql.SQL("" if t.optional else " NOT NULL"))
             for c, t in self.columns.items()
         ]
-        definitions += [sql.SQL('"time" BIGINT NOT NULL'), sql.SQL('"diff" SMALLINT NOT NULL')]
+        if self.with_time_columns:
+            definitions += [sql.SQL('"time" BIGINT NOT NULL'), sql.SQL('"diff" SMALLINT NOT NULL')]
         if self.table_type == SNAPSHOT:
             definitions.append(sql.SQL("PRIMARY KEY ({})").format(self._identifiers(self.primary_key)))
         return sql.SQL("CREATE TABLE {} ({})").format(self._table, sql.SQL(", ").join(definitions))
@@ -226,7 +230,7 @@ class PostgresSink(Sink):
                              self.name, batch.time, self.table_name, done)
                     return
                 if self.table_type == SNAPSHOT:
-                    self._write_snapshot(rows, batch.time)
+                    self._write_snapshot(rows)
                 else:
                     self._write_stream(rows)
                 self._set_progress(batch.time)
@@ -274,14 +278,17 @@ class PostgresSink(Sink):
                     for row in chunk:
                         stream.write_row(tuple(row.values()))
 
-    def _write_snapshot(self, rows: list[dict[str, Any]], time: int) -> None:
+    def _write_snapshot(self, rows: list[dict[str, Any]]) -> None:
         upserts, deletes = self._snapshot_changes(rows)
         assert self._conn is not None
         with self._conn.cursor() as cursor:
             for chunk in self._chunks(deletes):
-                cursor.executemany(self._delete_sql(), [self._delete_params(r, time) for r in chunk])
+                cursor.executemany(self._delete_sql(), [self._key_params(r) for r in chunk])
             for chunk in self._chunks(upserts):
-                cursor.executemany(self._upsert_sql(), [tuple(r.values()) for r in chunk])
+                cursor.executemany(self._upsert_sql(), [self._params(r) for r in chunk])
+
+    def _params(self, row: dict[str, Any]) -> tuple:
+        return tuple(row[c] for c in self._all_columns)
 
     def _snapshot_changes(self, rows: list[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
         """Per primary key, the row to upsert, or else the retraction that deletes it:
@@ -298,28 +305,28 @@ class PostgresSink(Sink):
     def _upsert_sql(self) -> sql.Composed:
         updated = [c for c in self._all_columns if c not in self.primary_key]
         return sql.SQL(
-            "INSERT INTO {table} AS t ({columns}) VALUES ({values}) ON CONFLICT ({key}) "
-            "DO UPDATE SET {updates} WHERE t.\"time\" <= EXCLUDED.\"time\""
+            "INSERT INTO {table} ({columns}) VALUES ({values}) ON CONFLICT ({key}) {action}"
         ).format(
             table=self._table,
             columns=self._identifiers(self._all_columns),
             values=sql.SQL(", ").join(sql.Placeholder() * len(self._all_columns)),
             key=self._identifiers(self.primary_key),
-            updates=sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c in updated),
+            action=sql.SQL("DO UPDATE SET {}").format(
+                sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c in updated)
+            ) if updated else sql.SQL("DO NOTHING"),
         )
 
     def _delete_sql(self) -> sql.Composed:
         matches = [sql.SQL("{} = %s").format(sql.Identifier(c)) for c in self.primary_key]
-        return sql.SQL("DELETE FROM {} WHERE {} AND \"time\" <= %s").format(
-            self._table, sql.SQL(" AND ").join(matches))
+        return sql.SQL("DELETE FROM {} WHERE {}").format(self._table, sql.SQL(" AND ").join(matches))
 
-    def _delete_params(self, row: dict[str, Any], time: int) -> tuple:
-        return (*(row[c] for c in self.primary_key), time)
+    def _key_params(self, row: dict[str, Any]) -> tuple:
+        return tuple(row[c] for c in self.primary_key)
 
     # -- errors ------------------------------------------------------------------------------
     def _rejected(self, error: psycopg.Error, rows: list[dict[str, Any]], time: int) -> PostgresWriteError:
         """The error to stop the run with, naming the first row PostgreSQL refuses alone."""
-        culprit = self._find_rejected_row(rows, time)
+        culprit = self._find_rejected_row(rows)
         row, reason = culprit if culprit is not None else (None, error)
         shown = "" if row is None else "; the row: " + ", ".join(f"{c}={v!r}" for c, v in row.items())
         return PostgresWriteError(
@@ -328,13 +335,13 @@ class PostgresSink(Sink):
             "table or the data and restart, the step is then replayed"
         )
 
-    def _find_rejected_row(self, rows: list[dict[str, Any]], time: int) -> tuple[dict, psycopg.Error] | None:
+    def _find_rejected_row(self, rows: list[dict[str, Any]]) -> tuple[dict, psycopg.Error] | None:
         """Tries each row alone, in a transaction rolled back at the end."""
         if self._conn is None or self._conn.closed:
             return None
         try:
             with self._conn.transaction(force_rollback=True):
-                for statement in self._statements(rows, time):
+                for statement in self._statements(rows):
                     try:
                         with self._conn.transaction():
                             self._conn.execute(statement.query, statement.params)
@@ -346,13 +353,13 @@ class PostgresSink(Sink):
             return None
         return None
 
-    def _statements(self, rows: list[dict[str, Any]], time: int) -> Iterator[_Statement]:
+    def _statements(self, rows: list[dict[str, Any]]) -> Iterator[_Statement]:
         if self.table_type == SNAPSHOT:
             upserts, deletes = self._snapshot_changes(rows)
             for row in deletes:
-                yield _Statement(self._delete_sql(), self._delete_params(row, time), row)
+                yield _Statement(self._delete_sql(), self._key_params(row), row)
             for row in upserts:
-                yield _Statement(self._upsert_sql(), tuple(row.values()), row)
+                yield _Statement(self._upsert_sql(), self._params(row), row)
             return
         insert = sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
             self._table, self._identifiers(self._all_columns),

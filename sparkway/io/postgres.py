@@ -34,8 +34,8 @@ def write(
 
     ``output_table_type="stream_of_changes"`` appends every change as a row: the columns,
     then ``time`` (BIGINT) and ``diff`` (SMALLINT, 1 or -1).  ``"snapshot"`` keeps one row
-    per ``primary_key`` (column references or names) holding the latest value, with the
-    ``time`` it was written at; a retracted row is deleted.
+    per ``primary_key`` (column references or names) holding the latest value (the
+    columns only); a retracted row is deleted.
 
     ``postgres_settings`` are libpq connection parameters (``host``, ``port``, ``dbname``,
     ``user``, ``password``, ...).  ``init_mode``: ``"default"`` (the table must exist),
@@ -52,15 +52,24 @@ def write(
     """
     if output_table_type not in (STREAM_OF_CHANGES, SNAPSHOT):
         raise PlanError(f"output_table_type must be {STREAM_OF_CHANGES!r} or {SNAPSHOT!r}, not {output_table_type!r}")
+    _write(table, postgres_settings, table_name, max_batch_size, init_mode, output_table_type, primary_key, name,
+           with_time_columns=output_table_type == STREAM_OF_CHANGES)
+
+
+def _write(
+    table: Table, postgres_settings: dict, table_name: str, max_batch_size: int | None, init_mode: str,
+    output_table_type: str, primary_key: list[Any] | None, name: str | None, *, with_time_columns: bool,
+) -> None:
     if init_mode not in INIT_MODES:
         raise PlanError(f"init_mode must be one of {list(INIT_MODES)}, not {init_mode!r}")
     if max_batch_size is not None and max_batch_size < 1:
         raise PlanError(f"max_batch_size must be a positive number of rows, not {max_batch_size}")
     columns = table.schema._dtypes()
-    _check_columns(columns)
+    _check_columns(columns, with_time_columns)
     key = snapshot_primary_key(table, primary_key, output_table_type)
     sink = PostgresSink(postgres_settings, table_name, columns, table_type=output_table_type, primary_key=key,
-                        init_mode=init_mode, max_batch_size=max_batch_size, name=name)
+                        init_mode=init_mode, max_batch_size=max_batch_size, name=name,
+                        with_time_columns=with_time_columns)
     _check_distinct_progress(sink)
     graph.write_to_sink(table, sink)
 
@@ -76,8 +85,9 @@ def write_snapshot(
     init_mode: str = "default",
     name: str | None = None,
 ) -> None:
-    """Keeps the live snapshot of ``table`` in ``table_name``: ``write`` with
-    ``output_table_type="snapshot"``.
+    """Keeps the live snapshot of ``table`` in ``table_name``, as ``write`` with
+    ``output_table_type="snapshot"`` does, with two more columns, as Pathway's
+    ``write_snapshot`` keeps them: ``time`` of each row's last change and ``diff`` (1).
 
     >>> import sparkway as pw
     >>> t = pw.debug.table_from_markdown("user_id | requests\\n ann | 3")
@@ -85,12 +95,12 @@ def write_snapshot(
     >>> pw.io.postgres.write_snapshot(t, settings, "user_stats", ["user_id"])
     >>> pw.run()   # doctest: +SKIP
     """
-    write(table, postgres_settings, table_name, max_batch_size=max_batch_size, init_mode=init_mode,
-          output_table_type=SNAPSHOT, primary_key=primary_key, name=name)
+    _write(table, postgres_settings, table_name, max_batch_size, init_mode, SNAPSHOT, primary_key, name,
+           with_time_columns=True)
 
 
-def _check_columns(columns: dict[str, Any]) -> None:
-    taken = [c for c in columns if c.lower() in META_COLUMNS]
+def _check_columns(columns: dict[str, Any], with_time_columns: bool) -> None:
+    taken = [c for c in columns if c.lower() in META_COLUMNS] if with_time_columns else []
     if taken:
         raise PlanError(f"column(s) {taken} collide with the 'time' and 'diff' columns the PostgreSQL table "
                          "gets: rename them (table.rename(...)) before writing")

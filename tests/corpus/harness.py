@@ -26,6 +26,7 @@ import io
 import json
 import re
 import sys
+import traceback
 import types
 from pathlib import Path
 from typing import Any, Callable
@@ -79,6 +80,7 @@ def execute(
                 program.run(**kwargs)
         except Exception as error:  # noqa: BLE001 - the error's kind is an output too
             results[f"{step}/error.txt"] = error_kinds(error)
+            traceback.print_exception(error, file=sys.stderr)  # shown when a test fails
         finally:
             clear_graph()
         if printed.getvalue():
