@@ -30,6 +30,7 @@ import logging
 import math
 import os
 import pickle
+import re
 import time
 from collections.abc import Callable
 from typing import IO, Any
@@ -205,6 +206,17 @@ class CsvSink(_FileSink):
         return _csv_text(table.schema.field(name).type)
 
 
+def _json_float(value: float | None) -> str:
+    """A float as Pathway writes it in JSON: Python's digits, with no zero padding in a
+    negative exponent (``1e-7``); NaN, infinities and None as null."""
+    if value is None or not math.isfinite(value):
+        return "null"
+    return _NEGATIVE_EXPONENT.sub(r"e-\1", repr(value))
+
+
+_NEGATIVE_EXPONENT = re.compile(r"e-0*(\d)")
+
+
 class JsonLinesSink(_FileSink):
     """Writes every change as one JSON object per line: the columns, then ``diff`` and
     ``time``; Json columns (given in ``dtypes``) are embedded as JSON values.
@@ -215,13 +227,17 @@ class JsonLinesSink(_FileSink):
 
     def format_batch(self, batch: OutputBatch) -> str:
         table = batch.table
-        names = [*self.columns, "diff", "time"]
-        columns = [self._values(table, n) for n in self.columns]
-        columns += [batch.diffs.to_pylist(), [batch.time] * table.num_rows]
+        names = [_compact(n) for n in [*self.columns, "diff", "time"]]
+        columns = [self._texts(table, n) for n in self.columns]
+        columns += [[str(d) for d in batch.diffs.to_pylist()], [str(batch.time)] * table.num_rows]
         # written pair by pair: a column named diff or time is written twice, as Pathway does
-        return "".join(
-            "{" + ",".join(f"{_compact(k)}:{_compact(v)}" for k, v in zip(names, row)) + "}\n" for row in zip(*columns)
-        )
+        return "".join("{" + ",".join(f"{k}:{v}" for k, v in zip(names, row)) + "}\n" for row in zip(*columns))
+
+    def _texts(self, table: pa.Table, name: str) -> list[str]:
+        """The JSON text of each value of a column."""
+        if pa.types.is_floating(table.schema.field(name).type):
+            return [_json_float(v) for v in table.column(name).to_pylist()]
+        return [_compact(v) for v in self._values(table, name)]
 
     def _values(self, table: pa.Table, name: str) -> list[Any]:
         values = table.column(name).to_pylist()
@@ -232,8 +248,6 @@ class JsonLinesSink(_FileSink):
         if self._is_array(name):
             return [_array_object(v) for v in values]
         arrow_type = table.schema.field(name).type
-        if pa.types.is_floating(arrow_type):
-            return [_plain(v) for v in values]
         if pa.types.is_primitive(arrow_type) and not (
             pa.types.is_timestamp(arrow_type) or pa.types.is_duration(arrow_type)
             or pa.types.is_date(arrow_type)

@@ -7,6 +7,7 @@ they are in the file, to name the line and column of a bad field.
 from __future__ import annotations
 
 import csv
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,8 @@ from sparkway.connectors.formats.values import (
 )
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
+
+log = logging.getLogger("sparkway")
 
 # The csv module refuses fields over 128 KiB by default; a long text field in a log line
 # is legitimate input, so lift the limit (it is process-wide, and only ever raised).
@@ -106,20 +109,33 @@ class _Lines:
 def _csv_rows(
     lines: _Lines, settings: CsvParserSettings, width: int, skips: SkippedRows
 ) -> tuple[list[list[str]], list[int], list[int]]:
-    """The records with ``width`` fields, and the index of the first line of each and of
-    the line after it; blank lines are skipped, other records reported."""
+    """The records, cut to ``width`` fields, and the index of the first line of each and
+    of the line after it; blank lines are skipped, records with fewer fields reported.
+
+    Fields beyond the header's are ignored, as Pathway reads them (with a warning, once
+    per chunk, so that they are not lost unnoticed)."""
     reader = csv.reader(lines.text, **settings.dialect())
     rows: list[list[str]] = []
     begins: list[int] = []
     ends: list[int] = []
     add_row, add_begin, add_end = rows.append, begins.append, ends.append  # hot loop
     prev = 0
+    extra_reported = False
     while True:
         try:
             for fields in reader:
                 begin, prev = prev, reader.line_num
                 if len(fields) == width:
                     add_row(fields)
+                    add_begin(begin)
+                    add_end(prev)
+                elif len(fields) > width:
+                    if not extra_reported:
+                        extra_reported = True
+                        log.warning("%s:%d: %d fields where the header has %d: the fields after the %dth are "
+                                    "ignored (also on later lines)", skips.path, lines.number(begin), len(fields),
+                                    width, width)
+                    add_row(fields[:width])
                     add_begin(begin)
                     add_end(prev)
                 elif fields:
@@ -259,11 +275,7 @@ def _report_width(
     settings: CsvParserSettings, skips: SkippedRows,
 ) -> None:
     record = "".join(lines.text[begin:end])
-    if len(fields) > width:
-        offset = _field_starts(record, settings)[width]
-    else:
-        offset = len(record.rstrip("\r\n"))
-    line, col = position(record, offset, lines.number(begin))
+    line, col = position(record, len(record.rstrip("\r\n")), lines.number(begin))
     skips.row(line, col, f"expected {width} fields as in the header, found {len(fields)}")
 
 

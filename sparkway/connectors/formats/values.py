@@ -138,16 +138,27 @@ def _text_json(text: str) -> str:
     return json.dumps(json.loads(text))
 
 
-def _naive(value: dt.datetime) -> dt.datetime:
-    if value.tzinfo is not None:
-        raise RowError("a DateTimeNaive must not have a time zone")
-    return value
+# Pathway's date-time text: 2024-01-02T03:04:05, with a fraction of any length (kept to
+# the microsecond), unpadded fields taken, and for a DateTimeUtc an offset (+02:00 or
+# +0200; not Z). Spaces before it are taken too.
+_DATE_TIME = re.compile(
+    r"\s*(\d{4})-(\d{1,2})-(\d{1,2})T(\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d+))?(?:([+-])(\d{2}):?(\d{2}))?"
+)
 
 
-def _utc(value: dt.datetime) -> dt.datetime:
-    if value.tzinfo is None:  # a DateTimeUtc written without offset is taken as UTC
-        return value.replace(tzinfo=dt.timezone.utc)
-    return value.astimezone(dt.timezone.utc)
+def _date_time(text: str, zoned: bool) -> dt.datetime:
+    found = _DATE_TIME.fullmatch(text)
+    if found is None or (found.group(8) is not None) != zoned:
+        kind = "DateTimeUtc (2024-01-02T03:04:05+00:00)" if zoned else "DateTimeNaive (2024-01-02T03:04:05)"
+        raise RowError(f"cannot parse {text!r} as {kind}")
+    year, month, day, hour, minute, second = (int(found.group(i)) for i in range(1, 7))
+    micros = int((found.group(7) or "0")[:6].ljust(6, "0"))
+    value = dt.datetime(year, month, day, hour, minute, second, micros)
+    if not zoned:
+        return value
+    sign = -1 if found.group(8) == "-" else 1
+    offset = dt.timedelta(hours=int(found.group(9)), minutes=int(found.group(10))) * sign
+    return value.replace(tzinfo=dt.timezone(offset)).astimezone(dt.timezone.utc)
 
 
 def _nanoseconds(value: int) -> dt.timedelta:
@@ -162,8 +173,8 @@ _TEXT_PARSERS: dict[str, Callable[[str], Any]] = {
     "bool": _text_bool,
     "bytes": str.encode,
     "Json": _text_json,
-    "DateTimeNaive": lambda t: _naive(dt.datetime.fromisoformat(t)),
-    "DateTimeUtc": lambda t: _utc(dt.datetime.fromisoformat(t)),
+    "DateTimeNaive": lambda t: _date_time(t, zoned=False),
+    "DateTimeUtc": lambda t: _date_time(t, zoned=True),
     "Duration": lambda t: _nanoseconds(int(t)),
     "Any": pickle.dumps,
 }
@@ -173,16 +184,17 @@ def text_parser(dtype: DType) -> Callable[[str], Any]:
     """A function from a CSV field's text to the stored value; it raises
     ``ValueError``/``KeyError``/``TypeError`` for text that is not of the type.
 
-    An empty field is None in an Optional column, "" in a str column, else an error.
+    As Pathway reads text: a str column (optional too) takes the text as it is, "" too;
+    another optional column reads "", "None" and "null" (in any case) as None.
     """
     if dtype.name in ("list", "tuple"):
         from_json = json_converter(dtype.with_optional(False))
         base: Callable[[str], Any] = lambda t: from_json(json.loads(t))  # noqa: E731
     else:
         base = _TEXT_PARSERS.get(dtype.name, str)
-    if not dtype.optional:
+    if not dtype.optional or dtype.name == "str":
         return base
-    return lambda t: None if t == "" else base(t)
+    return lambda t: None if t == "" or t.lower() in ("none", "null") else base(t)
 
 
 def _expect(ok: bool, dtype: DType, value: Any) -> None:
@@ -195,9 +207,12 @@ def json_converter(dtype: DType) -> Callable[[Any], Any]:
     when the value's JSON type does not match the column type."""
     name = dtype.name
     if name == "Json":
-        # null is a valid Json value; only an Optional[Json] column turns it into None
-        conv: Callable[[Any], Any] = json.dumps
-        return (lambda v: None if v is None else conv(v)) if dtype.optional else conv
+        # as in Pathway, a null value is None in an Optional[Json] column, and does not fit
+        # a Json one
+        def to_json(v: Any) -> str:
+            _expect(v is not None, dtype, v)
+            return json.dumps(v)
+        return (lambda v: None if v is None else json.dumps(v)) if dtype.optional else to_json
     conv = _json_base_converter(dtype)
     if dtype.optional:
         return lambda v: None if v is None else conv(v)

@@ -1,0 +1,19 @@
+"""CSV and JSON lines output of lists of ints, empty too."""
+import datetime
+
+import pathway as pw
+
+
+class Row(pw.Schema):
+    key: int
+    value: list[int]
+
+
+VALUES = [[], [1], [1, 2, 3]]
+
+
+def run(workdir, step):
+    t = pw.debug.table_from_rows(Row, list(enumerate(VALUES)))
+    pw.io.csv.write(t, workdir / "out" / "values.csv")
+    pw.io.jsonlines.write(t, workdir / "out" / "values.jsonl")
+    pw.run()

@@ -1,0 +1,17 @@
+"""compute_and_print of durations: zero, negative, a microsecond, weeks."""
+import datetime
+
+import pathway as pw
+
+
+class Row(pw.Schema):
+    key: int
+    value: pw.Duration
+
+
+VALUES = [datetime.timedelta(0), datetime.timedelta(days=-1, seconds=5), datetime.timedelta(microseconds=1), datetime.timedelta(weeks=3)]
+
+
+def run(workdir, step):
+    t = pw.debug.table_from_rows(Row, list(enumerate(VALUES)))
+    pw.debug.compute_and_print(t, include_id=False)

@@ -1,0 +1,17 @@
+"""compute_and_print of tuples of an int and a str."""
+import datetime
+
+import pathway as pw
+
+
+class Row(pw.Schema):
+    key: int
+    value: tuple[int, str]
+
+
+VALUES = [(1, 'a'), (-2, 'b,c'), (0, '')]
+
+
+def run(workdir, step):
+    t = pw.debug.table_from_rows(Row, list(enumerate(VALUES)))
+    pw.debug.compute_and_print(t, include_id=False)
