@@ -1,5 +1,4 @@
 """CSV and JSON lines output of bools."""
-import datetime
 
 import pathway as pw
 

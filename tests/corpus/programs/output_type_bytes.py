@@ -1,5 +1,4 @@
 """CSV and JSON lines output of bytes (base64 text)."""
-import datetime
 
 import pathway as pw
 

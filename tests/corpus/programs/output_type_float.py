@@ -1,5 +1,4 @@
 """CSV and JSON lines output of floats: zero signs, tiny, huge, infinities (Pathway's table_from_rows refuses NaN)."""
-import datetime
 
 import pathway as pw
 

@@ -1,5 +1,4 @@
 """CSV and JSON lines output of ints, including the 64-bit extremes."""
-import datetime
 
 import pathway as pw
 

@@ -1,5 +1,4 @@
 """CSV and JSON lines output of Json values: objects, strings, numbers, null, arrays."""
-import datetime
 
 import pathway as pw
 

@@ -1,5 +1,4 @@
 """CSV and JSON lines output of lists of ints, empty too."""
-import datetime
 
 import pathway as pw
 

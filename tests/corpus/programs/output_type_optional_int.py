@@ -1,5 +1,4 @@
 """CSV and JSON lines output of an optional int column with None."""
-import datetime
 
 import pathway as pw
 

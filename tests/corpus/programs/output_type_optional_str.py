@@ -1,5 +1,4 @@
 """CSV and JSON lines output of an optional str column with None and the empty string."""
-import datetime
 
 import pathway as pw
 

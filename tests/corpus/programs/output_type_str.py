@@ -1,5 +1,4 @@
 """CSV and JSON lines output of strings with separators, quotes, control characters and unicode."""
-import datetime
 
 import pathway as pw
 

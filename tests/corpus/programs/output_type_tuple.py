@@ -1,5 +1,4 @@
 """CSV and JSON lines output of tuples of an int and a str."""
-import datetime
 
 import pathway as pw
 

@@ -1,5 +1,4 @@
 """compute_and_print of bools."""
-import datetime
 
 import pathway as pw
 

@@ -1,5 +1,4 @@
 """compute_and_print of floats: zero signs, tiny, huge, infinities (Pathway's table_from_rows refuses NaN)."""
-import datetime
 
 import pathway as pw
 

@@ -1,5 +1,4 @@
 """compute_and_print of ints, including the 64-bit extremes."""
-import datetime
 
 import pathway as pw
 

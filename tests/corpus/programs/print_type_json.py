@@ -1,5 +1,4 @@
 """compute_and_print of Json values: objects, strings, numbers, null, arrays."""
-import datetime
 
 import pathway as pw
 

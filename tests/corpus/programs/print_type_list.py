@@ -1,5 +1,4 @@
 """compute_and_print of lists of ints, empty too."""
-import datetime
 
 import pathway as pw
 

@@ -1,5 +1,4 @@
 """compute_and_print of an optional int column with None."""
-import datetime
 
 import pathway as pw
 

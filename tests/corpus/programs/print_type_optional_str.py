@@ -1,5 +1,4 @@
 """compute_and_print of an optional str column with None and the empty string."""
-import datetime
 
 import pathway as pw
 

@@ -1,5 +1,4 @@
 """compute_and_print of strings with separators, quotes, control characters and unicode."""
-import datetime
 
 import pathway as pw
 

@@ -1,5 +1,4 @@
 """compute_and_print of tuples of an int and a str."""
-import datetime
 
 import pathway as pw
 
