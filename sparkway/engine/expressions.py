@@ -855,8 +855,8 @@ def _timestamp(args: list[Column], params: tuple, types: list[DType], scope: Sco
     micros = F.unix_micros(args[0].cast("timestamp"))
     if unit is None:  # deprecated: integer nanoseconds
         return micros * 1000
-    scale = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}[unit]
-    return micros.cast("double") / 1e6 * scale
+    # nanoseconds divided as a float, as Pathway computes it (946684799.9999989, not .999999)
+    return (micros * 1000).cast("double") / {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}[unit]
 
 
 def _from_timestamp(utc: bool):
