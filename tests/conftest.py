@@ -13,6 +13,9 @@ from services.s3 import s3_bucket, s3_endpoint  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# corpus programs import pathway (tests/test_corpus.py runs them with sparkway in its place)
+collect_ignore_glob = ["corpus/programs/*.py", "corpus/record.py"]
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _state_cache(tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -1024,7 +1024,7 @@ class Table(_Promises):
         per ``instance`` (``shard`` is its older name); follow with ``.reduce(...)``.
 
         >>> import sparkway as pw
-        >>> t = pw.debug.table_from_markdown("t | v\n1 | 10\n7 | 20")
+        >>> t = pw.debug.table_from_markdown("t | v\\n1 | 10\\n7 | 20")
         >>> w = t.windowby(t.t, window=pw.temporal.tumbling(duration=5))
         >>> pw.debug.compute_and_print(w.reduce(start=pw.this._pw_window_start, n=pw.reducers.count()), include_id=False)
         start | n
