@@ -194,15 +194,16 @@ def test_bad_row_is_skipped_with_its_position_and_empty_file_is_not_fatal(
     header, rows = read_csv_output(tmp_path / "out.csv")
     assert header == ["user_id", "access_time", "time", "diff"]
     got = collections.Counter((r["user_id"], int(r["access_time"]), int(r["diff"])) for r in rows)
+    # frank's extra field is ignored, as Pathway 0.33 reads such a line (recorded in the corpus)
     expected = collections.Counter({("alice", 10, 1): 1, ("bob", 20, 1): 1, ("carol", 30, 1): 1, ("erin", 40, 1): 1,
-                                    ("hal", 60, 1): 1})
+                                    ("frank", 50, 1): 1, ("hal", 60, 1): 1})
     assert got == expected, f"rows: {sorted(got.elements())}\n{describe(proc)}"
     assert f"bad.csv:{bad_line_no}:{bad_column}" in proc.stderr, (
         f"the skipped row is not reported as bad.csv:{bad_line_no}:{bad_column}: {describe(proc)}"
     )
-    # rows with too many or too few fields are skipped and reported too
+    # a row with too few fields is skipped, one with too many is read: both are reported
     for line_no in (5, 6):
-        assert re.search(rf"bad\.csv:{line_no}:\d+", proc.stderr), (
+        assert re.search(rf"bad\.csv:{line_no}:", proc.stderr), (
             f"the row of line {line_no} ({bad_lines[line_no - 1]!r}) is not reported: {describe(proc)}"
         )
     assert re.search(r"empty\.csv.*empty", proc.stderr), f"the empty file is not logged: {describe(proc)}"
