@@ -276,7 +276,7 @@ class PostgresSink(Sink):
             for chunk in self._chunks(rows):
                 with cursor.copy(copy) as stream:
                     for row in chunk:
-                        stream.write_row(tuple(row.values()))
+                        stream.write_row(self._params(row))
 
     def _write_snapshot(self, rows: list[dict[str, Any]]) -> None:
         upserts, deletes = self._snapshot_changes(rows)
@@ -365,7 +365,7 @@ class PostgresSink(Sink):
             self._table, self._identifiers(self._all_columns),
             sql.SQL(", ").join(sql.Placeholder() * len(self._all_columns)))
         for row in rows:
-            yield _Statement(insert, tuple(row.values()), row)
+            yield _Statement(insert, self._params(row), row)
 
     def close(self) -> None:
         if self._conn is not None:

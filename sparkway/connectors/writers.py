@@ -76,7 +76,6 @@ class _FileSink(Sink):
         if name is not None:
             self.name = name
         self._file: IO[str] | None = None
-        self._header_due = True
         self._total_ms = 0.0
 
     def open(self) -> None:
@@ -84,7 +83,6 @@ class _FileSink(Sink):
         if folder:
             os.makedirs(folder, exist_ok=True)
         self._file = open(self.path, "w", encoding="utf-8", newline="")
-        self._header_due = True  # written with the first rows: no rows, an empty file (as Pathway)
 
     def header(self) -> str:
         return ""
@@ -96,7 +94,9 @@ class _FileSink(Sink):
         started = time.monotonic()
         if self._file is None:
             self.open()
-        header, self._header_due = (self.header() if self._header_due else ""), False
+        assert self._file is not None
+        # the header comes with the first rows: no rows, an empty file (as Pathway)
+        header = self.header() if self._file.tell() == 0 else ""
         self._write_block(header + self.format_batch(batch))
         took = (time.monotonic() - started) * 1000
         self._total_ms += took

@@ -913,9 +913,9 @@ def chrono_strftime(value: _dt.datetime, fmt: str) -> str:
 
 def _strftime(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
     fmt = params[0]
-    if types[0].with_optional(False) == dt.DATE_TIME_UTC:  # its values come without their zone
-        return _udf1(lambda v: chrono_strftime(v.replace(tzinfo=_dt.timezone.utc), fmt), "string")(args, params, types, scope)
-    return _udf1(lambda v: chrono_strftime(v, fmt), "string")(args, params, types, scope)
+    # a DateTimeUtc's values come without their zone (%z, %Z must show UTC)
+    zone = _dt.timezone.utc if types[0].with_optional(False) == dt.DATE_TIME_UTC else None
+    return _udf1(lambda v: chrono_strftime(v.replace(tzinfo=zone) if zone else v, fmt), "string")(args, params, types, scope)
 
 
 _NANOS = re.compile(r"(\.\d{6})\d{1,3}(?!\d)")  # a fraction of a second in 7 to 9 digits

@@ -139,7 +139,7 @@ def _csv_rows(
                     add_begin(begin)
                     add_end(prev)
                 elif fields:
-                    _report_width(lines, begin, prev, fields, width, settings, skips)
+                    _report_width(lines, begin, prev, fields, width, skips)
             return rows, begins, ends
         except csv.Error as exc:
             begin, prev = prev, reader.line_num
@@ -270,10 +270,7 @@ def parse_csv(
     return ParsedRows(ordinals, values, skips.count)
 
 
-def _report_width(
-    lines: _Lines, begin: int, end: int, fields: list[str], width: int,
-    settings: CsvParserSettings, skips: SkippedRows,
-) -> None:
+def _report_width(lines: _Lines, begin: int, end: int, fields: list[str], width: int, skips: SkippedRows) -> None:
     record = "".join(lines.text[begin:end])
     line, col = position(record, len(record.rstrip("\r\n")), lines.number(begin))
     skips.row(line, col, f"expected {width} fields as in the header, found {len(fields)}")
