@@ -3,6 +3,7 @@
 Usage (from the repository root)::
 
     .venv/bin/python -m tests.compat.runner [--budget 1200] [--timeout 10] [-k FILE_REGEX]
+    .venv/bin/python -m tests.compat.runner --tests pathway/tests/test_common.py::test_select ...
 
 Steps: download the ``pathway==0.33.0`` wheel once (``pip download``, cached in
 ``$SPARKWAY_COMPAT_CACHE`` or ``~/.cache/sparkway/compat``); extract its tests and, as
@@ -116,11 +117,32 @@ def run_pytest(
     """Runs the tests in one subprocess (a fresh one after a timeout), stopped at ``budget``
     seconds; returns the results."""
     results, selected = work / "results.jsonl", work / "selected.json"
+    command, env = _pytest_command(work, paths, exclusions, timeout, budget)
+    start = time.monotonic()
+    resume = work / "resume"  # left by the plugin when a timeout ended its process
+    with open(work / "pytest.log", "w") as log:
+        while time.monotonic() - start < budget - 30:
+            resume.unlink(missing_ok=True)
+            _run_until(command, work, env, log, budget - (time.monotonic() - start))
+            if not resume.exists():
+                break
+    elapsed = time.monotonic() - start
+    if elapsed > 0.8 * budget:
+        print(f"warning: the run took {elapsed:.0f} s of its {budget:.0f} s budget: sample big files (SAMPLE)", file=sys.stderr)
+    records = [json.loads(ln) for ln in results.read_text().splitlines()] if results.exists() else []
+    chosen = json.loads(selected.read_text()) if selected.exists() else []
+    if not chosen and not records:
+        raise RuntimeError("pytest selected nothing:\n" + (work / "pytest.log").read_text()[-3000:])
+    return records, chosen, elapsed
+
+
+def _pytest_command(work: Path, paths: list[str], exclusions: list[str], timeout: float, budget: float) -> tuple[list[str], dict[str, str]]:
+    """The pytest command line and environment of a run in ``work``."""
     config = {
         # tests stop starting 30 s before the budget's end (killing the run would kill the
         # JVM under the test running, and count the tests after it as failed)
         "exclusions": exclusions, "sample": SAMPLE, "timeout": timeout, "deadline": time.time() + budget - 30,
-        "results": str(results), "selected": str(selected),
+        "results": str(work / "results.jsonl"), "selected": str(work / "selected.json"),
     }
     (work / "compat.json").write_text(json.dumps(config))
     (work / "pytest.ini").write_text("[pytest]\n")
@@ -139,22 +161,7 @@ def run_pytest(
         "-p", "no:cacheprovider", "-p", "compat.plugin", "--timeout", str(timeout), "--timeout-method", "signal",
         "--tb=no", "-rN", "-W", "ignore", "--continue-on-collection-errors", *paths,
     ]
-    start = time.monotonic()
-    resume = work / "resume"  # left by the plugin when a timeout ended its process
-    with open(work / "pytest.log", "w") as log:
-        while time.monotonic() - start < budget - 30:
-            resume.unlink(missing_ok=True)
-            _run_until(command, work, env, log, budget - (time.monotonic() - start))
-            if not resume.exists():
-                break
-    elapsed = time.monotonic() - start
-    if elapsed > 0.8 * budget:
-        print(f"warning: the run took {elapsed:.0f} s of its {budget:.0f} s budget: sample big files (SAMPLE)", file=sys.stderr)
-    records = [json.loads(ln) for ln in results.read_text().splitlines()] if results.exists() else []
-    chosen = json.loads(selected.read_text()) if selected.exists() else []
-    if not chosen and not records:
-        raise RuntimeError("pytest selected nothing:\n" + (work / "pytest.log").read_text()[-3000:])
-    return records, chosen, elapsed
+    return command, env
 
 
 def _run_until(command: list[str], work: Path, env: dict[str, str], log: Any, seconds: float) -> None:
@@ -246,6 +253,23 @@ def print_summary(report: dict[str, Any]) -> None:
     print(f"\nruntime: {report['seconds']} s")
 
 
+def debug(test_ids: list[str], timeout: float, workdir: str | None = None) -> int:
+    """Runs the given Pathway tests (``pathway/tests/x.py::test_y``, or a docstring's
+    ``docsrc/pathway/m.py.pysrc::Name``) with tracebacks on the terminal; returns pytest's
+    exit code.  For working on a failure; no report is written."""
+    files = {i.split("::")[0].removeprefix("docsrc/").removesuffix(".pysrc") for i in test_ids}
+    with tempfile.TemporaryDirectory(prefix="sparkway-compat-") as tmp:
+        work = Path(workdir or tmp)
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        regex = "|".join(re.escape(f) + "$" for f in files)
+        exclusions = read_exclusions()
+        prepare(obtain_wheel(), work, exclusions, regex)
+        command, env = _pytest_command(work, [], exclusions, timeout, 3600)
+        command = [c for c in command if c not in ("--tb=no", "-rN")] + ["--tb=short", *test_ids]
+        return subprocess.run(command, cwd=work, env=env).returncode
+
+
 def run(budget: float = 1200, timeout: float = 10, file_regex: str | None = None, workdir: str | None = None) -> dict[str, Any]:
     """Runs the whole measurement and returns the report (also written to the cache).
 
@@ -275,9 +299,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", help="keep the extracted files and pytest.log here (outside the repository)")
     parser.add_argument("--report", help="also write the report (JSON) to this file")
     parser.add_argument("--write-baseline", action="store_true", help="record this run's numbers in baseline.json")
+    parser.add_argument("--tests", nargs="+", metavar="ID", help="only run these tests, with tracebacks (no report), e.g. pathway/tests/test_common.py::test_select")
     args = parser.parse_args(argv)
     if args.workdir and Path(args.workdir).resolve().is_relative_to(ROOT):
         parser.error("--workdir must be outside the repository")
+    if args.tests:
+        return debug(args.tests, args.timeout, args.workdir)
     report = run(args.budget, args.timeout, args.file_regex, args.workdir)
     print_summary(report)
     print(f"full report: {cache_dir() / 'report.json'}; failing tests: {cache_dir() / 'failures.txt'}")
