@@ -31,6 +31,16 @@ from sparkway.io import moved_csv as csv
 from sparkway import stdlib
 from sparkway.stdlib import utils
 from sparkway.stdlib.utils.pandas_transformer import pandas_transformer
+from sparkway.stdlib import statistical
+from sparkway.stdlib import time_utils as _time_utils
+
+# Pathway's temporal utilities that read the clock are methods of tables, and in pw.temporal
+Table.inactivity_detection = _time_utils.inactivity_detection
+Table.add_update_timestamp_utc = _time_utils.add_update_timestamp_utc
+Table.interpolate = statistical.interpolate
+temporal.utc_now = _time_utils.utc_now
+temporal.inactivity_detection = _time_utils.inactivity_detection
+temporal.add_update_timestamp_utc = _time_utils.add_update_timestamp_utc
 
 __all__ = [
     "apply", "apply_async", "apply_with_type", "assert_table_has_schema", "AsyncTransformer",
@@ -41,6 +51,6 @@ __all__ = [
     "JoinResult", "Json", "left", "load_yaml", "local_error_log", "make_tuple", "MonitoringLevel",
     "pandas_transformer", "persistence", "Pointer", "PyObjectWrapper", "reducers", "require", "right", "run",
     "run_all", "Schema", "schema_builder", "schema_from_csv", "schema_from_dict", "schema_from_types",
-    "SchemaProperties", "sql", "stdlib", "Table", "temporal", "this", "UDF", "udf", "udfs", "universes",
-    "unwrap", "utils", "wrap_py_object",
+    "SchemaProperties", "sql", "statistical", "stdlib", "Table", "temporal", "this", "UDF", "udf", "udfs",
+    "universes", "unwrap", "utils", "wrap_py_object",
 ]

@@ -28,7 +28,7 @@ from typing import Any
 from sparkway.api import reducers
 from sparkway.api.functions import if_else
 from sparkway.api.table import JoinResult, Table, _join_sides, _placeholders_as_this, bind, join_keys
-from sparkway.api.temporal import Direction, check_time_types
+from sparkway.api.temporal import Direction, asof_behavior, check_time_types
 from sparkway.api.thisclass import this
 from sparkway.core.expression import Coalesce, ColumnRef, Const, Expr, MakeTuple, transform, wrap
 from sparkway.errors import PlanError
@@ -47,9 +47,11 @@ _RESULT_INPUT = 2
 def asof_join(
     left: Table, right: Table, left_time: Any, right_time: Any, on: tuple, how: Any,
     defaults: dict | None, direction: Direction, left_instance: Any, right_instance: Any,
+    behavior: Any = None,
 ) -> "AsofJoinResult":
     """The rows of ``left`` (left join), of ``right`` (right join) or of both (outer join),
-    each with its peer of the other table (see the module's docstring)."""
+    each with its peer of the other table (see the module's docstring), each table
+    through the gates of ``behavior`` (``pw.temporal.common_behavior``)."""
     mode = getattr(how, "value", how)
     if mode not in ("left", "right", "outer"):
         raise PlanError(f"an asof join is a left, right or outer join, not {mode!r}: use how=pw.JoinMode.LEFT, RIGHT or OUTER")
@@ -62,11 +64,12 @@ def asof_join(
     left_time, right_time = _placeholders_as_this(left_time), _placeholders_as_this(right_time)
     check_time_types({"t_left": (left, left_time), "t_right": (right, right_time)})
     left_keys, right_keys = join_keys(left, right, on)
+    gated = (asof_behavior(left, left_time, behavior), asof_behavior(right, right_time, behavior))
     right_first = (direction == Direction.BACKWARD and mode == "left") or (direction == Direction.FORWARD and mode == "right")
     peer_defaults = _defaults_by_side(left, right, defaults or {})
     sides = (
-        _Side(left, left_time, left_keys, "_l_", False, not right_first),
-        _Side(right, right_time, right_keys, "_r_", True, right_first),
+        _Side(gated[0], left_time, left_keys, "_l_", False, not right_first),
+        _Side(gated[1], right_time, right_keys, "_r_", True, right_first),
     )
     parts = []
     if mode in ("left", "outer"):
@@ -74,6 +77,8 @@ def asof_join(
     if mode in ("right", "outer"):
         parts.append(_rows_with_peers(sides[1], sides[0], direction, peer_defaults[0]))
     merged = parts[0] if len(parts) == 1 else parts[0].concat_reindex(parts[1])
+    if behavior is not None and behavior.cutoff is not None and behavior.keep_results:
+        merged = merged.filter_out_results_of_forgetting()
     return AsofJoinResult(left, right, merged, mode)
 
 

@@ -28,6 +28,9 @@ from sparkway.plan import nodes as n
 # as in Pathway, a row's id is ``pointer_from(label)``.
 _LABEL = "_pw_label"
 
+#: the time Pathway gives to changes made when the input ended (2**64 - 2)
+END_OF_INPUT_TIME = 18446744073709551614
+
 
 # cells read as None, and as booleans (pandas' defaults, which Pathway's parser uses)
 _MISSING = frozenset(("", "None", "NaN", "nan", "NA", "NULL"))
@@ -431,5 +434,8 @@ def compute_and_print_update_stream(table: Table, *, include_id: bool = True, sh
     for batch in compute(table, **run_kwargs):
         rows_of = batch_rows(batch, table.schema._dtypes())
         for row_id, row, diff in zip(batch.ids.to_pylist(), rows_of, batch.diffs.to_pylist()):
-            rows.append(([_short(row_id)] if include_id else []) + _printed(row, table) + [batch.time, diff])
+            time = END_OF_INPUT_TIME if batch.end_of_input else batch.time
+            rows.append(([_short(row_id)] if include_id else []) + _printed(row, table) + [time, diff])
+    # as Pathway prints them: by time, then diff, then values
+    rows.sort(key=lambda r: (r[-2], r[-1], _order(r[1:-2] if include_id else r[:-2])))
     _print_rows(([""] if include_id else []) + names + ["__time__", "__diff__"], rows[:n_rows] if n_rows else rows)

@@ -90,6 +90,13 @@ def forget_built() -> None:
     _built.clear()
 
 
+class _IdColumn:
+    """``Table._id_column``: what Pathway's tests read of a table's id column."""
+
+    def __init__(self, universe: Universe) -> None:
+        self.universe = universe
+
+
 @traced
 class Table(_Promises):
     """A table whose contents change over time; columns are attributes.
@@ -180,9 +187,99 @@ class Table(_Promises):
         """
         return self._derive(n.AppendOnly(dict(self._node.columns), self._node, check=True), universe=self._universe)
 
+    def to_stream(self, upsert_column_name: str = "is_upsert") -> "Table":
+        """The changes of this table as rows, never retracted: at each time, per changed
+        row, its new values with ``True`` in ``upsert_column_name`` (inserted or
+        updated), or its last values with ``False`` (deleted).  The rows keep the ids of
+        the rows they describe, so an id appears once per time it changed.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown('''
+        ... k | v | __time__ | __diff__
+        ... 1 | a | 2        | 1
+        ... 1 | a | 4        | -1
+        ... 1 | b | 4        | 1
+        ... 1 | b | 6        | -1
+        ... ''', id_from=["k"])
+        >>> pw.debug.compute_and_print_update_stream(t.to_stream(), include_id=False)
+        k | v | is_upsert | __time__ | __diff__
+        1 | a | True      | 2        | 1
+        1 | b | True      | 4        | 1
+        1 | b | False     | 6        | 1
+        """
+        if upsert_column_name in self._node.columns:
+            raise PlanError(f"to_stream: the table already has a column {upsert_column_name!r}; name the new one "
+                            "with upsert_column_name=")
+        node = n.ToStream({**self._node.columns, upsert_column_name: dt.BOOL}, self._node, upsert_column_name)
+        return self._derive(node)
+
+    def stream_to_table(self, is_upsert: Any) -> "Table":
+        """The table this stream of changes describes: per id, the values of its latest
+        row where ``is_upsert`` is True; an id whose latest row has it False (a deletion:
+        only its id counts) has no row.  Of several rows of one id at one time, upserts
+        count after deletions.
+
+        >>> import sparkway as pw
+        >>> s = pw.debug.table_from_markdown('''
+        ... k | v | is_upsert | __time__
+        ... 1 | a | True      | 2
+        ... 1 | b | True      | 4
+        ... 1 | b | False     | 6
+        ... ''', id_from=["k"])
+        >>> pw.debug.compute_and_print_update_stream(s.stream_to_table(pw.this.is_upsert), include_id=False)
+        k | v | is_upsert | __time__ | __diff__
+        1 | a | True      | 2        | 1
+        1 | a | True      | 4        | -1
+        1 | b | True      | 4        | 1
+        1 | b | True      | 6        | -1
+        """
+        flag = self._bind(is_upsert)
+        kind = infer(flag, [self._node.columns])
+        if kind != dt.BOOL:
+            raise TypeError(f"Expected 'is_upsert' to be of type 'bool', got '{dt.python_type(kind)}'")
+        return self._derive(n.StreamToTable(dict(self._node.columns), (self._node,), flag))
+
+    @staticmethod
+    def from_streams(upserts: "Table", deletions: "Table") -> "Table":
+        """The table described by a stream of upserts (rows inserted or updated, by id) and
+        a stream of deletions (only their ids count), as ``stream_to_table`` reads one
+        stream.
+
+        >>> import sparkway as pw
+        >>> ups = pw.debug.table_from_markdown("k | v | __time__\\n1 | a | 2\\n2 | b | 2", id_from=["k"])
+        >>> dels = pw.debug.table_from_markdown("k | __time__\\n1 | 4", id_from=["k"])
+        >>> pw.debug.compute_and_print_update_stream(pw.Table.from_streams(ups, dels), include_id=False)
+        k | v | __time__ | __diff__
+        1 | a | 2        | 1
+        2 | b | 2        | 1
+        1 | a | 4        | -1
+        """
+        return upserts._derive(n.StreamToTable(dict(upserts._node.columns), (upserts._node, deletions._node)))
+
+    def unpack_snapshots(self) -> "Table":
+        """At each time this table changes, all the rows it holds then, each under an id
+        new at that time; rows are never retracted (each time is a full snapshot, so
+        this is meant for small tables).
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("v | __time__\\n1 | 2\\n2 | 4")
+        >>> pw.debug.compute_and_print_update_stream(t.unpack_snapshots(), include_id=False)
+        v | __time__ | __diff__
+        1 | 2        | 1
+        1 | 4        | 1
+        2 | 4        | 1
+        """
+        return self._derive(n.Snapshots(dict(self._node.columns), self._node))
+
     def _remove_retractions(self) -> "Table":
         """Only the insertions: deleted rows stay (Pathway's internal method)."""
         return self._derive(n.AppendOnly(dict(self._node.columns), self._node), universe=Universe(self._universe))
+
+    @property
+    def _id_column(self) -> Any:
+        """The table's ids as Pathway's internals show them: their ``universe`` (the set
+        of ids, see ``Universe``), which Pathway's tests compare."""
+        return _IdColumn(self._universe)
 
     @property
     def is_append_only(self) -> bool:
@@ -611,12 +708,31 @@ class Table(_Promises):
         self, threshold_column: Any, time_column: Any, mark_forgetting_records: bool, instance_column: Any = None,
     ) -> "Table":
         """``forget`` with the threshold given per row, per instance."""
-        if mark_forgetting_records:
-            raise PlanError(
-                "forget(mark_forgetting_records=True) is not supported: sparkway does not mark the retractions of "
-                "forgetting; to keep results, apply the operator to a table that is not forgotten"
-            )
-        return self._gate("forget", threshold_column, time_column, instance_column)
+        mode = "forget_marked" if mark_forgetting_records else "forget"
+        return self._gate(mode, threshold_column, time_column, instance_column)
+
+    def filter_out_results_of_forgetting(self, ensure_consistency: bool = False) -> "Table":
+        """The table without the changes that forgetting caused (``forget`` with
+        ``mark_forgetting_records=True``, earlier in the program): rows forgotten stay,
+        and results computed from them are not retracted.  With ``ensure_consistency``,
+        an id whose row was kept and gets a new one has the kept row retracted first.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("t | __time__\\n1 | 2\\n5 | 4\\n9 | 6")
+        >>> counted = t.forget(pw.this.t, 2, mark_forgetting_records=True).reduce(n=pw.reducers.count())
+        >>> pw.debug.compute_and_print_update_stream(
+        ...     counted.filter_out_results_of_forgetting(ensure_consistency=True), include_id=False)
+        n | __time__ | __diff__
+        1 | 2        | 1
+        1 | 4        | -1
+        2 | 4        | 1
+        2 | 6        | -1
+        3 | 6        | 1
+
+        (``t=1`` is forgotten at time 7, right after the step at 6; the count keeps it.)
+        """
+        node = n.FilterOutForgetting(dict(self._node.columns), self._node, ensure_consistency)
+        return self._derive(node, universe=Universe(self._universe))
 
     def _buffer(self, threshold_column: Any, time_column: Any, instance_column: Any = None) -> "Table":
         """``buffer`` with the threshold given per row, per instance."""
@@ -949,8 +1065,9 @@ class Table(_Promises):
         ``select`` also reads ``pw.this.instance``, ``pw.this.t`` and ``pw.this.side``
         (the row's keys, its time, and whether it is from ``other``).
 
-        ``behavior`` (when late rows may be forgotten) is accepted and not applied:
-        every row is kept, which gives the results of a run without late data.
+        ``behavior`` (``pw.temporal.common_behavior``) delays rows (``delay``), ignores
+        rows late by ``cutoff`` and forgets rows older than that: they are no longer
+        peers of new rows, and without ``keep_results`` their results are retracted.
 
         >>> import sparkway as pw
         >>> trades = pw.debug.table_from_markdown("t | qty\\n3 | 10\\n7 | 20")
@@ -965,7 +1082,9 @@ class Table(_Promises):
         from sparkway.api import asof, temporal
 
         direction = temporal.Direction.BACKWARD if direction is None else direction
-        return asof.asof_join(self, other, self_time, other_time, on, how, defaults, direction, left_instance, right_instance)
+        return asof.asof_join(
+            self, other, self_time, other_time, on, how, defaults, direction, left_instance, right_instance, behavior,
+        )
 
     def asof_join_left(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
         return self.asof_join(other, *args, how="left", **kwargs)

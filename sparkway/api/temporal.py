@@ -24,9 +24,15 @@ def _window_columns(table: Any, time_type: dt.DType, instance: Any) -> dict[str,
 
 
 def _grouped(windowed: Any, original: Any, instance: Any) -> Any:
+    """The rows grouped by window: by ``_pw_window`` (where the rows have it, the window as
+    one value), its start and end, and the instance, so that a window's result has the
+    id ``pointer_from`` gives these values, as in Pathway."""
     from sparkway.api.table import GroupedTable
 
-    keys = [(name, ColumnRef(n.InputRef(0), name)) for name in ("_pw_instance", "_pw_window_start", "_pw_window_end")]
+    names = ("_pw_window", "_pw_window_start", "_pw_window_end", "_pw_instance")
+    if "_pw_window" not in windowed._node.columns:
+        names = ("_pw_instance", "_pw_window_start", "_pw_window_end")
+    keys = [(name, ColumnRef(n.InputRef(0), name)) for name in names]
     aliases = {instance.name: "_pw_instance"} if isinstance(instance, ColumnRef) else {}
     return GroupedTable(windowed, keys, aliases)
 
@@ -90,7 +96,7 @@ class SlidingWindow:
             behavior = CommonBehavior(self.duration + shift, shift, True)
         if behavior is not None:
             windowed = _window_behavior(windowed, table._bind(time_expr), behavior)
-        return _grouped(windowed, table, instance)
+        return _grouped(_with_window_key(windowed, table), table, instance)
 
     def _windowed(self, table: Any, time_expr: Expr, instance: Any) -> Any:
         time = table._bind(time_expr)
@@ -247,6 +253,45 @@ def with_behavior(table: Any, time: Expr, behavior: "CommonBehavior | None") -> 
         mode = "ignore_late" if behavior.keep_results else "late_forget"
         table = table._gate(mode, wrap(time) + behavior.cutoff, time, None, equivalent=True)
     return table
+
+
+def clock_table(refresh_s: float, initial_delay_s: float = 0.0) -> Any:
+    """A table that gets a row ``timestamp_utc`` (the current UTC time) every ``refresh_s``
+    seconds, and never ends (``pw.temporal.utc_now``)."""
+    from sparkway.api.graph import table_from_source
+    from sparkway.connectors.clock import ClockSource
+
+    return table_from_source(ClockSource(refresh_s, initial_delay_s))
+
+
+def asof_behavior(table: Any, time: Expr, behavior: "CommonBehavior | None") -> Any:
+    """One side of an as-of join through the gates of ``behavior`` (by the side's
+    ``time``), as Pathway applies them: rows delayed (``delay``), late rows ignored and
+    old rows forgotten (``cutoff``); with ``keep_results`` the forgetting is marked, and
+    the join's results of it are filtered out (``filter_out_results_of_forgetting``), so
+    a forgotten row only stops being a peer of new rows."""
+    if behavior is None:
+        return table
+    if not isinstance(behavior, CommonBehavior):
+        raise PlanError(f"an asof join takes pw.temporal.common_behavior(...), not {behavior!r}")
+    if behavior.delay is not None:
+        table = table._gate("buffer", wrap(time) + behavior.delay, time, None, equivalent=True)
+    if behavior.cutoff is not None and behavior.keep_results:
+        table = table._gate("ignore_late", wrap(time) + behavior.cutoff, time, None, equivalent=True)
+        table = table._gate("forget_marked", wrap(time) + behavior.cutoff, time, None, equivalent=True)
+    elif behavior.cutoff is not None:
+        table = table._gate("late_forget", wrap(time) + behavior.cutoff, time, None, equivalent=True)
+    return table
+
+
+def _with_window_key(windowed: Any, original: Any) -> Any:
+    """``windowed`` with ``_pw_window`` = (instance, start, end): Pathway's value naming a
+    sliding window."""
+    parts = tuple(ColumnRef(n.InputRef(0), c) for c in ("_pw_instance", "_pw_window_start", "_pw_window_end"))
+    window = MakeTuple(parts)
+    columns = {**windowed._node.columns, "_pw_window": infer(window, [windowed._node.columns])}
+    exprs = tuple((c, ColumnRef(n.InputRef(0), c)) for c in windowed._node.columns) + (("_pw_window", window),)
+    return original._derive(n.Select(columns, windowed._node, exprs), equivalent=original)
 
 
 def _with_window_tuple(windowed: Any, original: Any) -> Any:

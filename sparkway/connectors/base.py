@@ -90,6 +90,11 @@ class Source(ABC):
         tables' ``__time__``); None for input that just arrives."""
         return None
 
+    def due_in(self) -> float | None:
+        """Seconds until this source will have input, when it knows (a clock); the step
+        loop waits no longer than that.  None: it does not know."""
+        return None
+
     @property
     def is_finished(self) -> bool:
         """True when the source will never have another segment (static mode, read)."""
@@ -131,6 +136,9 @@ class OutputBatch:
     #: per row, the names of its columns holding an Error value, for sinks that
     #: ``keeps_errors`` in a run with ``terminate_on_error=False``
     errors: pa.Array | None = None
+    #: the changes of the last step, after every source ended (rows held back until the
+    #: end, e.g. by ``Table.buffer``): Pathway gives them its time 18446744073709551614
+    end_of_input: bool = False
 
 
 class Sink(ABC):

@@ -375,6 +375,7 @@ FUNCTION_TYPES: dict[str, Callable[[list[DType], tuple], DType]] = {
     "dt.nanoseconds": _fixed(dt.INT),
     "num.round": _same,
     "window.starts": lambda types, params: dt.DType("list", (types[0].with_optional(False),)),
+    "processing_time": _fixed(dt.DATE_TIME_UTC),
     "to_string": lambda types, params: dt.STR,
     "json_as_int": _json_as(dt.INT), "json_as_float": _json_as(dt.FLOAT),
     "json_as_str": _json_as(dt.STR), "json_as_bool": _json_as(dt.BOOL),

@@ -119,14 +119,16 @@ class Scope:
     types: list[dict[str, DType]]
     where: str = ""
     checks: Checks | None = None
+    #: the time of the step (milliseconds since the epoch, or a debug table's ``__time__``)
+    time: int = 0
 
     @staticmethod
-    def of(*inputs: dict[str, DType], where: str = "", errors: bool = False) -> "Scope":
+    def of(*inputs: dict[str, DType], where: str = "", errors: bool = False, time: int = 0) -> "Scope":
         """The scope of a node reading ``inputs``; ``errors``: the run keeps Error values
         (the frames have ``ERRORS``)."""
         cols = [{name: col(name) for name in types} | {"id": col(ID)} for types in inputs]
         checks = Checks([set(types) for types in inputs]) if errors else None
-        return Scope(cols, list(inputs), where, checks)
+        return Scope(cols, list(inputs), where, checks, time)
 
     def failing(self, failed: Column, kind: str, message: Column | str, value: Column) -> Column:
         """``value``, except where ``failed`` holds: there the step fails with ``kind``
@@ -1081,6 +1083,8 @@ FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], Scope], Column]
     "dt.nanoseconds": lambda a, p, t, w: (_duration_micros(a[0]) * F.lit(1000)).cast("long"),
     "num.round": lambda a, p, t, w: F.round(a[0], p[0]),
     "window.starts": _window_starts,
+    # when the row was processed: its step's time (in milliseconds), as a UTC date-time
+    "processing_time": lambda a, p, t, scope: F.timestamp_micros(F.lit(scope.time * 1000)),
     "to_string": _to_string,
     "json_as_int": _json_as(int, "long"),
     "json_as_float": _json_as(float, "double"),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -31,6 +32,7 @@ from sparkway.engine.kernels.merge import merge_groups
 from sparkway.engine.kernels.ordered import deduplicate_groups, sort_groups
 from sparkway.engine.kernels.reduce import fallible, reduce_groups
 from sparkway.engine.kernels.session import sessionize
+from sparkway.engine.kernels.streams import UPSERT, consistent_rows, snapshots, upserts
 from sparkway.engine.stateful import KeyedInput, keyed_step
 from sparkway.plan import nodes as n
 from sparkway.state.store import StateLocation
@@ -54,6 +56,8 @@ class StepContext:
     entries: dict[int, DataFrame] = field(default_factory=dict)  # id(node) -> its error log rows
     #: the input has ended: a last step in which nodes holding rows back let them out
     final: bool = False
+    #: a forgetting step: marked forgets retract the rows due (``TimeGate`` ``forget_marked``)
+    forgetting: bool = False
     #: ids of the nodes whose changes in this step hold no Error value for sure: their
     #: consumers skip the checks of their values
     error_free: set[int] = field(default_factory=set)
@@ -64,7 +68,7 @@ class StepContext:
         return with_no_errors(frame) if self.keep_errors else frame
 
     def scope(self, node: n.Node, *inputs: dict[str, DType]) -> Scope:
-        scope = Scope.of(*inputs, where=node.label, errors=self.keep_errors)
+        scope = Scope.of(*inputs, where=node.label, errors=self.keep_errors, time=self.time)
         if scope.checks is not None and self.inputs_error_free(node):
             scope.checks.inputs = [set() for _ in inputs]
         return scope
@@ -508,21 +512,86 @@ def _sort(node: n.Sort, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     return _per_instance(node, frames[0], ctx, scope, node.instance, extra, sort_groups, None, carry_columns=False)
 
 
+def _with_marker(ctx: StepContext, frame: DataFrame) -> DataFrame:
+    """``frame`` and a change of no row (``_diff`` 0), which makes a gate kernel run in a
+    step without input (the end of the input, a forgetting step)."""
+    nothing = [F.lit(None).cast(field.dataType).alias(field.name) for field in frame.schema.fields]
+    marker = ctx.spark.range(1).select(*nothing).withColumn(ID, F.lit(0).cast("long")).withColumn(DIFF, F.lit(0).cast("long"))
+    return frame.unionByName(marker)
+
+
 def _time_gate(node: n.TimeGate, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     scope = ctx.scope(node, node.input.columns)
     frame = typed(node.input, frames[0])
-    if ctx.final and node.mode == "buffer":  # a change of no rows (_diff 0) tells it that the input ended
-        ended = [F.lit(None).cast(field.dataType).alias(field.name) for field in frame.schema.fields]
-        frame = frame.unionByName(ctx.spark.range(1).select(*ended).withColumn(ID, F.lit(0).cast("long"))
-                                  .withColumn(DIFF, F.lit(0).cast("long")))
+    if (ctx.final and node.mode == "buffer") or (ctx.forgetting and node.mode == "forget_marked"):
+        frame = _with_marker(ctx, frame)
     instance = pointer_of([compile_expr(node.instance, scope)]) if node.instance is not None else F.lit(0).cast("long")
     payload = {c: col(c) for c in node.input.columns}
     payload |= {THRESHOLD: compile_expr(node.threshold, scope), TIME: compile_expr(node.time, scope), INSTANCE: instance}
     errors_as = ERRORS if ctx.keep_errors else None
     keyed = _keyed_input(node, ctx, frame, scope, [], [], payload, "time gate", errors_as=errors_as)
     output = spark_schema(node.columns, with_id=True)
-    params = (node.mode, _carried(node, ctx))
+    params = (node.mode, _carried(node, ctx), ctx.forgetting)
     return ctx.keyed(node, [keyed], gate, params, _with_errors(output) if ctx.keep_errors else output, gate=True)
+
+
+def _to_stream(node: n.ToStream, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    """Per id changed in the step: its row inserted (upsert), else its row deleted."""
+    values = [col(c) for c in node.input.columns] + ([col(ERRORS)] if ctx.keep_errors else [])
+    net = frames[0].groupBy(col(ID), *values).agg(F.sum(col(DIFF)).alias(DIFF)).filter(col(DIFF) != 0)
+    inserted_first = Window.partitionBy(col(ID)).orderBy(col(DIFF).desc())
+    picked = net.withColumn("_pw_rank", F.row_number().over(inserted_first)).filter(col("_pw_rank") == 1)
+    return picked.select(
+        col(ID), *[col(c) for c in node.input.columns], (col(DIFF) > 0).alias(node.upsert), F.lit(1).cast("long").alias(DIFF),
+        *([col(ERRORS)] if ctx.keep_errors else []),
+    )
+
+
+def _stream_to_table(node: n.StreamToTable, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    inputs = []
+    for position, (table, frame) in enumerate(zip(node.tables, frames)):
+        scope = ctx.scope(node, table.columns)
+        payload = {c: col(c) for c in node.columns} if position == 0 else {}
+        if position == 0 and node.is_upsert is not None:
+            payload[UPSERT] = compile_expr(node.is_upsert, scope)
+        keyed = _keyed_input(node, ctx, typed(table, frame), scope, [], [], payload, "stream",
+                             errors_as=ERRORS if position == 0 and ctx.keep_errors else None)
+        keyed.keys = [col(ID)]  # a row of the stream changes the row of its id
+        inputs.append(keyed)
+    output = spark_schema(node.columns, with_id=True)
+    params = (_carried_columns(node, ctx), node.is_upsert is not None)
+    return ctx.keyed(node, inputs, upserts, params, _with_errors(output) if ctx.keep_errors else output, gate=True)
+
+
+def _snapshots(node: n.Snapshots, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    scope = ctx.scope(node, node.input.columns)
+    payload = {c: col(c) for c in _carried(node, ctx)}
+    keyed = _keyed_input(node, ctx, typed(node.input, frames[0]), scope, [], [], payload, "snapshot")
+    output = spark_schema(node.columns, with_id=True)
+    rows = ctx.keyed(node, [keyed], snapshots, _carried(node, ctx), _with_errors(output) if ctx.keep_errors else output)
+    # a row of a snapshot is new at each time: its id is made of the row's and the time
+    return rows.withColumn(ID, pointer_of([F.lit(ctx.time).cast("long"), col(ID)]))
+
+
+def _filter_out_forgetting(node: n.FilterOutForgetting, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    if ctx.forgetting:
+        # nothing passes, but the input is computed: its stateful operators forget (a
+        # frame that no output reads would not run); no change has a diff of 0
+        return frames[0].filter(col(DIFF) == 0)
+    if not node.consistent:
+        return frames[0]
+    scope = ctx.scope(node, node.input.columns)
+    payload = {c: col(c) for c in _carried(node, ctx)}
+    keyed = _keyed_input(node, ctx, typed(node.input, frames[0]), scope, [], [], payload, "row")
+    keyed.keys = [col(ID)]
+    output = spark_schema(node.columns, with_id=True)
+    return ctx.keyed(node, [keyed], consistent_rows, _carried(node, ctx),
+                     _with_errors(output) if ctx.keep_errors else output, gate=True)
+
+
+def _carried_columns(node: n.Node, ctx: StepContext) -> list[str]:
+    """The node's own columns a kernel carries (and the row's ``ERRORS`` when kept)."""
+    return list(node.columns) + ([ERRORS] if ctx.keep_errors else [])
 
 
 def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -589,5 +658,9 @@ _COMPILERS: dict[type, Callable[[n.Node, list[DataFrame], StepContext], DataFram
     n.IterationInput: _iteration_input,
     n.IterateResult: _iterate_result,
     n.TimeGate: _time_gate,
+    n.ToStream: _to_stream,
+    n.StreamToTable: _stream_to_table,
+    n.Snapshots: _snapshots,
+    n.FilterOutForgetting: _filter_out_forgetting,
     n.Output: _output,
 }

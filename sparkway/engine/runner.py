@@ -101,12 +101,15 @@ class Runner:
                 segments = {s.name: s.discover() for s in self.sources}
                 if any(segments.values()):
                     self._run_step(spark, location, segments, self._step_time(segments))
+                    if any(_forgets_marked(node) for node in self.plan.nodes):
+                        self._run_step(spark, location, {}, self.last_time + 1, kind="forgetting")
                 elif all(s.is_finished for s in self.sources):
                     if any(_holds_back(node) for node in self.plan.nodes):
-                        self._run_step(spark, location, {}, self._step_time({}), final=True)
+                        self._run_step(spark, location, {}, self._step_time({}), kind="end")
                     break
                 else:
-                    self.wakeup.wait(self.options.poll_interval_s)
+                    dues = [d for s in self.sources if (d := s.due_in()) is not None]
+                    self.wakeup.wait(min([self.options.poll_interval_s, *dues]))
             for sink in sinks:
                 sink.close()
         finally:
@@ -124,12 +127,14 @@ class Runner:
         return max(int(_time.time() * 1000), self.last_time + 1)
 
     def _run_step(
-        self, spark: SparkSession, location: StateLocation, segments: dict[str, list], time: int, final: bool = False,
+        self, spark: SparkSession, location: StateLocation, segments: dict[str, list], time: int, kind: str = "input",
     ) -> None:
-        """One step; ``final``: the input has ended, and nodes holding rows back let them out."""
+        """One step of a ``kind``: ``input`` (the segments' changes), ``end`` (the input has
+        ended, and nodes holding rows back let them out) or ``forgetting`` (right after an
+        input step: marked forgets retract the rows due, see ``TimeGate``)."""
         step = self.step + 1
         if self.metadata is not None:
-            self.metadata.log_step(step, time, segments)
+            self.metadata.log_step(step, time, segments, kind)
         tables = {s.name: s.read(segments.get(s.name, [])) for s in self.sources}
         for source in self.sources:
             count = len(segments.get(source.name, []))
@@ -137,7 +142,7 @@ class Runner:
                 entries = tables[source.name].num_rows
                 self.entries[source.name] = self.entries.get(source.name, 0) + entries
                 log.info("%s: %d entries (%d minibatch(es)) have been sent to the engine", source.label, entries, count)
-        batches = self._compute(spark, location, step, time, tables, final)
+        batches = self._compute(spark, location, step, time, tables, kind)
         for out, batch in zip(self.plan.outputs, batches):
             out.sink.write(batch)
         for source in self.sources:
@@ -148,10 +153,12 @@ class Runner:
 
     def _compute(
         self, spark: SparkSession, location: StateLocation, step: int, time: int, tables: dict[str, pa.Table],
-        final: bool = False,
+        kind: str = "input",
     ) -> list[OutputBatch]:
+        final = kind == "end"
         ctx = StepContext(spark, step, time, location, self.partitions, self.operator_names,
-                          keep_errors=not self.options.terminate_on_error, final=final)
+                          keep_errors=not self.options.terminate_on_error, final=final, forgetting=kind == "forgetting")
+        wakes = _holds_back if final else _forgets_marked if ctx.forgetting else (lambda node: False)
         frames: dict[int, DataFrame] = {}
         nonempty: set[int] = set()
         consumers = self.plan.consumers()
@@ -170,7 +177,7 @@ class Runner:
                 if table.num_rows <= ONE_BATCH_ROWS:  # one task; one Arrow batch for Python functions,
                     frame = frame.coalesce(1)         # which Pathway calls with all rows of a time
                 ctx.inputs[id(node)] = frame
-            elif not any(id(i) in nonempty for i in node.inputs) and not (final and _holds_back(node)):
+            elif not any(id(i) in nonempty for i in node.inputs) and not wakes(node):
                 continue  # no input changed: no output changes, and state stays as it is
             nonempty.add(id(node))
             inputs = [frames[id(i)] if id(i) in frames else ctx.empty(i) for i in node.inputs]
@@ -188,7 +195,10 @@ class Runner:
             for frame in cached:
                 frame.unpersist()
         _log_errors(errors)
-        return [_output_batch(out, table, time) for out, table in zip(self.plan.outputs, collected)]
+        batches = [_output_batch(out, table, time) for out, table in zip(self.plan.outputs, collected)]
+        for batch in batches:
+            batch.end_of_input = final
+        return batches
 
     def _log_entries(self, ctx: StepContext, time: int, error_log: n.ErrorLog | None = None) -> DataFrame | None:
         """The errors logged in this step: those of ``error_log``, or (None) every error;
@@ -260,7 +270,7 @@ class Runner:
         pending = self.metadata.pending_step(self.step)
         if pending is not None:
             log.info("Replaying step %d, interrupted in the previous run", pending["step"])
-            self._run_step(spark, location, pending["segments"], pending["time"])
+            self._run_step(spark, location, pending["segments"], pending["time"], pending.get("kind", "input"))
 
     def _describe(self) -> list[dict[str, Any]]:
         index = {id(node): i for i, node in enumerate(self.plan.nodes)}
@@ -301,6 +311,12 @@ _END = 2**63
 def _holds_back(node: n.Node) -> bool:
     """Whether the node holds rows back until its input ends (``pw.Table.buffer``)."""
     return isinstance(node, n.TimeGate) and node.mode == "buffer"
+
+
+def _forgets_marked(node: n.Node) -> bool:
+    """Whether the node forgets rows in forgetting steps (``forget(...,
+    mark_forgetting_records=True)``)."""
+    return isinstance(node, n.TimeGate) and node.mode == "forget_marked"
 
 
 def _log_of(node: n.Node, global_log: n.ErrorLog | None) -> n.ErrorLog | None:

@@ -21,6 +21,7 @@ import time as _time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
@@ -34,12 +35,16 @@ from sparkway.engine.failures import failures_named
 from sparkway.state.store import StateLocation
 
 Kernel = Callable[[list[pa.Table], Any], pa.Table]
-#: an operator whose output depends on when its changes arrived (``TimeGate``): given a
-#: group's stored state (None at first), its changes of the step (``_id``, the payload,
-#: ``_diff``; ``_diff`` 0 marks the end of the input) and the params, the output changes
-#: and the new state (None: nothing to keep)
+#: an operator whose output depends on its changes, not only on the rows its inputs hold
+#: (``TimeGate``, ``StreamToTable``...): given a group's stored state (None at first), its
+#: changes of the step (``_input``, ``_id``, the payload, ``_diff``; ``_diff`` 0 marks a
+#: step without input: the input ended, or a forgetting step) and the params, the output
+#: changes and the new state (None: nothing to keep)
 GateKernel = Callable[[Any, pa.Table, Any], tuple[pa.Table, Any]]
-Arrangement = dict[int, list]  # row id -> [payload values, multiplicity, arrival time]
+#: row id -> [payload values, multiplicity, arrival time]; or, for an id under which rows
+#: of different values are held (a stream of changes repeats its keys: ``to_stream``), a
+#: list of such entries
+Arrangement = dict[int, list]
 
 
 @dataclass
@@ -187,18 +192,25 @@ def _apply(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table, dict
 
 
 def _apply_gate(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table, dict[bytes, bytes | None]]:
-    """A gate's step: per group, its stored state and changes through the kernel."""
-    gids = sorted(set(rows.column("_gid").to_pylist()))
+    """A step of an operator that sees its changes with its stored state: per group, its
+    state and changes through the kernel (the changes have ``_input``, ``_id``, the first
+    input's payload by name, the others' as ``_<input>_<name>``, and ``_diff``)."""
+    rows = rows.sort_by([("_gid", "ascending")])
+    gid_column = rows.column("_gid").to_numpy()
+    starts = [0, *(np.flatnonzero(gid_column[1:] != gid_column[:-1]) + 1).tolist()]
+    gids = [int(gid_column[start]) for start in starts]
     keys = [_state_key(0, gid) for gid in gids]
     names = [name for name, _ in spec.payloads[0]]
+    others = [f"_{i}_{name}" for i in range(1, len(spec.payloads)) for name, _ in spec.payloads[i]]
+    rows = rows.select(["_input", ID, *[f"_0_{name}" for name in names], *others, DIFF])
+    rows = rows.rename_columns(["_input", ID, *names, *others, DIFF])
     outputs, updates = [], {}
-    for key, gid, stored in zip(keys, gids, store.get_many(keys)):
-        changes = rows.filter(pc.equal(rows.column("_gid"), gid))
-        changes = changes.select([ID, *[f"_0_{name}" for name in names], DIFF]).rename_columns([ID, *names, DIFF])
+    for key, start, end, stored in zip(keys, starts, [*starts[1:], rows.num_rows], store.get_many(keys)):
         with failures_named(spec.where):
-            out, state = spec.kernel(pickle.loads(stored) if stored is not None else None, changes, spec.params)
+            out, state = spec.kernel(pickle.loads(stored) if stored is not None else None, rows.slice(start, end - start), spec.params)
         outputs.append(out)
-        updates[key] = pickle.dumps(state, protocol=5) if state is not None else None
+        if stored is not None or state is not None:
+            updates[key] = pickle.dumps(state, protocol=5) if state is not None else None
     out = pa.concat_tables(outputs)
     return consolidate(out.drop_columns([DIFF]), out.column(DIFF).to_pylist()), updates
 
@@ -218,16 +230,37 @@ def _apply_changes(
     ):
         k = group_of[gid]
         changed.add(k)
-        entry = own[k].get(row_id)
-        if entry is None:
-            own[k][row_id] = [tuple(values), diff, time]
-            continue
-        if diff > 0:  # an insertion carries the row's current values
-            entry[0], entry[2] = tuple(values), time
-        entry[1] += diff
-        if entry[1] == 0:
+        entries = _entries(own[k].get(row_id))
+        _add_change(entries, tuple(values), diff, time)
+        if not entries:
             del own[k][row_id]
+        else:
+            own[k][row_id] = entries[0] if len(entries) == 1 else entries
     return changed
+
+
+def _entries(held: list | None) -> list[list]:
+    """The entries held under one id (see ``Arrangement``)."""
+    if held is None:
+        return []
+    return held if isinstance(held[0], list) else [held]
+
+
+def _add_change(entries: list[list], values: tuple, diff: int, time: int) -> None:
+    """Applies one change to the entries of its id: it counts for the entry of the same
+    values.  A retraction whose values match none (a value computed again differently)
+    retracts the earliest row of its id, as a retraction of a row by id does."""
+    entry = next((e for e in entries if e[0] == values), None)
+    if entry is None and diff < 0:
+        entry = next((e for e in entries if e[1] > 0), None)
+    if entry is None:
+        entries.append([values, diff, time])
+        return
+    if diff > 0:
+        entry[2] = time
+    entry[1] += diff
+    if entry[1] == 0:
+        entries.remove(entry)
 
 
 def _rows_of(own: list[Arrangement], gids: list[int], version: int) -> list[tuple]:
@@ -235,28 +268,29 @@ def _rows_of(own: list[Arrangement], gids: list[int], version: int) -> list[tupl
     out = []
     for k, arrangement in enumerate(own):
         g = 2 * k + version
-        counts = _cancel_negative(arrangement)
-        for row_id, (values, _, time) in arrangement.items():
-            out.extend([(g, row_id, gids[k], time, values)] * counts[row_id])
+        for row_id, values, count, time in _cancel_negative(arrangement):
+            out.extend([(g, row_id, gids[k], time, values)] * count)
     return out
 
 
-def _cancel_negative(arrangement: Arrangement) -> dict[int, int]:
-    """Multiplicities to compute with: a retraction of an id that was never inserted (a
-    stream whose ids do not pair up) cancels a row of the same values under another id, as
-    a multiset of values does in Pathway; what it cannot cancel is left out."""
-    counts = {row_id: count for row_id, (_, count, _) in arrangement.items()}
+def _cancel_negative(arrangement: Arrangement) -> list[tuple[int, tuple, int, int]]:
+    """(id, values, multiplicity, time) to compute with: a retraction of an id that was
+    never inserted (a stream whose ids do not pair up) cancels a row of the same values
+    under another id, as a multiset of values does in Pathway; what it cannot cancel is
+    left out."""
+    rows = [(row_id, *entry) for row_id, held in arrangement.items() for entry in _entries(held)]
     owed: collections.Counter = collections.Counter()
-    for values, count, _ in arrangement.values():
+    for _, values, count, _ in rows:
         if count < 0:
             owed[repr(values)] -= count
-    if not owed:
-        return counts
-    for row_id, (values, count, _) in arrangement.items():
-        cancelled = min(max(count, 0), owed[repr(values)])
-        owed[repr(values)] -= cancelled
-        counts[row_id] = max(count - cancelled, 0)
-    return counts
+    out = []
+    for row_id, values, count, time in rows:
+        cancelled = min(max(count, 0), owed[repr(values)]) if owed else 0
+        if owed:
+            owed[repr(values)] -= cancelled
+        if count - cancelled > 0:
+            out.append((row_id, values, count - cancelled, time))
+    return out
 
 
 def _to_table(old: list[tuple], new: list[tuple], payload: tuple[tuple[str, pa.DataType], ...]) -> pa.Table:

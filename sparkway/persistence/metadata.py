@@ -126,8 +126,10 @@ class MetadataLog:
         name = f"{after + 1:016d}.json"
         return json.loads(self.storage.read_bytes(f"steps/{name}")) if self.storage.exists(f"steps/{name}") else None
 
-    def log_step(self, step: int, time: int, segments: dict[str, list]) -> None:
-        record = {"step": step, "time": time, "segments": segments}
+    def log_step(self, step: int, time: int, segments: dict[str, list], kind: str = "input") -> None:
+        """Step ``step`` is about to run: its time, its input and its kind (see
+        ``Runner._run_step``), so that a replay runs the same step."""
+        record = {"step": step, "time": time, "segments": segments, "kind": kind}
         self._check_held()
         self.storage.write_bytes(f"steps/{step:016d}.json", json.dumps(record).encode())
 

@@ -266,20 +266,75 @@ class TimeGate(_Stateful, _Unary):
     * ``late_forget``: ``ignore_late`` followed by ``forget``, in one: it forgets only at
       steps with changes on time;
     * ``buffer``: holds each change until the current time, this step's included,
-      reaches its ``threshold`` (the rest when the input ends).
+      reaches its ``threshold`` (the rest when the input ends);
+    * ``forget_marked`` (``forget(..., mark_forgetting_records=True)``): lets every change
+      through, and retracts each row whose ``threshold`` the time before a step reached
+      in a step of its own right after it (a *forgetting step*, whose changes
+      ``FilterOutForgetting`` drops).
 
     A step's changes all meet the time of the steps before it (Pathway: "the current time
     is updated after the operator processes all the data that arrived").  The whole
     state is one group, touched at every step with input: its rows are those within
     the threshold of the current time, few by design."""
 
-    mode: str  # ignore_late, forget, late_forget, buffer
+    mode: str  # ignore_late, forget, late_forget, buffer, forget_marked
     threshold: Expr
     time: Expr
     instance: Expr | None
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "mode": self.mode}
+
+
+@dataclass(frozen=True, eq=False)
+class ToStream(_Unary):
+    """The changes of the input as rows (``Table.to_stream``): at each time, per changed
+    id, one row with its new values and ``upsert`` True, or (deleted) its last values and
+    ``upsert`` False.  Keeps ids, so an id that changes at several times has several rows;
+    the rows are never retracted."""
+
+    upsert: str
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "upsert": self.upsert}
+
+
+@dataclass(frozen=True, eq=False)
+class StreamToTable(_Stateful, Node):
+    """The table streams of changes describe, per id: the values of its latest upsert, no
+    row after a deletion (``stream_to_table``: one stream, ``is_upsert`` tells upserts
+    from deletions; ``from_streams``: a stream of upserts, then one of deletions, whose
+    columns do not count).  Ids are the streams' ids."""
+
+    tables: tuple[Node, ...]
+    is_upsert: Expr | None = None
+
+    @property
+    def inputs(self) -> tuple[Node, ...]:
+        return self.tables
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshots(_Stateful, _Unary):
+    """``unpack_snapshots``: at each time the input changes, every row it holds then,
+    inserted under an id made of the row's id and the time; never retracted."""
+
+
+@dataclass(frozen=True, eq=False)
+class FilterOutForgetting(_Unary):
+    """The input without the changes made by forgetting (``forget`` with
+    ``mark_forgetting_records``): those of the steps that forget.  With ``consistent``
+    (stateful), the rows it let through are kept per id, so that a later insertion first
+    retracts the row shown under its id, and a retraction of a row not shown is dropped."""
+
+    consistent: bool = False
+
+    @property
+    def is_stateful(self) -> bool:
+        return self.consistent
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "consistent": self.consistent}
 
 
 @dataclass(frozen=True, eq=False)
@@ -373,8 +428,10 @@ def is_append_only(node: Node) -> bool:
             return True
         case Select() | Filter() | Flatten() | Reindex():
             return is_append_only(node.input)
-        case TimeGate(mode="ignore_late" | "buffer"):
+        case TimeGate(mode="ignore_late" | "buffer") | FilterOutForgetting():
             return is_append_only(node.input)
+        case ToStream() | Snapshots():
+            return True
         case Concat(tables=tables):
             return all(is_append_only(t) for t in tables)
         case Join(how="inner"):  # an outer join retracts a padded row when its match comes

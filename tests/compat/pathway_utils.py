@@ -15,13 +15,15 @@ Pathway's debug tables keep their ``__time__`` values:
   the Spark session of this process cannot follow) and ends it with SIGINT once the
   checker holds.
 
-Helpers not defined here (``DiffEntry``...) are placeholders that fail as a missing API
+Helpers not defined here are placeholders that fail as a missing API
 when a test uses them.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
+import functools
 import multiprocessing
 import os
 import pathlib
@@ -227,6 +229,102 @@ assert_stream_split_into_groups = _assertion(_time_groups(True))
 assert_stream_split_into_groups_wo_index = _assertion(_time_groups(False))
 assert_stream_split_into_groups_wo_types = _assertion(_time_groups(True), check_types=False)
 assert_stream_split_into_groups_wo_index_types = _assertion(_time_groups(False), check_types=False)
+
+
+def _pointer(values: tuple) -> int:
+    """The id sparkway gives to rows made from these values (``pointer_from``): computed
+    by the engine's own function, in Spark, with each value's column type."""
+    return _pointer_of_values(tuple(_hashable(v) for v in values))
+
+
+@functools.lru_cache(maxsize=None)
+def _pointer_of_values(values: tuple) -> int:
+    from pyspark.sql import types as T
+
+    from sparkway.core import dtypes
+    from sparkway.engine.expressions import pointer_of
+    from sparkway.engine.spark import get_spark
+
+    kinds = [dtypes.dtype_of_value(v) for v in values]
+    # a None (of no type) hashes as nothing, whatever its column's type
+    fields = [T.StructField(f"_{i}", T.NullType() if k.name == "Any" else k.spark_type(), True) for i, k in enumerate(kinds)]
+    frame = get_spark().createDataFrame([tuple(_spark_value(v) for v in values)], T.StructType(fields))
+    return frame.select(pointer_of([frame[f.name] for f in fields]).alias("id")).first()["id"]
+
+
+def _spark_value(value: Any) -> Any:
+    """A Python value as Spark takes it for its column type (tuples are structs)."""
+    return tuple(_spark_value(v) for v in value) if isinstance(value, tuple) else value
+
+
+@dataclasses.dataclass(order=True)
+class DiffEntry:
+    """One expected change of a table: its row id, its place among the changes of that
+    id (``order``), whether it inserts or removes, and the row (column -> value)."""
+
+    key: int
+    order: int
+    insertion: bool
+    row: dict[str, Any]
+
+    @staticmethod
+    def create(pk_table: Any, pk_columns: dict[str, Any], order: int, insertion: bool, row: dict[str, Any],
+               instance: Any = None) -> "DiffEntry":
+        return DiffEntry(DiffEntry.create_id_from(pk_table, pk_columns, instance=instance), order, insertion, row)
+
+    def final_cleanup_entry(self) -> "DiffEntry":
+        """The removal of this entry's row, after it."""
+        return DiffEntry(self.key, self.order + 1, False, self.row)
+
+    @staticmethod
+    def create_id_from(pk_table: Any, pk_columns: dict[str, Any], instance: Any = None) -> int:
+        """The id of the row whose key columns have these values (in this order), as
+        ``groupby(...).reduce`` gives it (the ``instance`` last)."""
+        values = tuple(pk_columns.values())
+        return _pointer(values if instance is None else (*values, instance))
+
+
+class _ExpectedChanges:
+    """A subscriber that checks each change of a table against the expected changes of
+    its id, taken in (order, insertion) order; ``on_end`` checks that none is left."""
+
+    def __init__(self, expected: list[DiffEntry], skipping: bool) -> None:
+        self.skipping = skipping  # expected changes may be missing from the stream
+        self.pending: dict[int, collections.deque] = collections.defaultdict(collections.deque)
+        for entry in sorted(expected, key=lambda e: (e.order, e.insertion)):
+            self.pending[entry.key].append(entry)
+
+    def __call__(self, key: int, row: dict[str, Any], time: int, is_addition: bool) -> None:
+        queue = self.pending.get(key)
+        assert queue, f"unexpected change of id {key}: {row}, addition={is_addition} at time {time}"
+        while True:
+            entry = queue.popleft()
+            if (entry.insertion, entry.row) == (is_addition, row):
+                break
+            assert self.skipping and queue, (
+                f"change of id {key}: {row}, addition={is_addition} at time {time}; expected "
+                f"{entry.row}, addition={entry.insertion}"
+            )
+        if not queue:
+            del self.pending[key]
+
+    def on_end(self) -> None:
+        left = {k: list(q) for k, q in self.pending.items() if q}
+        assert not left, f"expected changes that did not come: {left}"
+
+
+def assert_key_entries_in_stream_consistent(expected: list[DiffEntry], table: Any) -> None:
+    """Per id, the table's changes are a subsequence of the expected ones ending with the
+    last one (checked when the program runs)."""
+    check = _ExpectedChanges(expected, skipping=True)
+    _pw().io.subscribe(table, check, check.on_end)
+
+
+def assert_stream_equal(expected: list[DiffEntry], table: Any) -> None:
+    """Per id, the table's changes are exactly the expected ones, in order (checked when
+    the program runs)."""
+    check = _ExpectedChanges(expected, skipping=False)
+    _pw().io.subscribe(table, check, check.on_end)
 
 
 def _markdown_frame(table_def: str) -> pd.DataFrame:

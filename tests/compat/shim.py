@@ -56,6 +56,14 @@ ALIASES: dict[str, str | None] = {
 }
 
 
+# Pathway modules whose functions tests replace (``unittest.mock.patch``) to be seen by
+# the functions of the same module: such a name is sparkway's module itself, not a
+# forwarding module
+SAME_MODULES: dict[str, str] = {
+    "pathway.stdlib.temporal.time_utils": "sparkway.stdlib.time_utils",
+}
+
+
 # names pytest looks up on modules: never placeholders
 PYTEST_NAMES = {"setup_module", "setUpModule", "teardown_module", "tearDownModule", "setup", "teardown", "pytestmark"}
 
@@ -200,12 +208,24 @@ class _Loader(importlib.abc.Loader):
         pass
 
 
+class _SameModule(importlib.abc.Loader):
+    """Loads a ``SAME_MODULES`` name as the sparkway module itself."""
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        return importlib.import_module(SAME_MODULES[spec.name])
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass
+
+
 class _Finder(importlib.abc.MetaPathFinder):
     """Answers ``pathway.*`` imports, except Pathway's test files on disk."""
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         if not fullname.startswith("pathway.") or fullname.split(".")[1] == "tests":
             return None
+        if fullname in SAME_MODULES:
+            return importlib.util.spec_from_loader(fullname, _SameModule())
         return importlib.util.spec_from_loader(fullname, _Loader(), is_package=True)
 
 
