@@ -127,3 +127,25 @@ def test_assert_matches_schema():
         wide.assert_matches_schema(pw.schema_from_types(a=float), allow_subtype=False)
     with pytest.raises(AssertionError):
         wide.assert_matches_schema(pw.schema_from_types(a=int), allow_superset=False)
+
+
+def test_schema_prints_as_pathway_does():
+    # texts recorded from Pathway 0.33 (programs and doctests print schemas)
+    class S(pw.Schema):
+        k: int = pw.column_definition(primary_key=True)
+        name: str | None
+        tags: list[pw.Json]
+        at: pw.DateTimeUtc
+
+    assert repr(S) == (
+        "<pathway.Schema types={'k': <class 'int'>, 'name': str | None, 'tags': list[pathway.internals.json.Json], "
+        "'at': <class 'pathway.internals.datetime_types.DateTimeUtc'>}, id_type=pathway.engine.Pointer[int]>"
+    )
+    assert str(S) == (
+        "id           | k   | name          | tags       | at\n"
+        "Pointer(INT) | INT | Optional(STR) | List(Json) | DATE_TIME_UTC"
+    )
+    assert str(pw.schema_from_types()) == "id\nANY_POINTER"
+    assert repr(pw.schema_from_types(a=tuple[int, float])).endswith(
+        "types={'a': tuple[int, float]}, id_type=<class 'pathway.engine.Pointer'>>"
+    )

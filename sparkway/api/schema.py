@@ -92,9 +92,31 @@ class _SchemaMeta(type):
         cls.__properties__ = SchemaProperties(append_only if append_only is not None else inherited.append_only)
         return cls
 
+    # Pathway's texts, word for word (programs and doctests print schemas)
     def __repr__(cls) -> str:
-        cols = ", ".join(f"{c.name}: {c.dtype}" for c in cls.__columns__.values())
-        return f"<pw.Schema {cls.__name__}({cols})>"
+        types = ", ".join(f"{c.name!r}: {dt.pathway_annotation(c.dtype)}" for c in cls.__columns__.values())
+        return f"<pathway.Schema types={{{types}}}, id_type={cls._id_annotation()}>"
+
+    def __str__(cls) -> str:
+        """The columns and their types as a table, the id first."""
+        header = ["id", *cls.__columns__]
+        kinds = [cls._id_engine_name(), *(dt.engine_name(c.dtype) for c in cls.__columns__.values())]
+        widths = [max(len(a), len(b)) for a, b in zip(header, kinds)]
+        return "\n".join(" | ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in (header, kinds))
+
+    def _id_keys(cls) -> list[DType]:
+        """The types of the primary key, of which the ids are made (none: ids of any origin)."""
+        return [c.dtype for c in cls.__columns__.values() if c.primary_key]
+
+    def _id_annotation(cls) -> str:
+        keys = cls._id_keys()
+        if not keys:
+            return "<class 'pathway.engine.Pointer'>"
+        return f"pathway.engine.Pointer[{', '.join(dt.pathway_annotation(k, True) for k in keys)}]"
+
+    def _id_engine_name(cls) -> str:
+        keys = cls._id_keys()
+        return f"Pointer({', '.join(dt.engine_name(k) for k in keys)})" if keys else "ANY_POINTER"
 
     def __eq__(cls, other: object) -> bool:
         """Schemas are equal when their columns (in order, with types and options) and

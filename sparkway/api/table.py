@@ -15,7 +15,7 @@ from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
-    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, PointerFrom, ReducerExpr, Unwrap, dtype_text,
+    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, PointerFrom, ReducerExpr, Unwrap,
     transform, walk, wrap,
 )
 from sparkway.core.type_rules import infer, reducer_type, refuse_future
@@ -356,7 +356,7 @@ class Table(_Promises):
                 if not dt.related(old, new):
                     raise PlanTypeError(
                         f"update_types({name}=...): to convert values, use cast_to_types().\n"
-                        f"Cannot change type from {dtype_text(old)} to {dtype_text(new)}.\n"
+                        f"Cannot change type from {dt.engine_name(old)} to {dt.engine_name(new)}.\n"
                         "Table.update_types() should be used only for type narrowing or type extending."
                     )
                 if old.with_optional(False) != new.with_optional(False):
@@ -1315,7 +1315,7 @@ def _flattened_item(kind: DType) -> DType:
         return kind
     if kind.name in ("tuple", "Any"):
         return dt.ANY
-    raise PlanTypeError(f"Cannot flatten column of type {dtype_text(kind)}. Flatten takes lists, tuples, strings, JSON and numpy arrays.")
+    raise PlanTypeError(f"Cannot flatten column of type {dt.engine_name(kind)}. Flatten takes lists, tuples, strings, JSON and numpy arrays.")
 
 
 # reducers whose values come in the order of groupby's sort_by (an extra last argument,

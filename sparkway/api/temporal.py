@@ -11,7 +11,7 @@ from typing import Any, Callable
 from sparkway.core import dtypes as dt
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
-    BinOp, Call, ColumnRef, Const, Expr, IfElse, MakeTuple, dtype_text, transform, wrap,
+    BinOp, Call, ColumnRef, Const, Expr, IfElse, MakeTuple, transform, wrap,
 )
 from sparkway.core.type_rules import infer
 from sparkway.errors import PlanError, PlanTypeError
@@ -281,10 +281,10 @@ def check_time_types(times: dict[str, tuple[Any, Expr]], parameters: dict[str, A
     def allowed(time_kind: DType) -> str:
         parameter_kind = dt.DURATION if time_kind in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC) else time_kind
         kinds_in_order = [time_kind] * len(times) + [time_kind if p.endswith("origin") else parameter_kind for p in parameters]
-        return f"({', '.join(dtype_text(k) for k in kinds_in_order)})"
+        return f"({', '.join(dt.engine_name(k) for k in kinds_in_order)})"
 
     wanted = " or ".join(allowed(k) for k in (dt.INT, dt.FLOAT, dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC))
-    found = ", ".join(dtype_text(k) for k in (*kinds, *given.values()))
+    found = ", ".join(dt.engine_name(k) for k in (*kinds, *given.values()))
     raise PlanTypeError(f"Arguments ({', '.join([*times, *parameters])}) have to be of types {wanted} but are of types ({found}).")
 
 

@@ -399,6 +399,72 @@ def python_name(dtype: DType) -> str:
     return str(python_type(dtype))
 
 
+# Pathway's engine names of the types (its schemas and expressions print them)
+_ENGINE_NAMES = {
+    "int": "INT", "float": "FLOAT", "str": "STR", "bool": "BOOL", "bytes": "BYTES", "Json": "Json",
+    "Pointer": "ANY_POINTER", "DateTimeNaive": "DATE_TIME_NAIVE", "DateTimeUtc": "DATE_TIME_UTC",
+    "Duration": "DURATION", "Any": "ANY",
+}
+# the classes Pathway's annotations name (its schemas' reprs print them)
+_PATHWAY_CLASSES = {
+    "Json": "pathway.internals.json.Json",
+    "DateTimeNaive": "pathway.internals.datetime_types.DateTimeNaive",
+    "DateTimeUtc": "pathway.internals.datetime_types.DateTimeUtc",
+    "Duration": "pathway.internals.datetime_types.Duration",
+    "Pointer": "pathway.engine.Pointer",
+}
+
+
+def engine_name(dtype: "DType") -> str:
+    """A type as Pathway names it in schemas and expressions.
+
+    >>> engine_name(INT.with_optional()), engine_name(DType("tuple", (INT, JSON))), engine_name(POINTER)
+    ('Optional(INT)', 'Tuple(INT, Json)', 'ANY_POINTER')
+    """
+    if dtype == NONE:
+        return "NONE"
+    base = dtype.with_optional(False)
+    if base.name == "list":
+        text = f"List({engine_name(base.items[0])})"
+    elif base.name in ("tuple", "Future"):
+        text = f"{base.name.capitalize()}({', '.join(engine_name(t) for t in base.items)})"
+    elif base.is_array:
+        parts = [str(base.n_dim)] * (base.n_dim is not None) + [engine_name(base.items[0])] * (base.items[0] != ANY)
+        text = f"Array({', '.join(parts)})" if parts else "Array"
+    elif base.name == "PyObjectWrapper":
+        text = "PyObjectWrapper(<class 'object'>)"
+    else:
+        text = _ENGINE_NAMES[base.name]
+    return f"Optional({text})" if dtype.optional and base != ANY else text
+
+
+def pathway_annotation(dtype: "DType", nested: bool = False) -> str:
+    """The Python annotation of a type as Pathway's schema reprs print it (a bare class as
+    ``<class 'int'>``, inside a generic or a union by its name).
+
+    >>> pathway_annotation(INT), pathway_annotation(JSON.with_optional()), pathway_annotation(DType("list", (INT,)))
+    ("<class 'int'>", 'pathway.internals.json.Json | None', 'list[int]')
+    """
+    base = dtype.with_optional(False)
+    if base.name == "Any":
+        return "typing.Any"
+    if base.name == "list":
+        text = f"list[{pathway_annotation(base.items[0], True)}]"
+    elif base.name == "tuple":
+        text = f"tuple[{', '.join(pathway_annotation(t, True) for t in base.items)}]"
+    elif base.is_array:
+        element = base.items[0].name if base.items[0].name in ("int", "float") else "typing.Any"
+        text = f"numpy.ndarray[tuple[int, ...], numpy.dtype[{element}]]"
+    elif base.is_future:
+        return pathway_annotation(base.items[0], nested)
+    elif base.name == "PyObjectWrapper":
+        text = "pathway.engine.PyObjectWrapper[object]"
+    else:
+        name = _PATHWAY_CLASSES.get(base.name, base.name)
+        text = name if nested or dtype.optional else f"<class '{name}'>"
+    return f"{text} | None" if dtype.optional else text
+
+
 INT = DType("int")
 FLOAT = DType("float")
 STR = DType("str")

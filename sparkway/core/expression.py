@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from sparkway.core import durations
-from sparkway.core.dtypes import DType
+from sparkway.core.dtypes import DType, engine_name
 from sparkway.errors import PlanTypeError, warn_user
 
 
@@ -538,7 +538,7 @@ class _Printer:
 
     def _cast(self, e: Cast) -> str:
         kind = "declare_type" if e.declared else "cast"
-        return f"pathway.{kind}({dtype_text(e.dtype)}, {self.text(e.arg)})"
+        return f"pathway.{kind}({engine_name(e.dtype)}, {self.text(e.arg)})"
 
     def _isnone(self, e: IsNone) -> str:
         return f"({self.text(e.arg)}).{'is_not_none' if e.negate else 'is_none'}()"
@@ -577,15 +577,3 @@ class _Printer:
         return f"pathway.reducers.{e.kind}({', '.join([self._all(e.args), *params])})"
 
 
-_DTYPE_NAMES = {
-    "DateTimeNaive": "DATE_TIME_NAIVE", "DateTimeUtc": "DATE_TIME_UTC", "Duration": "DURATION",
-    "Pointer": "POINTER", "Json": "JSON", "Any": "ANY",
-}
-
-
-def dtype_text(dtype: DType) -> str:
-    """A type as Pathway names it in expressions: ``INT``, ``Optional(STR)``."""
-    base = _DTYPE_NAMES.get(dtype.name, dtype.name.upper())
-    if dtype.items:
-        base = f"{base}({', '.join(dtype_text(t) for t in dtype.items)})"
-    return f"Optional({base})" if dtype.optional else base
