@@ -6,6 +6,7 @@ The API follows Pathway's, so that ``import sparkway as pw`` runs Pathway progra
 from sparkway import errors, io, persistence
 from sparkway.api import debug, reducers, temporal, udfs, universes
 from sparkway.api.async_transformer import AsyncTransformer
+from sparkway.api.config import set_license_key, set_monitoring_config
 from sparkway.api.functions import (
     apply, apply_with_type, cast, coalesce, declare_type, fill_error, if_else, make_tuple, require, unwrap,
 )
@@ -41,6 +42,6 @@ __all__ = [
     "JoinResult", "Json", "left", "load_yaml", "local_error_log", "make_tuple", "MonitoringLevel",
     "pandas_transformer", "persistence", "Pointer", "PyObjectWrapper", "reducers", "require", "right", "run",
     "run_all", "Schema", "schema_builder", "schema_from_csv", "schema_from_dict", "schema_from_types",
-    "SchemaProperties", "sql", "stdlib", "Table", "temporal", "this", "UDF", "udf", "udfs", "universes",
+    "SchemaProperties", "set_license_key", "set_monitoring_config", "sql", "stdlib", "Table", "temporal", "this", "UDF", "udf", "udfs", "universes",
     "unwrap", "utils", "wrap_py_object",
 ]

@@ -965,3 +965,43 @@ def test_sorted_tuple_puts_none_first():
     t = pw.debug.table_from_markdown("g | v\n1 | 1\n1 | \n1 | -1")
     result = t.groupby(pw.this.g).reduce(s=pw.reducers.sorted_tuple(pw.this.v))
     assert_rows(result, [((None, -1, 1),)])  # Pathway's order (recorded from it)
+
+
+# -- Python functions run only where Pathway runs them ---------------------------------------
+
+def test_python_functions_are_not_called_where_require_or_a_branch_leaves_them_out():
+    def _fails_on_none(a: int | None, b: int | None) -> int:
+        return a + b  # TypeError on a None, which the rows reaching it never have
+
+    t = pw.debug.table_from_markdown(
+        """
+        a | b
+        1 | 2
+        3 |
+        """
+    )
+    result = t.select(
+        required=pw.require(pw.apply(_fails_on_none, t.a, t.b), t.b),
+        branch=pw.if_else(t.b.is_none(), -1, pw.apply(_fails_on_none, t.a, t.b)),
+        conjunction=t.b.is_not_none() & (pw.apply(_fails_on_none, t.a, t.b) > 0),
+        disjunction=t.b.is_none() | (pw.apply(_fails_on_none, t.a, t.b) > 0),
+    )
+    assert_rows(result, [(3, 3, True, True), (None, -1, False, True)])
+
+
+def test_round_as_python_rounds_and_fill_na_keeps_the_column_type():
+    t = pw.debug.table_from_markdown(
+        """
+        v     | digits | maybe
+        2.5   | 0      | 1.5
+        2.675 | 2      |
+        0.125 | 2      | nan
+        """
+    )
+    result = t.select(
+        fixed=t.v.num.round(), per_row=t.v.num.round(t.digits), filled=t.maybe.num.fill_na(0),
+        as_float=pw.apply(float, t.digits),
+    )
+    assert result.typehints()["filled"] is float and result.typehints()["as_float"] is float
+    # Python's round: ties to even, on the exact binary value (2.675 is just below 2.675)
+    assert_rows(result, [(2.0, 2.0, 1.5, 0.0), (3.0, 2.67, 0.0, 2.0), (0.0, 0.12, 0.0, 2.0)])

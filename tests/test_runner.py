@@ -69,3 +69,9 @@ def test_a_step_that_fails_is_retried_from_the_committed_state_on_restart(tmp_pa
         run()
     changes = run()  # replays the failed step: the count of x moves from 2 to 3, once
     assert sorted((r["word"], r["n"], r["diff"]) for r in changes) == [("X", 2, -1), ("X", 3, 1)]
+
+
+def test_monitoring_configuration_that_sparkway_does_not_use_is_warned_about():
+    with pytest.warns(UserWarning, match="OTLP"):
+        pw.set_monitoring_config(server_endpoint="https://example.com:4317")
+    pw.set_monitoring_config()  # clearing it is quiet

@@ -414,8 +414,8 @@ class NumNamespace(_Namespace):
     """Numeric methods: ``pw.this.x.num.abs()``, ``.round(2)``, ``.fill_na(0)``."""
 
     def abs(self) -> UnOp: return UnOp("abs", self._expr)
-    def round(self, decimals: int = 0) -> Call: return self._call("num.round", params=(decimals,))
-    def fill_na(self, value: Any) -> Coalesce: return Coalesce((self._expr, wrap(value)))
+    def round(self, decimals: "Expr | int" = 0) -> Call: return self._call("num.round", decimals)
+    def fill_na(self, value: int | float) -> Call: return self._call("num.fill_na", params=(value,))
 
 
 def walk(expr: Expr):

@@ -146,7 +146,10 @@ def _refuse_futures(expr: Expr, inputs: Columns) -> None:
 
 
 def return_type(fn: Callable[..., Any]) -> DType:
-    """The declared return type of a Python function, or Any."""
+    """The declared return type of a Python function, or Any; a class makes values of
+    its own type (``pw.apply(float, ...)`` is a float, as in Pathway)."""
+    if inspect.isclass(fn):
+        return dt.dtype_of(fn)
     try:
         hints = typing.get_type_hints(fn)
     except Exception:  # builtins and lambdas without hints
@@ -374,6 +377,7 @@ FUNCTION_TYPES: dict[str, Callable[[list[DType], tuple], DType]] = {
     "dt.seconds": _fixed(dt.INT), "dt.milliseconds": _fixed(dt.INT), "dt.microseconds": _fixed(dt.INT),
     "dt.nanoseconds": _fixed(dt.INT),
     "num.round": _same,
+    "num.fill_na": lambda types, params: types[0].with_optional(False),
     "window.starts": lambda types, params: dt.DType("list", (types[0].with_optional(False),)),
     "to_string": lambda types, params: dt.STR,
     "json_as_int": _json_as(dt.INT), "json_as_float": _json_as(dt.FLOAT),

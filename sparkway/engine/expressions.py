@@ -17,6 +17,7 @@ import functools
 import json
 import pickle
 import re
+import contextlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import reduce
@@ -119,6 +120,24 @@ class Scope:
     types: list[dict[str, DType]]
     where: str = ""
     checks: Checks | None = None
+    #: where Python code compiled now may run: Spark evaluates a Python UDF for every row,
+    #: even in a branch not taken, so a function under ``require`` or ``if_else`` is told
+    #: which rows to leave alone (Pathway does not call it there)
+    _python_where: list[Column] = field(default_factory=list)
+
+    @contextmanager
+    def python_only_where(self, taken: Column) -> Iterator[None]:
+        """Python functions compiled in the block are called only where ``taken`` holds."""
+        self._python_where.append(F.coalesce(taken, F.lit(False)))
+        try:
+            yield
+        finally:
+            self._python_where.pop()
+
+    def python_skips(self, skip: Column | None) -> Column | None:
+        """Where a Python function compiled now must not be called: ``skip`` (its arguments
+        are Errors), or outside the branches that hold it."""
+        return _any([skip, *(~taken for taken in self._python_where)])
 
     @staticmethod
     def of(*inputs: dict[str, DType], where: str = "", errors: bool = False) -> "Scope":
@@ -277,7 +296,12 @@ def _int_power() -> Callable[[Column, Column], Column]:
 
 
 def _binop(e: BinOp, scope: Scope) -> Column:
-    a, b = compile_expr(e.left, scope), compile_expr(e.right, scope)
+    a = compile_expr(e.left, scope)
+    # Python functions on the right of a boolean `&` / `|` run only where the left side
+    # does not decide the result
+    needed = {"&": F.coalesce(a, F.lit(True)), "|": ~F.coalesce(a, F.lit(False))}.get(e.op)
+    with scope.python_only_where(needed) if needed is not None else contextlib.nullcontext():
+        b = compile_expr(e.right, scope)
     ta, tb = _type(e.left, scope).with_optional(False), _type(e.right, scope).with_optional(False)
     result = _type(e, scope)
     op = e.op
@@ -350,16 +374,18 @@ def _unop(e: UnOp, scope: Scope) -> Column:
 def _if_else(e: IfElse, scope: Scope) -> Column:
     target = _type(e, scope)
     cond = compile_expr(e.cond, scope)
+    taken = F.coalesce(cond, F.lit(False))
     if scope.checks is None:
-        then = compile_expr(e.then, scope)
-        otherwise = compile_expr(e.otherwise, scope)
+        with scope.python_only_where(taken):
+            then = compile_expr(e.then, scope)
+        with scope.python_only_where(~taken):
+            otherwise = compile_expr(e.otherwise, scope)
     else:  # only the branch taken fails, and is the result's Error
         checks = scope.checks
-        taken = F.coalesce(cond, F.lit(False))
         fine = ~_holds(checks.flag(e.cond))
-        with checks.guarded(taken & fine):
+        with checks.guarded(taken & fine), scope.python_only_where(taken & fine):
             then = compile_expr(e.then, scope)
-        with checks.guarded(~taken & fine):
+        with checks.guarded(~taken & fine), scope.python_only_where(~taken & fine):
             otherwise = compile_expr(e.otherwise, scope)
         branches = (checks.flag(e.then), checks.flag(e.otherwise))
         chosen = None if branches[0] is None and branches[1] is None else F.when(taken, _holds(branches[0])).otherwise(_holds(branches[1]))
@@ -393,7 +419,9 @@ def _require(e: Require, scope: Scope) -> Column:
     missing = F.lit(False)
     for a in e.args:
         missing = missing | compile_expr(a, scope).isNull()
-    return F.when(missing, F.lit(None)).otherwise(compile_expr(e.value, scope))
+    with scope.python_only_where(~missing):
+        value = compile_expr(e.value, scope)
+    return F.when(missing, F.lit(None)).otherwise(value)
 
 
 def _unwrap(e: Unwrap, scope: Scope) -> Column:
@@ -566,11 +594,14 @@ def python_column(
     the exception's, and ``call`` is not called where ``skip`` (an argument is an Error).
     """
     where = f"{scope.where}: {name}" if name else scope.where
+    skip = scope.python_skips(skip)
     if scope.checks is None:
-        def named(*values: Any) -> Any:
+        def named(skipped: bool, *values: Any) -> Any:
+            if skipped:
+                return None
             with failures_named(where):
                 return call(*values)
-        return F.udf(named, spark_type, useArrow=True)(*args)
+        return F.udf(named, spark_type, useArrow=True)(skip if skip is not None else F.lit(False), *args)
 
     def caught(skipped: bool, *values: Any) -> tuple[Any, str | None] | None:
         if skipped:
@@ -678,6 +709,7 @@ def python_batch_column(
         messages = pa.array([None if f is None else f"{type(f).__name__}: {f}" for f in failed], pa.string())
         return pa.StructArray.from_arrays([values, messages], ["value", "error"])
 
+    skip = scope.python_skips(skip)
     flag = skip if skip is not None else F.lit(False)
     if not checked:
         return F.arrow_udf(run, spark_type)(flag, *args)
@@ -709,6 +741,21 @@ def _udf1(fn: Callable[[Any], Any], spark_type: str) -> Callable[[list[Column], 
     def build(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
         return python_column(scope, lambda v: None if v is None else fn(v), spark_type, args[:1])
     return build
+
+
+def _round(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
+    """Python's ``round`` (ties to even, on the exact binary value), as Pathway rounds:
+    Spark's rounds ties of the decimal text up."""
+    spark_type = "long" if types[0].with_optional(False) == dt.INT else "double"
+    return python_column(scope, lambda x, d: None if x is None or d is None else round(x, d), spark_type, args[:2])
+
+
+def _fill_na(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
+    """None (and for floats NaN) replaced by a default of the column's own type."""
+    value, kind = args[0], types[0].with_optional(False)
+    default = F.lit(params[0]).cast("double" if kind == dt.FLOAT else "long")
+    missing = value.isNull() | F.isnan(value) if kind == dt.FLOAT else value.isNull()
+    return F.when(missing, default).otherwise(value)
 
 
 def _json_as(kind: type, spark_type: str):
@@ -1079,7 +1126,8 @@ FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], Scope], Column]
     "dt.milliseconds": _duration_part(1_000),
     "dt.microseconds": _duration_part(1),
     "dt.nanoseconds": lambda a, p, t, w: (_duration_micros(a[0]) * F.lit(1000)).cast("long"),
-    "num.round": lambda a, p, t, w: F.round(a[0], p[0]),
+    "num.round": _round,
+    "num.fill_na": _fill_na,
     "window.starts": _window_starts,
     "to_string": _to_string,
     "json_as_int": _json_as(int, "long"),
