@@ -1005,3 +1005,15 @@ def test_round_as_python_rounds_and_fill_na_keeps_the_column_type():
     assert result.typehints()["filled"] is float and result.typehints()["as_float"] is float
     # Python's round: ties to even, on the exact binary value (2.675 is just below 2.675)
     assert_rows(result, [(2.0, 2.0, 1.5, 0.0), (3.0, 2.67, 0.0, 2.0), (0.0, 0.12, 0.0, 2.0)])
+
+
+def test_apply_passes_keyword_columns_by_name_with_pathways_deprecation_warning():
+    t = pw.debug.table_from_markdown("a | b\n1 | 10\n2 | 20")
+
+    def minus(x: int, y: int) -> int:
+        return x - y
+
+    with pytest.warns(DeprecationWarning, match="keyword arguments"):
+        result = t.select(d=pw.apply(minus, y=t.a, x=t.b))
+    assert result.typehints()["d"] is int
+    assert_rows(result, [(9,), (18,)])

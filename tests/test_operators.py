@@ -91,6 +91,9 @@ def test_concat_and_concat_reindex():
         2 | e | 5
         """
     )
+    with pytest.raises(ValueError, match="disjoint"):  # as in Pathway: ids must be promised disjoint
+        one.concat(two)
+    pw.universes.promise_are_pairwise_disjoint(one, two)
     joined = pw.debug.table_to_pandas(one.concat(two))
     assert sorted_rows(frame_rows(joined).values()) == [("a", 1), ("b", 2), ("c", 3)]
     # concat keeps the ids of both tables
@@ -106,7 +109,7 @@ def test_concat_needs_the_same_columns_in_any_order():
     a = pw.debug.table_from_markdown("x\n1")
     b = pw.debug.table_from_markdown("y\n1")
     with pytest.raises(ValueError, match="same columns"):
-        a.concat(b)
+        a.concat_reindex(b)
     lower_upper = pw.debug.table_from_markdown("lower | upper\na | A")
     upper_lower = pw.debug.table_from_markdown("upper | lower\nB | b")
     both = lower_upper.concat_reindex(upper_lower)

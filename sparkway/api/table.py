@@ -6,7 +6,7 @@ import copy
 import enum
 import re
 from types import MappingProxyType
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from sparkway.api.schema import Schema, schema_from_columns
 from sparkway.api.temporal import check_time_types, check_window_types, with_behavior
@@ -39,21 +39,29 @@ class Universe:
     operation when the other's universe is a subset of theirs, as in Pathway.
     """
 
-    __slots__ = ("supersets",)
+    __slots__ = ("supersets", "disjoint")
 
     def __init__(self, parent: "Universe | None" = None) -> None:
         self.supersets: list[Universe] = [parent] if parent is not None else []
+        self.disjoint: list[Universe] = []  # promised to share no id with this one
 
     def is_subset_of(self, other: "Universe") -> bool:
+        return any(u is other for u in self.with_supersets())
+
+    def with_supersets(self) -> Iterator["Universe"]:
+        """This universe and every universe known to include it."""
         todo, seen = [self], set()
         while todo:
             universe = todo.pop()
-            if universe is other:
-                return True
             if id(universe) not in seen:
                 seen.add(id(universe))
+                yield universe
                 todo.extend(universe.supersets)
-        return False
+
+    def is_disjoint_from(self, other: "Universe") -> bool:
+        """Whether a promise says the two share no id (or supersets of them share none)."""
+        theirs = {id(u) for u in other.with_supersets()}
+        return any(id(d) in theirs for u in self.with_supersets() for d in u.disjoint)
 
 
 class _Promises:
@@ -67,7 +75,9 @@ class _Promises:
         return self
 
     def promise_universes_are_disjoint(self, other: Any) -> Any:
-        """Promises that no id is also ``other``'s (sparkway does not use this promise)."""
+        """Promises that no id is also ``other``'s (so that they can be concatenated); returns self."""
+        self._universe.disjoint.append(other._universe)
+        other._universe.disjoint.append(self._universe)
         return self
 
     def promise_universe_is_equal_to(self, other: Any) -> Any:
@@ -459,7 +469,16 @@ class Table(_Promises):
         return base.select(*args, **kwargs)
 
     def concat(self, *others: "Table") -> "Table":
-        """Rows of all tables; their ids must be disjoint."""
+        """Rows of all tables, with their ids; a promise must say that no two tables share
+        an id (``pw.universes.promise_are_pairwise_disjoint``), as in Pathway.
+
+        >>> import sparkway as pw
+        >>> a = pw.debug.table_from_markdown("  | v\\n1 | x")
+        >>> b = pw.debug.table_from_markdown("  | v\\n2 | y")
+        >>> pw.universes.promise_are_pairwise_disjoint(a, b)
+        >>> a.concat(b).column_names()
+        ['v']
+        """
         return self._concat(others, reindex=False)
 
     def concat_reindex(self, *others: "Table") -> "Table":
@@ -468,6 +487,15 @@ class Table(_Promises):
 
     def _concat(self, others: Iterable["Table"], reindex: bool) -> "Table":
         columns = dict(self._node.columns)
+        others = tuple(others)
+        if not reindex:
+            universes = [t._universe for t in (self, *others)]
+            if any(not a.is_disjoint_from(b) for i, a in enumerate(universes) for b in universes[i + 1:]):
+                raise ValueError(
+                    "Universes of the arguments of Table.concat() have to be disjoint.\n"
+                    "Consider using Table.promise_universes_are_disjoint() to assert it.\n"
+                    "(However, untrue assertion might result in runtime errors.)"
+                )
         tables = (self, *(_in_order(t, list(columns)) for t in others))
         for t in tables[1:]:
             if list(t._node.columns) != list(columns):
