@@ -1457,3 +1457,20 @@ def test_join_results_group_and_reduce_like_tables():
     assert_rows(by_letter, [("y", 1), ("z", 1), ("w", 2)])
     with pytest.raises(ValueError, match="group by pw.left.k or pw.right.k"):
         left.join_outer(right, left.k == right.k).groupby(pw.this.k)
+
+
+def test_join_conditions_take_pathways_form():
+    # Pathway's rules and words (recorded from Pathway 0.33): `left.col == right.col`, in that order
+    a = pw.debug.table_from_markdown("k | x\n1 | 2")
+    b = pw.debug.table_from_markdown("k | y\n1 | 3")
+    with pytest.raises(ValueError, match="should be of form <left_table>.<column> == <right_table>.<column>"):
+        a.join(b, a.k < b.k)
+    with pytest.raises(ValueError, match="should be of form"):
+        a.join(b, a.k + 1 == b.k)
+    with pytest.raises(ValueError, match="not properly ordered"):
+        a.join(b, b.k == a.k)
+    with pytest.raises(ValueError, match="Right part of a join condition"):
+        a.join(b, a.k == a.x)
+    with pytest.raises(AssertionError):
+        a.join(b, a.k == b.k, id=a.x)
+    assert_rows(a.join(b, pw.left.k == pw.right.k).select(pw.left.x, pw.right.y), [(2, 3)])

@@ -1616,11 +1616,45 @@ def _joined(
         )
     if id_from is not None and not isinstance(id_from, ColumnRef):
         raise PlanError("The id argument of a join has to be a ColumnReference.")
+    if id_from is not None and id_from.name != "id":
+        raise AssertionError(f"the id of a join's rows is one side's id (left.id or right.id), not {id_from.name!r}")
     mode = _join_mode(how)
     if isinstance(right, JoinResult):  # t1.join(t2.join(t3, ...), ...)
         right, more = right._as_table()
         aliases = {**aliases, **more}
+    elif not aliases:
+        for cond in on:
+            _check_condition(cond, left, right)
     return JoinResult(left, right, on, mode, id_from, aliases=aliases)
+
+
+def _check_condition(cond: Any, left_table: Table, right_table: Table) -> None:
+    """Pathway's form of a join condition: ``<left>.<column> == <right>.<column>``, in that order."""
+    shape = "join condition should be of form <left_table>.<column> == <right_table>.<column>"
+    if not isinstance(cond, BinOp) or cond.op != "==":
+        raise PlanError(shape)
+    if not (isinstance(cond.left, ColumnRef) and isinstance(cond.right, ColumnRef)):
+        raise PlanError(shape)
+    if left_table is right_table:  # a table joined with itself: its columns are on both sides
+        return
+
+    def side(ref: ColumnRef) -> int | None:
+        if ref.table is left or ref.table is left_table:
+            return 0
+        if ref.table is right or ref.table is right_table:
+            return 1
+        return None  # another table with the same ids, read through it
+
+    sides = (side(cond.left), side(cond.right))
+    if sides == (1, 0):
+        raise PlanError(
+            "The boolean condition is not properly ordered.\nThe left part should refer to left joinable "
+            "and the right one should refer to the right joinable, e.g. t1.join(t2, t1.bar==t2.foo)."
+        )
+    if sides[1] == 0:
+        raise PlanError("Right part of a join condition has to be a reference to a table on the right side of a join")
+    if sides[0] == 1:
+        raise PlanError("Left part of a join condition has to be a reference to a table on the left side of a join")
 
 
 def _join_universe(left: Table, right: Table, how: str, id_side: str | None) -> Universe:

@@ -183,6 +183,10 @@ def _parse_graph_extras() -> dict[str, Any]:
 
 # names a shim module offers besides its sparkway module's
 EXTRAS: dict[str, Callable[[], dict[str, Any]]] = {
+    # Pathway's tests import Python's operator module through Pathway's own shadows module
+    "pathway.internals.shadows.operator": lambda: {
+        k: v for k, v in vars(importlib.import_module("operator")).items() if not k.startswith("__")
+    },
     "pathway.internals.parse_graph": _parse_graph_extras,
     "pathway.internals.column": lambda: {"G": _ParseGraph()},  # tests import G from there too
 }
