@@ -193,7 +193,10 @@ def _rows_table(
     stream = ("__time__", "__diff__")
     ids_key = tuple(sorted(repr([row.get(k) for k in (*keys, *stream)]) for row in rows))
     table = graph.table_from_source(source, ids_key=(tuple(keys) if id_from else None, ids_key))
-    return table if stored is columns else table.select(*(table[c] for c in columns))
+    if stored is columns:
+        return table
+    # ids made from labels are ids of any origin, as Pathway's debug tables' are
+    return table.select(*(table[c] for c in columns)).update_id_type(dt.Pointer)
 
 
 @traced
@@ -372,7 +375,8 @@ def table_to_dicts(table: Table, **run_kwargs: Any) -> tuple[list[int], dict[str
 
 
 def _keeps_objects(kind: DType, values: list[Any]) -> bool:
-    return kind.with_optional(False) in (dt.INT, dt.POINTER) and any(v is None for v in values)
+    base = kind.with_optional(False)
+    return (base == dt.INT or base.is_pointer) and any(v is None for v in values)
 
 
 def _short(row_id: int) -> str:
@@ -381,7 +385,7 @@ def _short(row_id: int) -> str:
 
 def _printed(row: dict[str, Any], table: Table) -> list[Any]:
     """The row's values in column order; pointers as Pathway prints them (``^`` and digits)."""
-    pointers = {c for c, kind in table.schema._dtypes().items() if kind.with_optional(False) == dt.POINTER}
+    pointers = {c for c, kind in table.schema._dtypes().items() if kind.is_pointer}
     return [_short(row[c]) if c in pointers and row[c] is not None else row[c] for c in table.column_names()]
 
 

@@ -14,6 +14,7 @@ from sparkway.api.schema import Schema
 from sparkway.api.table import Table, Universe, built_nodes, forget_built
 from sparkway.connectors.base import Sink, Source
 from sparkway.connectors.writers import NullSink
+from sparkway.core import dtypes as dt
 from sparkway.plan import nodes as n
 
 _outputs: list[n.Output] = []
@@ -33,7 +34,8 @@ def table_from_source(source: Source, label: str = "table", ids_key: object = No
     """
     source.sequence = next(_source_sequence)
     universe = None if ids_key is None else _static_universes.setdefault(ids_key, Universe())
-    return Table(n.Input(dict(source.columns), source), label, universe=universe)
+    keys = [source.columns[k] for k in source.key_columns]
+    return Table(n.Input(dict(source.columns), source), label, universe=universe, id_type=dt.pointer_to(*keys))
 
 
 def write_to_sink(table: Table, sink: Sink) -> None:

@@ -104,19 +104,19 @@ class _SchemaMeta(type):
         widths = [max(len(a), len(b)) for a, b in zip(header, kinds)]
         return "\n".join(" | ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in (header, kinds))
 
-    def _id_keys(cls) -> list[DType]:
-        """The types of the primary key, of which the ids are made (none: ids of any origin)."""
-        return [c.dtype for c in cls.__columns__.values() if c.primary_key]
+    def _id_type(cls) -> DType:
+        """The type of the ids: a table's, or made from the primary key (none: of any origin)."""
+        given = getattr(cls, "__id_type__", None)
+        if given is not None:
+            return given
+        keys = [c.dtype for c in cls.__columns__.values() if c.primary_key]
+        return dt.pointer_to(*keys) if keys else dt.POINTER
 
     def _id_annotation(cls) -> str:
-        keys = cls._id_keys()
-        if not keys:
-            return "<class 'pathway.engine.Pointer'>"
-        return f"pathway.engine.Pointer[{', '.join(dt.pathway_annotation(k, True) for k in keys)}]"
+        return dt.pathway_annotation(cls._id_type())
 
     def _id_engine_name(cls) -> str:
-        keys = cls._id_keys()
-        return f"Pointer({', '.join(dt.engine_name(k) for k in keys)})" if keys else "ANY_POINTER"
+        return dt.engine_name(cls._id_type())
 
     def __eq__(cls, other: object) -> bool:
         """Schemas are equal when their columns (in order, with types and options) and
@@ -245,12 +245,15 @@ class Schema(metaclass=_SchemaMeta):
 
 
 def schema_from_columns(
-    columns: dict[str, Column], name: str = "Schema", properties: SchemaProperties | None = None
+    columns: dict[str, Column], name: str = "Schema", properties: SchemaProperties | None = None,
+    id_type: DType | None = None,
 ) -> type[Schema]:
-    """A Schema class holding the given resolved columns."""
+    """A Schema class holding the given resolved columns (and, for a table's schema, the
+    type of its ids)."""
     cls = _SchemaMeta(name, (Schema,), {})
     cls.__columns__ = dict(columns)
     cls.__properties__ = properties or SchemaProperties()
+    cls.__id_type__ = id_type
     return cls
 
 
@@ -393,5 +396,7 @@ def _assert_matches(
 def _is_subtype(given: DType, wanted: DType) -> bool:
     if given.optional and not wanted.optional:
         return False
+    if given == dt.NONE:  # None alone is a value of every optional type
+        return True
     base_given, base_wanted = given.with_optional(False), wanted.with_optional(False)
     return base_given == base_wanted or base_wanted.name == "Any" or (base_given.name, base_wanted.name) == ("int", "float")

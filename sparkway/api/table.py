@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import functools
 import re
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Iterator
@@ -39,11 +40,12 @@ class Universe:
     operation when the other's universe is a subset of theirs, as in Pathway.
     """
 
-    __slots__ = ("supersets", "disjoint")
+    __slots__ = ("supersets", "disjoint", "empty")
 
-    def __init__(self, parent: "Universe | None" = None) -> None:
+    def __init__(self, parent: "Universe | None" = None, empty: bool = False) -> None:
         self.supersets: list[Universe] = [parent] if parent is not None else []
         self.disjoint: list[Universe] = []  # promised to share no id with this one
+        self.empty = empty  # a table that never has rows (Table.empty)
 
     def is_subset_of(self, other: "Universe") -> bool:
         return any(u is other for u in self.with_supersets())
@@ -60,6 +62,8 @@ class Universe:
 
     def is_disjoint_from(self, other: "Universe") -> bool:
         """Whether a promise says the two share no id (or supersets of them share none)."""
+        if self.empty or other.empty:
+            return True
         theirs = {id(u) for u in other.with_supersets()}
         return any(id(d) in theirs for u in self.with_supersets() for d in u.disjoint)
 
@@ -76,8 +80,12 @@ class _Promises:
 
     def promise_universes_are_disjoint(self, other: Any) -> Any:
         """Promises that no id is also ``other``'s (so that they can be concatenated); returns self."""
-        self._universe.disjoint.append(other._universe)
-        other._universe.disjoint.append(self._universe)
+        mine, theirs = self._universe, other._universe
+        if (mine.is_subset_of(theirs) or theirs.is_subset_of(mine)) and not (mine.empty or theirs.empty):
+            warn_user("Found universe that is always empty, but wasn't declared as such -- this is potentially a bug.")
+            mine.empty = theirs.empty = True  # what the promise implies; warned once
+        mine.disjoint.append(theirs)
+        theirs.disjoint.append(mine)
         return self
 
     def promise_universe_is_equal_to(self, other: Any) -> Any:
@@ -115,7 +123,8 @@ class Table(_Promises):
     """
 
     def __init__(
-        self, node: n.Node, label: str = "table", equivalents: tuple[int, ...] = (), universe: Universe | None = None
+        self, node: n.Node, label: str = "table", equivalents: tuple[int, ...] = (), universe: Universe | None = None,
+        id_type: DType = dt.POINTER,
     ) -> None:
         self._node = node
         self._label = label
@@ -123,6 +132,8 @@ class Table(_Promises):
         # plan nodes whose columns this table also answers for (a window's source table)
         self._equivalents = equivalents
         self._universe = universe or Universe()
+        # what the ids are made from (``Pointer[int]``: an int key), checked where ids meet
+        self._id_type = id_type
 
     # -- columns -------------------------------------------------------------------------
     def __getattr__(self, name: str) -> ColumnRef:
@@ -208,7 +219,31 @@ class Table(_Promises):
 
     @property
     def schema(self) -> type[Schema]:
-        return schema_from_columns({k: Column(k, v) for k, v in self._node.columns.items()})
+        """The columns, their types and the type of the ids; a table read with a primary key
+        has it in its schema (as in Pathway, tables computed from it do not).
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("a | b\\n1 | x")
+        >>> print(t.groupby(t.b).reduce(t.b).schema)
+        id           | b
+        Pointer(STR) | STR
+        """
+        keys = set(self._node.source.key_columns) if isinstance(self._node, n.Input) else set()
+        columns = {k: Column(k, v, primary_key=k in keys) for k, v in self._node.columns.items()}
+        return schema_from_columns(columns, id_type=self._id_type)
+
+    def update_id_type(self, id_type: Any, *, id_append_only: bool | None = None) -> "Table":
+        """The same table, its ids declared to be of ``id_type`` (e.g. ``pw.Pointer[int]``).
+
+        >>> import sparkway as pw
+        >>> t = pw.Table.empty(a=int).update_id_type(pw.Pointer[int])
+        >>> t.schema.typehints() == {"a": int}, repr(t.schema).endswith("id_type=pathway.engine.Pointer[int]>")
+        (True, True)
+        """
+        kind = dt.dtype_of(id_type)
+        if not kind.is_pointer:
+            raise PlanTypeError(f"update_id_type() takes a pointer type such as pw.Pointer[int], not {id_type!r}")
+        return Table(self._node, self._label, self._equivalents, self._universe, kind)
 
     def column_names(self) -> list[str]:
         return list(self._node.columns)
@@ -392,7 +427,9 @@ class Table(_Promises):
         from sparkway.api.debug import table_from_rows  # debug builds on Table
         from sparkway.api.schema import schema_from_types
 
-        return table_from_rows(schema_from_types(**types), [])
+        table = table_from_rows(schema_from_types(**types), [])
+        table._universe = Universe(empty=True)  # disjoint from every table: it can be concatenated
+        return table
 
     def flatten(self, to_flatten: Any, *, origin_id: str | None = None) -> "Table":
         """One row per element of a list (or JSON array) column; ``origin_id`` names a
@@ -417,7 +454,8 @@ class Table(_Promises):
         args = (*args, instance) if instance is not None else args
         base, exprs = self._with_lookups([(str(k), wrap(a)) for k, a in enumerate(args)])
         keys = tuple(base._bind(e) for _, e in exprs)
-        return self._derive(n.Reindex(dict(self._node.columns), base._node, keys))
+        id_type = dt.pointer_to(*(infer(k, [base._node.columns]) for k in keys))
+        return self._derive(n.Reindex(dict(self._node.columns), base._node, keys), id_type=id_type)
 
     def with_id(self, new_id: Expr) -> "Table":
         """Same rows, with ids taken from a pointer column (its values must be distinct).
@@ -432,9 +470,10 @@ class Table(_Promises):
         base, [(_, looked_up)] = self._with_lookups([("id", wrap(new_id))])  # a column of a table with the same rows
         pointer = base._bind(looked_up)
         kind = infer(pointer, [base._node.columns])
-        if kind.with_optional(False) not in (dt.POINTER, dt.ANY):
+        if not (kind.is_pointer or kind.with_optional(False) == dt.ANY):
             raise PlanTypeError(f"with_id needs a pointer column (e.g. t.pointer_from(...)), got one of type {kind}")
-        return self._derive(n.Reindex(dict(self._node.columns), base._node, (pointer,), use_pointer=True))
+        id_type = kind.with_optional(False) if kind.is_pointer else dt.POINTER
+        return self._derive(n.Reindex(dict(self._node.columns), base._node, (pointer,), use_pointer=True), id_type=id_type)
 
     def pointer_from(self, *args: Any, optional: bool = False, instance: Any = None) -> PointerFrom:
         """The id that ``groupby(...).reduce`` or ``with_id_from`` give to these values;
@@ -503,7 +542,7 @@ class Table(_Promises):
                     f"concat needs tables with the same columns: {list(columns)} != {list(t._node.columns)}"
                 )
             columns = {k: dt.unify(v, t._node.columns[k]) for k, v in columns.items()}
-        return self._derive(n.Concat(columns, tuple(t._node for t in tables), reindex))
+        return self._derive(n.Concat(columns, tuple(t._node for t in tables), reindex), id_type=_concat_id_type(tables, reindex))
 
     # -- stateful operators ----------------------------------------------------------------
     def groupby(
@@ -547,7 +586,8 @@ class Table(_Promises):
         id_key = None
         if id is not None:
             id_key = id.name
-            if infer(self._bind(id), [self._node.columns]).with_optional(False) not in (dt.POINTER, dt.ANY):
+            kind = infer(self._bind(id), [self._node.columns])
+            if not (kind.is_pointer or kind.with_optional(False) == dt.ANY):
                 raise PlanTypeError(f"groupby(id=...) needs a pointer column (e.g. t.pointer_from(...)), got {id!r}")
         order = self._bind(sort_by) if sort_by is not None else None
         return GroupedTable(
@@ -781,6 +821,12 @@ class Table(_Promises):
     def _lookup(self, holder: "Table", pointer: Expr, optional: bool) -> "Table":
         """For each row of ``holder``, this table's row whose id ``pointer`` gives."""
         bound = holder._bind(pointer)
+        kind = infer(bound, [holder._node.columns]).with_optional(False)
+        if kind.is_pointer and not dt.related(kind, self._id_type):  # Pathway's words
+            raise PlanTypeError(
+                "Indexing a table with a Pointer type with probably mismatched primary keys. Type used was "
+                f"{dt.engine_name(kind)}. Indexed id type was {dt.engine_name(self._id_type)}."
+            )
         columns = {k: v.with_optional(v.optional or optional) for k, v in self._node.columns.items()}
         node = n.KeyedMerge(columns, (holder._node, self._node), "ix", (bound, None), optional)
         return self._derive(node, universe=holder._universe)  # a row per row of the holder
@@ -1074,10 +1120,17 @@ class Table(_Promises):
         return window.assign(self, time_expr, instance, behavior)
 
     # -- plumbing ------------------------------------------------------------------------------
-    def _derive(self, node: n.Node, equivalent: "Table | None" = None, universe: Universe | None = None) -> "Table":
-        """A table of ``node``; a new universe unless ``universe`` says which it shares."""
+    def _derive(
+        self, node: n.Node, equivalent: "Table | None" = None, universe: Universe | None = None,
+        id_type: DType | None = None,
+    ) -> "Table":
+        """A table of ``node``; a new universe unless ``universe`` says which it shares (the
+        ids then keep their type, unless ``id_type`` says otherwise)."""
         same = (id(equivalent._node), *equivalent._equivalents) if equivalent is not None else ()
-        return Table(node, self._label, same, universe)
+        if id_type is None:
+            kept = universe is not None and universe.is_subset_of(self._universe)
+            id_type = self._id_type if kept else dt.POINTER
+        return Table(node, self._label, same, universe, id_type)
 
     def _bind(self, expr: Any) -> Expr:
         """The expression with its column references pointing at input 0."""
@@ -1313,15 +1366,17 @@ class GroupedTable:
         reduce_node: n.Node = n.Reduce(
             {**key_types, **agg_types}, table._node, tuple(self._keys), tuple(aggregates), self._skip_errors
         )
+        id_type = dt.pointer_to(*key_types.values())
         if self._id_key is not None:
             new_id = (ColumnRef(n.InputRef(0), self._id_key),)
             reduce_node = n.Reindex(dict(reduce_node.columns), reduce_node, new_id, use_pointer=True)
+            id_type = key_types[self._id_key].with_optional(False)
         if not any(isinstance(x, IxRef) for _, e in lifted for x in walk(e)):
             select = n.Select(_types(lifted, [reduce_node.columns]), reduce_node, tuple(lifted))
-            return Table(select, table._label)
+            return Table(select, table._label, id_type=id_type)
         # lookups by pointers computed per group (t.ix(pw.reducers.argmax(...)).name): a
         # select over the groups' table, where a placeholder target is the grouped table
-        groups = Table(reduce_node, table._label)
+        groups = Table(reduce_node, table._label, id_type=id_type)
 
         def on_groups(e: Expr) -> Expr | None:
             if isinstance(e, ColumnRef) and isinstance(e.table, n.InputRef):
@@ -1331,6 +1386,20 @@ class GroupedTable:
             return None
 
         return groups.select(**{name: transform(e, on_groups) for name, e in lifted})
+
+
+def _concat_id_type(tables: tuple[Table, ...], reindex: bool) -> DType:
+    """The ids' type of a concatenation: new ids of any origin, or what all tables' have."""
+    if reindex:
+        return dt.POINTER
+    kinds = [t._id_type for t in tables]
+    try:
+        return functools.reduce(dt.unify, kinds)
+    except PlanTypeError:  # Pathway's words
+        raise PlanTypeError(
+            f"Incompatible types for a concat operation.\nThe types are: ({', '.join(map(dt.engine_name, kinds))}). "
+            "You might try casting the id type to pw.Pointer to circumvent this, but this is most probably an error."
+        ) from None
 
 
 def _flattened_item(kind: DType) -> DType:
@@ -1405,6 +1474,7 @@ class JoinResult(_Promises):
             keep_left,
         )
         self._universe = _join_universe(left_table, right_table, how, id_side)
+        self._id_type = {"left": left_table._id_type, "right": right_table._id_type}.get(id_side, dt.POINTER)
 
     @property
     def _join_mode(self) -> JoinMode:
@@ -1415,7 +1485,7 @@ class JoinResult(_Promises):
         exprs = _named_exprs(args, kwargs, [self._left, self._right], self._this_columns())
         bound = [(name, self._bind_pair(e)) for name, e in exprs]
         node = n.Select(_types(bound, [self._node.columns]), self._node, tuple(bound))
-        return Table(node, self._left._label, universe=self._universe)
+        return Table(node, self._left._label, universe=self._universe, id_type=self._id_type)
 
     def groupby(self, *args: Any, instance: Any = None, **kwargs: Any) -> GroupedTable:
         """Groups the joined pairs by the given columns (of either table); ``reduce`` follows.
@@ -1683,10 +1753,11 @@ def _condition_sides(cond: Any, sides: dict[int, int], cols: list[dict]) -> tupl
     a, b = bind(cond.left, sides, None, cols), bind(cond.right, sides, None, cols)
     a, b = (b, a) if _input_of(a) == 1 else (a, b)
     kinds = infer(_to_side(a, 0), [cols[0]]), infer(_to_side(b, 1), [cols[1]])
-    if not dt.related(*kinds):
+    if not dt.related(*kinds):  # Pathway's words
         raise PlanTypeError(
-            f"a join condition compares values of types {kinds[0]} and {kinds[1]}: "
-            "convert one side (pw.cast, .to_string()) so that both sides have one type"
+            f"Incompatible types in a join condition.\nThe types are: {dt.engine_name(kinds[0])} and "
+            f"{dt.engine_name(kinds[1])}. You might try casting the respective columns to Any type to circumvent "
+            "this, but this is most probably an error."
         )
     return a, b
 

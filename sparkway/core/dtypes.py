@@ -193,10 +193,16 @@ def wrap_py_object(object: _Wrapped, *, serializer: Any = None) -> PyObjectWrapp
 
 
 class Pointer:
-    """The type of row ids (``pw.Pointer``); values are 64-bit integers."""
+    """The type of row ids (``pw.Pointer``); values are 64-bit integers.  ``Pointer[int]``
+    is the type of ids made from int values (a primary key, a groupby, ``pointer_from``):
+    as in Pathway, pointers made from values of other types do not compare.
 
-    def __class_getitem__(cls, item: Any) -> type:
-        return cls
+    >>> dtype_of(Pointer[int, str]), dtype_of(Pointer)
+    (DType(name='Pointer', items=(DType(name='int', items=(), optional=False), DType(name='str', items=(), optional=False)), optional=False), DType(name='Pointer', items=(), optional=False))
+    """
+
+    def __class_getitem__(cls, item: Any) -> Any:
+        return types.GenericAlias(cls, item if isinstance(item, tuple) else (item,))
 
 
 class _DateTime(_dt.datetime):
@@ -301,6 +307,11 @@ class DType:
     @property
     def is_array(self) -> bool:
         return self.name == "Array"
+
+    @property
+    def is_pointer(self) -> bool:
+        """A row id: of any origin (``POINTER``), or made from values of ``items``' types."""
+        return self.name == "Pointer"
 
     @property
     def is_future(self) -> bool:
@@ -433,6 +444,8 @@ def engine_name(dtype: "DType") -> str:
         text = f"Array({', '.join(parts)})" if parts else "Array"
     elif base.name == "PyObjectWrapper":
         text = "PyObjectWrapper(<class 'object'>)"
+    elif base.is_pointer and base.items:
+        text = f"Pointer({', '.join(engine_name(t) for t in base.items)})"
     else:
         text = _ENGINE_NAMES[base.name]
     return f"Optional({text})" if dtype.optional and base != ANY else text
@@ -459,6 +472,8 @@ def pathway_annotation(dtype: "DType", nested: bool = False) -> str:
         return pathway_annotation(base.items[0], nested)
     elif base.name == "PyObjectWrapper":
         text = "pathway.engine.PyObjectWrapper[object]"
+    elif base.is_pointer and base.items:
+        text = f"pathway.engine.Pointer[{', '.join(pathway_annotation(t, True) for t in base.items)}]"
     else:
         name = _PATHWAY_CLASSES.get(base.name, base.name)
         text = name if nested or dtype.optional else f"<class '{name}'>"
@@ -472,6 +487,11 @@ BOOL = DType("bool")
 BYTES = DType("bytes")
 JSON = DType("Json")
 POINTER = DType("Pointer")
+
+
+def pointer_to(*keys: "DType") -> "DType":
+    """The type of ids made from values of the ``keys`` types (``Pointer[int, str]``)."""
+    return DType("Pointer", tuple(keys))
 DATE_TIME_NAIVE = DType("DateTimeNaive")
 DATE_TIME_UTC = DType("DateTimeUtc")
 DURATION = DType("Duration")
@@ -628,8 +648,10 @@ def dtype_of(annotation: Any) -> DType:
         return DType("list", (ANY,))
     if annotation in _FROM_PYTHON:
         return _FROM_PYTHON[annotation]
-    if typing.get_origin(annotation) is Pointer or annotation is Pointer:
+    if annotation is Pointer:
         return POINTER
+    if origin is Pointer:
+        return pointer_to(*(dtype_of(a) for a in args))
     if annotation is PyObjectWrapper or origin is PyObjectWrapper:
         return PY_OBJECT
     if annotation is np.ndarray or origin is np.ndarray:
@@ -655,6 +677,8 @@ def python_type(dtype: DType) -> Any:
         annotation = tuple[tuple(python_type(item) for item in base.items)]
     elif base.name == "Future":  # a value a fully async UDF computes: its value's annotation
         annotation = python_type(base.items[0])
+    elif base.is_pointer and base.items:
+        annotation = Pointer[tuple(python_type(item) for item in base.items)]
     else:
         annotation = _TO_PYTHON[base]
     if not dtype.optional:
@@ -693,6 +717,8 @@ def unify(a: DType, b: DType) -> DType:
     base_a, base_b = a.with_optional(False), b.with_optional(False)
     if base_a == base_b:
         return base_a.with_optional(optional)
+    if base_a.is_pointer and base_b.is_pointer:
+        return _unify_pointers(base_a, base_b).with_optional(optional)
     if base_a.is_array and base_b.is_array:  # what both have in common: dimensions, element type
         n_dim = base_a.n_dim if base_a.n_dim == base_b.n_dim else None
         element = base_a.items[0] if base_a.items == base_b.items else ANY
@@ -704,6 +730,15 @@ def unify(a: DType, b: DType) -> DType:
     if base_b == ANY.with_optional(False) and b.optional:
         return base_a.with_optional(True)
     raise PlanTypeError(f"incompatible column types {a} and {b}")
+
+
+def _unify_pointers(a: DType, b: DType) -> DType:
+    """Ids of any origin take any ids; typed ids need the same key types (Any takes any)."""
+    if not a.items or not b.items:
+        return POINTER
+    if len(a.items) != len(b.items) or any(x != y and ANY not in (x, y) for x, y in zip(a.items, b.items)):
+        raise PlanTypeError(f"incompatible column types {engine_name(a)} and {engine_name(b)}")
+    return DType("Pointer", tuple(x if x == y else ANY for x, y in zip(a.items, b.items)))
 
 
 def related(a: DType, b: DType) -> bool:
@@ -718,6 +753,11 @@ def related(a: DType, b: DType) -> bool:
     base_a, base_b = a.with_optional(False), b.with_optional(False)
     if base_a.is_array and base_b.is_array:
         return arrays_equivalent(base_a, base_b)
+    if base_a.is_pointer and base_b.is_pointer:
+        try:
+            return _unify_pointers(base_a, base_b) is not None
+        except PlanTypeError:
+            return False
     if base_a.items and base_a.name == base_b.name and len(base_a.items) == len(base_b.items):
         return all(related(x, y) for x, y in zip(base_a.items, base_b.items))  # tuples item by item
     return base_a == base_b or ANY in (base_a, base_b) or {base_a, base_b} == {INT, FLOAT}

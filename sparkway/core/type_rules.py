@@ -82,7 +82,10 @@ def infer(expr: Expr, inputs: Columns) -> DType:
         case Call(name, args, params):
             return FUNCTION_TYPES[name]([infer(a, inputs) for a in args], params)
         case PointerFrom(args, optional):
-            return dt.POINTER.with_optional(optional and any(infer(a, inputs).optional for a in args))
+            keys = [infer(a, inputs) for a in args]
+            return dt.pointer_to(*(k.with_optional(False) if optional else k for k in keys)).with_optional(
+                optional and any(k.optional for k in keys)
+            )
         case ReducerExpr():
             raise PlanTypeError("reducers such as pw.reducers.sum can only be used in reduce()")
     raise PlanTypeError(f"unsupported expression {expr!r}")
@@ -178,6 +181,12 @@ def _binop_type(op: str, a: DType, b: DType) -> DType:
     base_a, base_b = a.with_optional(False), b.with_optional(False)
     if base_a.is_array or base_b.is_array:
         return _array_binop_type(op, a, b)
+    if base_a.is_pointer and base_b.is_pointer and not dt.related(base_a, base_b):  # Pathway's words
+        raise PlanTypeError(
+            f"Incompatible types in for a binary operator.\nThe types are: {dt.engine_name(base_a)} and "
+            f"{dt.engine_name(base_b)}. You might try casting the expressions to Any type to circumvent this, "
+            "but this is most probably an error."
+        )
     if op in _COMPARISONS:
         if not dt.related(base_a, base_b) or (op not in ("==", "!=") and _has_optional_items(base_a, base_b)):
             raise _unsupported(op, a, b)

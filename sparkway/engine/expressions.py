@@ -856,7 +856,7 @@ def _to_string(args: list[Column], params: tuple, types: list[DType], scope: Sco
     kind = types[0].with_optional(False)
     if kind == dt.STR:
         text = args[0]
-    elif kind in (dt.INT, dt.POINTER):
+    elif kind == dt.INT or kind.is_pointer:
         text = args[0].cast("string")
     elif kind == dt.BOOL:
         text = F.when(args[0], F.lit("True")).otherwise(F.lit("False"))
