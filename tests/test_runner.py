@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,15 @@ def test_monitoring_configuration_that_sparkway_does_not_use_is_warned_about():
     with pytest.warns(UserWarning, match="OTLP"):
         pw.set_monitoring_config(server_endpoint="https://example.com:4317")
     pw.set_monitoring_config()  # clearing it is quiet
+
+
+def test_tables_that_no_run_computed_are_warned_about():
+    from sparkway.api.graph import warn_if_some_operators_unused
+
+    t = pw.debug.table_from_markdown("a\n1")
+    with pytest.warns(UserWarning, match="operators in the computation graph that haven't been used"):
+        warn_if_some_operators_unused()
+    pw.debug.compute_and_print(t)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_if_some_operators_unused()

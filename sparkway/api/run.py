@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from sparkway.api.graph import outputs, outputs_and_unused_tables
+from sparkway.api.graph import mark_ran, outputs, outputs_and_unused_tables
 from sparkway.engine.runner import Runner, RunOptions
 from sparkway.persistence.config import Config
 from sparkway.plan import nodes as n
@@ -51,6 +51,7 @@ def run_outputs(
     run_options.terminate_on_error = bool(terminate)
     if "poll_interval_ms" in options:
         run_options.poll_interval_s = options["poll_interval_ms"] / 1000
+    mark_ran(selected)
     Runner(selected, run_options).run()
 
 

@@ -176,9 +176,9 @@ class _ParseGraph:
 
 
 def _parse_graph_extras() -> dict[str, Any]:
-    from sparkway.api.graph import ErrorLogSchema
+    from sparkway.api.graph import ErrorLogSchema, warn_if_some_operators_unused
 
-    return {"G": _ParseGraph(), "ErrorLogSchema": ErrorLogSchema}
+    return {"G": _ParseGraph(), "ErrorLogSchema": ErrorLogSchema, "warn_if_some_operators_unused": warn_if_some_operators_unused}
 
 
 # names a shim module offers besides its sparkway module's
