@@ -88,3 +88,16 @@ def test_tables_that_no_run_computed_are_warned_about():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warn_if_some_operators_unused()
+
+
+def test_run_takes_pathways_parameters_and_refuses_misspelled_ones():
+    import inspect
+
+    assert inspect.signature(pw.run) == inspect.signature(pw.run_all)
+    assert {"persistence_config", "monitoring_level", "terminate_on_error", "udf_cache_directory"} <= set(
+        inspect.signature(pw.run).parameters
+    )
+    with pytest.raises(TypeError, match="persistance_config"):
+        pw.run(persistance_config=None)
+    with pytest.raises(TypeError, match="persistance_config"):
+        pw.run_all(persistance_config=None)

@@ -447,6 +447,8 @@ def _cast(e: Cast, scope: Scope) -> Column:
         return F.when(value, F.lit("True")).otherwise(F.lit("False"))
     if target == dt.STR and source == dt.FLOAT:
         return float_text(value)
+    if target == dt.BOOL and source == dt.STR:  # Python's truth of a string: not empty
+        return F.length(value) > 0
     return value.cast(e.dtype.spark_type())
 
 
