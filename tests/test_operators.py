@@ -1474,3 +1474,11 @@ def test_join_conditions_take_pathways_form():
     with pytest.raises(AssertionError):
         a.join(b, a.k == b.k, id=a.x)
     assert_rows(a.join(b, pw.left.k == pw.right.k).select(pw.left.x, pw.right.y), [(2, 3)])
+
+
+def test_table_to_pandas_gives_pathways_dtypes():
+    # recorded from Pathway 0.33: nullable Int64 for optional ints, objects for pointers
+    t = pw.debug.table_from_markdown("a | e\n1 | 1\nNone | 2")
+    frame = pw.debug.table_to_pandas(t.select(pw.this.a, pw.this.e, p=t.pointer_from(pw.this.e)))
+    assert frame["a"].dtype == pd.Int64Dtype() and frame["e"].dtype == "int64" and frame["p"].dtype == object
+    assert sorted(frame["a"].dropna().tolist()) == [1]

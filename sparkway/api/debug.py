@@ -347,10 +347,8 @@ def table_to_pandas(table: Table, *, include_id: bool = True, **run_kwargs: Any)
     types = table.schema._dtypes()
     state = _final_state(compute(table, **run_kwargs), types)
     values = {name: [row[name] for row, _ in state.values()] for name in types}
-    # an optional int or pointer column stays exact Python ints with None (pandas would
-    # make it float with NaN, and 64-bit pointers do not survive floats)
     frame = pd.DataFrame(
-        {name: pd.Series(v, dtype=object if _keeps_objects(types[name], v) else None) for name, v in values.items()},
+        {name: pd.Series(v, dtype=_pandas_dtype(types[name])) for name, v in values.items()},
         columns=table.column_names(),
     )
     if include_id:
@@ -374,9 +372,13 @@ def table_to_dicts(table: Table, **run_kwargs: Any) -> tuple[list[int], dict[str
     return ids, {name: {i: state[i][0][name] for i in ids} for name in table.column_names()}
 
 
-def _keeps_objects(kind: DType, values: list[Any]) -> bool:
-    base = kind.with_optional(False)
-    return (base == dt.INT or base.is_pointer) and any(v is None for v in values)
+def _pandas_dtype(kind: DType) -> Any:
+    """The pandas dtype of a column, as Pathway's: optional ints are pandas' nullable
+    ``Int64`` (exact, with ``<NA>``; not floats with NaN), pointers Python objects (64-bit
+    ids do not survive floats); other columns as pandas infers them."""
+    if kind == dt.INT.with_optional():
+        return pd.Int64Dtype()
+    return object if kind.is_pointer else None
 
 
 def _short(row_id: int) -> str:

@@ -556,6 +556,7 @@ class Table(_Promises):
         >>> t.groupby(t.w).reduce(t.w, count=pw.reducers.count()).column_names()
         ['w', 'count']
         """
+        args = tuple(c for a in args for c in (_all_columns(a, [self]).values() if isinstance(a, AllColumns) else (a,)))
         extra = set(kwargs) - {"_skip_errors"}
         if extra:
             raise PlanError(
