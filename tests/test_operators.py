@@ -1482,3 +1482,17 @@ def test_table_to_pandas_gives_pathways_dtypes():
     frame = pw.debug.table_to_pandas(t.select(pw.this.a, pw.this.e, p=t.pointer_from(pw.this.e)))
     assert frame["a"].dtype == pd.Int64Dtype() and frame["e"].dtype == "int64" and frame["p"].dtype == object
     assert sorted(frame["a"].dropna().tolist()) == [1]
+
+
+def test_float_sums_are_exact_and_custom_reducers_get_python_values():
+    t = pw.debug.table_from_markdown("g | a | n\n1 | -10.1 | 1\n1 | -10.1 | 2\n1 | 1 | 3\n1 | 1 | 4\n1 | 10.1 | 5\n1 | 10.1 | 6")
+
+    @pw.reducers.stateful_single
+    def weighted(state: int | None, pair: tuple[int, int]) -> int:
+        return (state or 0) + pair[0] * pair[1]
+
+    result = t.groupby(pw.this.g).reduce(
+        total=pw.reducers.sum(pw.this.a ** 21), weighted=weighted((pw.this.g, pw.this.n)),
+    )
+    # the correctly rounded sum (math.fsum), as Pathway's: adding floats in turn gives 0.0
+    assert_rows(result, [(2.0, 21)])

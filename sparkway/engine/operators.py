@@ -29,7 +29,7 @@ from sparkway.engine.kernels.gate import INSTANCE, THRESHOLD, TIME, gate
 from sparkway.engine.kernels.join import join_groups
 from sparkway.engine.kernels.merge import merge_groups
 from sparkway.engine.kernels.ordered import deduplicate_groups, sort_groups
-from sparkway.engine.kernels.reduce import fallible, reduce_groups
+from sparkway.engine.kernels.reduce import fallible, reduce_groups, written_in_python
 from sparkway.engine.kernels.session import sessionize
 from sparkway.engine.stateful import KeyedInput, keyed_step
 from sparkway.plan import nodes as n
@@ -375,7 +375,10 @@ def _reduce(node: n.Reduce, frames: list[DataFrame], ctx: StepContext) -> DataFr
             payload[arg_name] = value if failed is None else F.when(failed, F.lit(None)).otherwise(value)
             if failed is not None and not node.skip_errors:
                 failures[name] = failures[name] | failed if name in failures else failed
-        aggregates.append((name, agg.kind, arg_names, agg.params))
+        params = agg.params
+        if written_in_python(agg.kind):  # the user's function gets Python values (tuples, Json...)
+            params = (*params, tuple(infer(arg, inputs) for arg in agg.args))
+        aggregates.append((name, agg.kind, arg_names, params))
     for name, failed in failures.items():  # whether the group has an Error: the max of the flags
         payload[f"_pw_failed_{name}"] = failed
         aggregates.append((f"_pw_failed_{name}", "max", [f"_pw_failed_{name}"], ()))
