@@ -1496,3 +1496,14 @@ def test_float_sums_are_exact_and_custom_reducers_get_python_values():
     )
     # the correctly rounded sum (math.fsum), as Pathway's: adding floats in turn gives 0.0
     assert_rows(result, [(2.0, 21)])
+
+
+def test_slices_refuse_unknown_columns_and_method_names():
+    # Pathway's errors and words (recorded from Pathway 0.33)
+    t = pw.debug.table_from_markdown("col | on\na | 11")
+    with pytest.raises(KeyError, match=r"Column name 'foo' not found in a TableSlice\(\{'col': <table1>.col"):
+        t.slice.without("foo")
+    with pytest.raises(KeyError, match="Column name 'foo' not found"):
+        t.slice.rename({"foo": "bar"})
+    with pytest.raises(ValueError, match=r"'select' is a method name.*use \['select'\]"):
+        t.slice.select
