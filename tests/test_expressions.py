@@ -909,6 +909,13 @@ def test_expressions_print_as_pathway_prints_them():
         return a
 
     assert repr(foo(age=t.age)) == "pathway.apply(foo, <table1>.age)"
+    assert repr(t.pointer_from(4)) == "<table1>.pointer_from(4)"
+
+    @pw.udf(executor=pw.udfs.fully_async_executor())
+    async def later(a: int) -> int:
+        return a
+
+    assert repr(later(t.age)) == "pathway.apply_fully_async(later, <table1>.age)"
 
 
 def test_assert_table_has_schema_checks_columns_and_types():

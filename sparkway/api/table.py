@@ -479,7 +479,7 @@ class Table(_Promises):
         """The id that ``groupby(...).reduce`` or ``with_id_from`` give to these values;
         with ``optional``, None where a value is None."""
         args = (*args, instance) if instance is not None else args
-        return PointerFrom(tuple(wrap(a) for a in args), optional)
+        return PointerFrom(tuple(wrap(a) for a in args), optional, self)
 
     @staticmethod
     def from_columns(*args: ColumnRef, **kwargs: ColumnRef) -> "Table":

@@ -7,7 +7,7 @@ Spark column, and ``sparkway.core.type_rules`` gives each node its type.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from sparkway.core import durations
@@ -267,6 +267,7 @@ class PointerFrom(Expr):
 
     args: tuple[Expr, ...]
     optional: bool = False
+    table: Any = field(default=None, compare=False)  # whose method made it: named when printed
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -451,7 +452,7 @@ def replace_children(expr: Expr, new: tuple[Expr, ...]) -> Expr:
         case FillError(): return FillError(*new)
         case Coalesce(): return Coalesce(new)
         case MakeTuple(): return MakeTuple(new)
-        case PointerFrom(_, optional): return PointerFrom(new, optional)
+        case PointerFrom(_, optional, table): return PointerFrom(new, optional, table)
         case Require(): return Require(new[0], new[1:])
         case IxRef(target, _, name, optional): return IxRef(target, new[0], name, optional)
         case GetItem(_, _, d, checked): return GetItem(new[0], new[1], new[2] if d is not None else None, checked)
@@ -554,6 +555,8 @@ class _Printer:
     def _apply(self, e: Apply) -> str:
         fn = inspect.unwrap(e.fn)
         kind = "apply_async" if inspect.iscoroutinefunction(fn) else "apply"
+        if e.dtype is not None and e.dtype.is_future:  # the fully async executor's
+            kind = "apply_fully_async"
         return f"pathway.{kind}({getattr(fn, '__name__', repr(fn))}, {self._all(e.args)})"
 
     def _call(self, e: Call) -> str:
@@ -567,7 +570,10 @@ class _Printer:
         return f"{target}.ix({self.text(e.pointer)}).{e.name}"
 
     def _pointerfrom(self, e: PointerFrom) -> str:
-        return f"pathway.pointer_from({self._all(e.args)})"
+        if e.table is None:
+            return f"pathway.pointer_from({self._all(e.args)})"
+        owner = self.text(ColumnRef(e.table, "_")).removesuffix("._")
+        return f"{owner}.pointer_from({self._all(e.args)})"
 
     def _reducerexpr(self, e: ReducerExpr) -> str:
         if e.kind in ("argmin", "argmax"):  # Pathway's take the id as a second argument
