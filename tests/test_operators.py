@@ -1507,3 +1507,20 @@ def test_slices_refuse_unknown_columns_and_method_names():
         t.slice.rename({"foo": "bar"})
     with pytest.raises(ValueError, match=r"'select' is a method name.*use \['select'\]"):
         t.slice.select
+
+
+def test_windows_keep_the_rows_ids_for_reducers_and_float_windows_compare_as_pathway():
+    t = pw.debug.table_from_markdown("t | a\n1 | 1\n2 | 2\n3 | 3")
+    extremes = t.windowby(pw.this.t, window=pw.temporal.sliding(hop=1, duration=2)).reduce(
+        start=pw.this._pw_window_start, min_id=pw.reducers.argmin(pw.this.a), ids=pw.reducers.sorted_tuple(pw.this.id),
+    )
+    # argmin and pw.this.id give the rows' own ids (not their copies' in the windows)
+    looked_up = extremes.select(pw.this.start, a=t.ix(pw.this.min_id).a, n=pw.apply(len, pw.this.ids))
+    assert_rows(looked_up, [(0, 1, 1), (1, 1, 2), (2, 2, 2), (3, 3, 1)])
+    # 0.3 lies in [0.1, 0.4) and [0.2, 0.5) only: 0.0 + 0.3 is not above 0.3 (Pathway's answer)
+    floats = pw.debug.table_from_markdown("t\n0.3")
+    starts = floats.windowby(pw.this.t, window=pw.temporal.sliding(hop=0.1, duration=0.3)).reduce(s=pw.this._pw_window_start)
+    assert [round(s, 9) for (s,) in rows(starts)] == [0.1, 0.2]
+    # with ratio=, every time is in exactly that many windows
+    counted = floats.windowby(pw.this.t, window=pw.temporal.sliding(hop=0.1, ratio=3)).reduce(s=pw.this._pw_window_start)
+    assert len(rows(counted)) == 3

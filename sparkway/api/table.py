@@ -1307,9 +1307,13 @@ class GroupedTable:
     def __init__(
         self, table: Table, keys: list[tuple[str, Expr]], aliases: dict[str, str] | None = None,
         bind: Callable[[Expr], Expr] | None = None, id_key: str | None = None, sort_by: Expr | None = None,
-        skip_errors: bool = True,
+        skip_errors: bool = True, row_ids: str | None = None, windows: bool = False,
     ) -> None:
         self._table = table
+        self._windows = windows  # grouped by windowby: rows have a data time
+        # a column holding the ids the rows had before they were copied into windows:
+        # reducers (argmin, pw.this.id) see those, as in Pathway
+        self._row_ids = row_ids
         self._skip_errors = skip_errors  # reducers leave out Error values (else give an Error)
         self._keys = keys
         self._id_key = id_key  # groupby(id=p): the groups' ids are the values of key p
@@ -1318,6 +1322,12 @@ class GroupedTable:
         # how the expressions of reduce() are read (a join's: from the joined pairs)
         self._bind = bind or (lambda e: e)
         self._bind_is_own = bind is None
+
+    def __getattr__(self, name: str) -> ColumnRef:
+        """A column of the grouped rows, for reducers: ``grouped.reduce(pw.reducers.sum(grouped.x))``."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._table, name)
 
     def reduce(self, *args: Any, **kwargs: Any) -> Table:
         """One row per group: group columns and reducers such as ``pw.reducers.count()``.
@@ -1336,12 +1346,20 @@ class GroupedTable:
 
         def lift(e: Expr) -> Expr | None:
             if isinstance(e, ReducerExpr):
-                if e.kind in ("latest", "earliest") and not n.is_append_only(table._node):
+                if e.kind in ("latest", "earliest") and self._windows:  # Pathway's words
+                    warn_user(
+                        f"{e.kind} reducer uses processing time to choose elements while windowby uses data time "
+                        "to assign entries to windows. Maybe it is not the behavior you want. To choose elements "
+                        f"according to their data time, you may use {'max' if e.kind == 'latest' else 'min'} reducer."
+                    )
+                elif e.kind in ("latest", "earliest") and not n.is_append_only(table._node):
                     warn_user(
                         f"the {e.kind} reducer requires an append-only input, and this one's rows may be "
                         "updated or deleted: to choose a row by value, use pw.reducers.argmax/argmin instead"
                     )
                 args_bound = tuple(table._bind(a) for a in e.args)
+                if self._row_ids is not None:
+                    args_bound = _with_row_ids(e.kind, args_bound, self._row_ids)
                 params = e.params
                 if self._sort_by is not None and e.kind in _ORDERED_BY_SORT_BY:
                     args_bound, params = (*args_bound, self._sort_by), (*params, "sort_by")
@@ -1387,6 +1405,13 @@ class GroupedTable:
             return None
 
         return groups.select(**{name: transform(e, on_groups) for name, e in lifted})
+
+
+def _with_row_ids(kind: str, args: tuple[Expr, ...], row_ids: str) -> tuple[Expr, ...]:
+    """A reducer's arguments reading the rows' own ids from ``row_ids``."""
+    own = ColumnRef(n.InputRef(0), row_ids)
+    args = tuple(transform(a, lambda x: own if isinstance(x, ColumnRef) and x.name == "id" else None) for a in args)
+    return (*args, own) if kind in ("argmin", "argmax") and len(args) == 1 else args
 
 
 def _concat_id_type(tables: tuple[Table, ...], reindex: bool) -> DType:

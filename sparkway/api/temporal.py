@@ -28,7 +28,12 @@ def _grouped(windowed: Any, original: Any, instance: Any) -> Any:
 
     keys = [(name, ColumnRef(n.InputRef(0), name)) for name in ("_pw_instance", "_pw_window_start", "_pw_window_end")]
     aliases = {instance.name: "_pw_instance"} if isinstance(instance, ColumnRef) else {}
-    return GroupedTable(windowed, keys, aliases)
+    row_ids = _ROW_IDS if _ROW_IDS in windowed._node.columns else None
+    return GroupedTable(windowed, keys, aliases, row_ids=row_ids, windows=True)
+
+
+#: the column of a copy of a row in a window that holds the row's own id
+_ROW_IDS = "_pw_row_id"
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,7 @@ class SlidingWindow:
     hop: Any
     duration: Any
     origin: Any = None
+    ratio: int | None = None  # given as a number of hops (tumbling: 1): each time is in that many
 
     def assign(self, table: Any, time_expr: Expr, instance: Any, behavior: Any = None) -> Any:
         """Each row once per window it is in, grouped by window, through ``behavior``'s gates."""
@@ -95,7 +101,7 @@ class SlidingWindow:
     def _windowed(self, table: Any, time_expr: Expr, instance: Any) -> Any:
         time = table._bind(time_expr)
         time_type = infer(time, [table._node.columns]).with_optional(False)
-        starts = Call("window.starts", (time,), (self.hop, self.duration, self.origin))
+        starts = Call("window.starts", (time,), (self.hop, self.duration, self.origin, self.ratio))
         instance_expr = table._bind(instance) if instance is not None else Const(None)
         with_starts = table._derive(
             n.Select(
@@ -106,7 +112,7 @@ class SlidingWindow:
                 + (("_pw_instance", instance_expr), ("_pw_window_start", starts)),
             )
         )
-        flat = with_starts.flatten("_pw_window_start")
+        flat = with_starts.flatten("_pw_window_start", origin_id=_ROW_IDS)
         end = BinOp("+", ColumnRef(n.InputRef(0), "_pw_window_start"), Const(self.duration))
         columns = {**flat._node.columns, "_pw_window_end": time_type}
         exprs = tuple((c, ColumnRef(n.InputRef(0), c)) for c in flat._node.columns) + (("_pw_window_end", end),)
@@ -152,11 +158,12 @@ class IntervalsOverWindow:
             _pw_window_end=location + self.upper_bound,
             _pw_instance=_on_side(instance, table) if instance is not None else None,
             _pw_key=_on_side(time_expr, table),
+            **{_ROW_IDS: ColumnRef(table, "id")},
         )
         names = ("_pw_window_location", "_pw_window_start", "_pw_window_end", "_pw_instance")
         keys = [(name, ColumnRef(n.InputRef(0), name)) for name in names]
         aliases = {instance.name: "_pw_instance"} if isinstance(instance, ColumnRef) else {}
-        return GroupedTable(windows, keys, aliases, sort_by=ColumnRef(n.InputRef(0), "_pw_key"))
+        return GroupedTable(windows, keys, aliases, sort_by=ColumnRef(n.InputRef(0), "_pw_key"), row_ids=_ROW_IDS, windows=True)
 
     def type_parameters(self) -> dict[str, Any]:
         return {"lower_bound": self.lower_bound, "upper_bound": self.upper_bound}
@@ -402,7 +409,7 @@ def session(*, max_gap: Any = None, predicate: Callable[[Any, Any], bool] | None
 
 def tumbling(duration: Any, origin: Any = None) -> SlidingWindow:
     """Consecutive windows of length ``duration``."""
-    return SlidingWindow(duration, duration, origin)
+    return SlidingWindow(duration, duration, origin, ratio=1)
 
 
 def sliding(hop: Any, duration: Any = None, ratio: int | None = None, origin: Any = None) -> SlidingWindow:
@@ -411,4 +418,4 @@ def sliding(hop: Any, duration: Any = None, ratio: int | None = None, origin: An
         if ratio is None:
             raise PlanError("sliding windows need duration= or ratio=")
         duration = hop * ratio
-    return SlidingWindow(hop, duration, origin)
+    return SlidingWindow(hop, duration, origin, ratio)

@@ -1049,22 +1049,26 @@ def _window_starts(args: list[Column], params: tuple, types: list[DType], scope:
     As in Pathway, windows are aligned on ``origin`` (0 or the epoch by default), and a
     given origin also drops the windows that would start before it.
     """
-    hop, duration, given_origin = (durations.micros_or_number(p) for p in params)
+    hop, duration, given_origin = (durations.micros_or_number(p) for p in params[:3])
+    ratio = params[3]
     origin = given_origin if given_origin is not None else 0
     kind = types[0].with_optional(False)
     timelike = kind in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC)
     value = F.unix_micros(args[0].cast("timestamp")) if timelike else args[0]
     last = F.floor((value - F.lit(origin)) / F.lit(hop))
-    ratio = round(duration / hop)
-    if abs(duration / hop - ratio) < 1e-9:  # every time is in `ratio` windows (no float rounding)
-        first = last - (ratio - 1)
+    if ratio is not None:  # a number of hops: every time is in exactly that many windows
+        starts = F.transform(F.sequence(last - (ratio - 1), last), lambda k: k * F.lit(hop) + F.lit(origin))
     else:
-        first = F.floor((value - F.lit(origin) - F.lit(duration)) / F.lit(hop)) + 1
-    if given_origin is not None:
-        first = F.greatest(first, F.lit(0))
-    # an empty sequence when the time is before the first window (sequence needs first <= last)
-    ks = F.when(first <= last, F.sequence(first, last)).otherwise(F.array().cast("array<bigint>"))
-    starts = F.transform(ks, lambda k: k * F.lit(hop) + F.lit(origin))
+        # candidates one hop wider on both sides, kept where start <= time < start +
+        # duration in the time's own arithmetic: with float times a division rounds (0.3 /
+        # 0.1 is 2.9999999999999996), and the comparison is what Pathway decides on
+        ks = F.sequence(F.floor((value - F.lit(origin) - F.lit(duration)) / F.lit(hop)), last + 1)
+        starts = F.filter(
+            F.transform(ks, lambda k: k * F.lit(hop) + F.lit(origin)),
+            lambda s: (s <= value) & (value < s + F.lit(duration)),
+        )
+    if given_origin is not None:  # no window starts before a given origin
+        starts = F.filter(starts, lambda s: s >= F.lit(origin))
     if timelike:
         stamp = F.transform(starts, lambda s: F.timestamp_micros(s.cast("long")))
         return stamp if kind == dt.DATE_TIME_UTC else stamp.cast("array<timestamp_ntz>")
