@@ -149,3 +149,28 @@ def test_schema_prints_as_pathway_does():
     assert repr(pw.schema_from_types(a=tuple[int, float])).endswith(
         "types={'a': tuple[int, float]}, id_type=<class 'pathway.engine.Pointer'>>"
     )
+
+
+def test_generated_schema_class_is_the_same_schema(tmp_path):
+    import importlib.util
+
+    import numpy as np
+
+    schema = pw.schema_builder(
+        {
+            "k": pw.column_definition(dtype=int, primary_key=True),
+            "@at": pw.column_definition(dtype=pw.DateTimeUtc),
+            "tags": pw.column_definition(dtype=list[str | None], default_value=()),
+            "grid": pw.column_definition(dtype=np.ndarray[tuple[int, int], np.dtype[float]]),
+            "anything": pw.column_definition(dtype=Any),
+            "ref": pw.column_definition(dtype=pw.Pointer[int] | None),
+        },
+        name="Row",
+    )
+    path = tmp_path / "row.py"
+    schema.generate_class_to_file(path, generate_imports=True)
+    spec = importlib.util.spec_from_file_location("generated_row", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.Row == schema and module.Row.primary_key_columns() == ["k"]
+    assert module.Row["tags"].default_value == ()

@@ -209,6 +209,41 @@ class Schema(metaclass=_SchemaMeta):
         return {c.name: dt.python_type(c.dtype) for c in cls.__columns__.values()}
 
     @classmethod
+    def generate_class(cls, class_name: str | None = None, generate_imports: bool = False) -> str:
+        """Python source of a schema class with these columns (for code generators, or to
+        write down an inferred schema), for a program that does ``import sparkway as pw``.
+
+        >>> import sparkway as pw
+        >>> S = pw.schema_builder({"k": pw.column_definition(dtype=int, primary_key=True),
+        ...                        "v": pw.column_definition(dtype=str | None, default_value="x")})
+        >>> print(S.generate_class(class_name="Row"))
+        class Row(pw.Schema):
+            k: int = pw.column_definition(primary_key=True)
+            v: str | None = pw.column_definition(default_value='x')
+        """
+        lines = [f"class {class_name or cls.__name__}(pw.Schema):"]
+        for position, column in enumerate(cls.__columns__.values()):
+            options = {"primary_key": column.primary_key or None, "append_only": column.append_only or None}
+            if column.has_default:
+                options["default_value"] = column.default_value
+            attribute = column.name
+            if not column.name.isidentifier():  # e.g. "@timestamp": an attribute naming it
+                attribute, options["name"] = f"column_{position}", column.name
+            given = ", ".join(f"{k}={v!r}" for k, v in options.items() if v is not None)
+            definition = f" = pw.column_definition({given})" if given else ""
+            lines.append(f"    {attribute}: {dt.python_source(column.dtype)}{definition}")
+        if len(lines) == 1:
+            lines.append("    pass")
+        imports = "import typing\n\nimport numpy as np\n\nimport sparkway as pw\n\n\n" if generate_imports else ""
+        return imports + "\n".join(lines) + "\n"
+
+    @classmethod
+    def generate_class_to_file(cls, path: Any, class_name: str | None = None, generate_imports: bool = False) -> None:
+        """Writes ``generate_class``'s source to a file."""
+        with open(path, "w") as file:
+            file.write(cls.generate_class(class_name, generate_imports))
+
+    @classmethod
     def with_types(cls, **types: Any) -> type["Schema"]:
         """This schema with the given columns' types changed.
 

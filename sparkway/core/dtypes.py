@@ -451,6 +451,31 @@ def engine_name(dtype: "DType") -> str:
     return f"Optional({text})" if dtype.optional and base != ANY else text
 
 
+def python_source(dtype: "DType") -> str:
+    """The annotation of a type as Python source, under ``import typing``, ``import numpy
+    as np`` and ``import sparkway as pw``.
+
+    >>> python_source(DType("tuple", (INT, JSON.with_optional()))), python_source(ANY)
+    ('tuple[int, pw.Json | None]', 'typing.Any')
+    """
+    base = dtype.with_optional(False)
+    if base.name == "Any":
+        return "typing.Optional[typing.Any]" if dtype.optional else "typing.Any"
+    if base.name in ("list", "tuple"):
+        text = f"{base.name}[{', '.join(python_source(t) for t in base.items)}]"
+    elif base.is_array:
+        element = base.items[0].name if base.items[0].name in ("int", "float") else "typing.Any"
+        shape = "typing.Any" if base.n_dim is None else "None" if base.n_dim == 0 else f"tuple[{', '.join(['int'] * base.n_dim)}]"
+        text = f"np.ndarray[{shape}, np.dtype[{element}]]"
+    elif base.is_pointer and base.items:
+        text = f"pw.Pointer[{', '.join(python_source(t) for t in base.items)}]"
+    elif base.name in ("int", "float", "str", "bool", "bytes"):
+        text = base.name
+    else:
+        text = f"pw.{base.name}"
+    return f"{text} | None" if dtype.optional else text
+
+
 def pathway_annotation(dtype: "DType", nested: bool = False) -> str:
     """The Python annotation of a type as Pathway's schema reprs print it (a bare class as
     ``<class 'int'>``, inside a generic or a union by its name).
