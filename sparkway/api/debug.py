@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import os
 from typing import Any
 
 import numpy as np
@@ -294,6 +295,34 @@ def _python(value: Any) -> Any:
 
 
 @traced
+def table_from_parquet(path: str | os.PathLike, id_from: list[str] | None = None, unsafe_trusted_ids: bool = False) -> Table:
+    """A table from a Parquet file (read with pandas, as ``table_from_pandas`` reads a frame).
+
+    >>> import sparkway as pw, tempfile, os, pandas as pd
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+    >>> pd.DataFrame({"a": [1, 2]}).to_parquet(path)
+    >>> pw.debug.compute_and_print(pw.debug.table_from_parquet(path), include_id=False)
+    a
+    1
+    2
+    """
+    return table_from_pandas(pd.read_parquet(path), id_from=id_from)
+
+
+def table_to_parquet(table: Table, filename: str | os.PathLike) -> None:
+    """Writes the table's contents after all its input was processed to a Parquet file
+    (through pandas; ids are not written).
+
+    >>> import sparkway as pw, tempfile, os, pandas as pd
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+    >>> pw.debug.table_to_parquet(pw.debug.table_from_markdown("a\\n1"), path)
+    >>> pd.read_parquet(path)["a"].tolist()
+    [1]
+    """
+    table_to_pandas(table, include_id=False).to_parquet(filename)
+
+
+@traced
 def compute(table: Table, **run_kwargs: Any) -> list[OutputBatch]:
     """Runs just what ``table`` needs and returns its batches of changes, time by time."""
     from sparkway.api.run import run_outputs
@@ -352,7 +381,7 @@ def table_to_pandas(table: Table, *, include_id: bool = True, **run_kwargs: Any)
         columns=table.column_names(),
     )
     if include_id:
-        frame.index = pd.Index(list(state.keys()), name="id")
+        frame.index = pd.Index(list(state.keys()))  # unnamed, as Pathway's
     return frame
 
 
