@@ -1524,3 +1524,13 @@ def test_windows_keep_the_rows_ids_for_reducers_and_float_windows_compare_as_pat
     # with ratio=, every time is in exactly that many windows
     counted = floats.windowby(pw.this.t, window=pw.temporal.sliding(hop=0.1, ratio=3)).reduce(s=pw.this._pw_window_start)
     assert len(rows(counted)) == 3
+
+
+def test_promises_about_grouped_tables_are_about_their_groups():
+    t1 = pw.debug.table_from_markdown("owner | age\nAlice | 10\nBob | 9\nAlice | 8")
+    t2 = t1.filter(t1.age >= 9)
+    g1, g2 = t1.groupby(t1.owner), t2.groupby(t2.owner)
+    pw.universes.promise_is_subset_of(g2, g1)
+    counts, oldest = g1.reduce(n=pw.reducers.count()), g2.reduce(oldest=pw.reducers.max(t2.age))
+    # the promise lets the groups of t2 read the columns of t1's groups, by id
+    assert_rows(oldest.select(pw.this.oldest, n=counts.restrict(oldest).n), [(10, 2), (9, 1)])

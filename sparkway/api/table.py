@@ -958,7 +958,7 @@ class Table(_Promises):
             raise PlanError(f"an interval's lower bound ({lower}) must not exceed its upper bound ({upper})")
         mode = getattr(how, "value", how) or "inner"
         left, right = with_behavior(self, self_time, behavior), with_behavior(other, other_time, behavior)
-        return JoinResult(left, right, on, mode, None, (self_time, other_time, lower, upper))
+        return IntervalJoinResult(left, right, on, mode, None, (self_time, other_time, lower, upper))
 
     def interval_join_inner(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
         return self.interval_join(other, *args, how="inner", **kwargs)
@@ -997,7 +997,7 @@ class Table(_Promises):
         left, right = window.join_sides(self, other, self_time, other_time, on)
         same_window = tuple(ColumnRef(left, c) == ColumnRef(right, c) for c in ("_pw_window_start", "_pw_window_end"))
         mode = getattr(how, "value", how) or "inner"
-        return JoinResult(left, right, (*on, *same_window), mode, None, shared=("_pw_window",))
+        return WindowJoinResult(left, right, (*on, *same_window), mode, None, shared=("_pw_window",))
 
     def window_join_inner(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
         return self.window_join(other, *args, how="inner", **kwargs)
@@ -1301,8 +1301,9 @@ def _types(exprs: Iterable[tuple[str, Expr]], inputs: list[dict]) -> dict[str, D
 
 
 @traced
-class GroupedTable:
-    """A table grouped by key columns; ``reduce`` gives one row per group."""
+class GroupedTable(_Promises):
+    """A table grouped by key columns; ``reduce`` gives one row per group.  Promises
+    about it (``pw.universes``) are about the ids of its groups, i.e. of ``reduce``'s rows."""
 
     def __init__(
         self, table: Table, keys: list[tuple[str, Expr]], aliases: dict[str, str] | None = None,
@@ -1310,6 +1311,7 @@ class GroupedTable:
         skip_errors: bool = True, row_ids: str | None = None, windows: bool = False,
     ) -> None:
         self._table = table
+        self._universe = Universe()  # the ids of the groups, which reduce's rows get
         self._windows = windows  # grouped by windowby: rows have a data time
         # a column holding the ids the rows had before they were copied into windows:
         # reducers (argmin, pw.this.id) see those, as in Pathway
@@ -1392,10 +1394,10 @@ class GroupedTable:
             id_type = key_types[self._id_key].with_optional(False)
         if not any(isinstance(x, IxRef) for _, e in lifted for x in walk(e)):
             select = n.Select(_types(lifted, [reduce_node.columns]), reduce_node, tuple(lifted))
-            return Table(select, table._label, id_type=id_type)
+            return Table(select, table._label, universe=self._universe, id_type=id_type)
         # lookups by pointers computed per group (t.ix(pw.reducers.argmax(...)).name): a
         # select over the groups' table, where a placeholder target is the grouped table
-        groups = Table(reduce_node, table._label, id_type=id_type)
+        groups = Table(reduce_node, table._label, universe=self._universe, id_type=id_type)
 
         def on_groups(e: Expr) -> Expr | None:
             if isinstance(e, ColumnRef) and isinstance(e.table, n.InputRef):
@@ -1670,6 +1672,27 @@ class JoinResult(_Promises):
 
 
 _JOIN_MODES = "JoinMode.INNER, JoinMode.LEFT, JoinMode.RIGHT or JoinMode.OUTER values."
+
+
+class IntervalJoinResult(JoinResult):
+    """The pairs of an interval join (``pw.temporal.IntervalJoinResult``); ``select``
+    builds the output.
+
+    >>> import sparkway as pw
+    >>> a = pw.debug.table_from_markdown("t\\n3")
+    >>> isinstance(a.interval_join(a.copy(), a.t, pw.this.t, pw.temporal.interval(-1, 1)), pw.temporal.IntervalJoinResult)
+    True
+    """
+
+
+class WindowJoinResult(JoinResult):
+    """The pairs of a window join (``pw.temporal.WindowJoinResult``); ``select`` builds the output.
+
+    >>> import sparkway as pw
+    >>> a = pw.debug.table_from_markdown("t\\n3")
+    >>> isinstance(a.window_join(a.copy(), a.t, pw.this.t, pw.temporal.tumbling(2)), pw.temporal.WindowJoinResult)
+    True
+    """
 
 
 def _fixed_mode(mode: JoinMode, kwargs: dict[str, Any]) -> JoinMode:

@@ -419,3 +419,13 @@ def sliding(hop: Any, duration: Any = None, ratio: int | None = None, origin: An
             raise PlanError("sliding windows need duration= or ratio=")
         duration = hop * ratio
     return SlidingWindow(hop, duration, origin, ratio)
+
+
+def __getattr__(name: str) -> Any:
+    """``pw.temporal.IntervalJoinResult`` and ``WindowJoinResult``: join results, defined
+    with the other join results in the table module (which builds on this one)."""
+    if name in ("IntervalJoinResult", "WindowJoinResult"):
+        from sparkway.api import table
+
+        return getattr(table, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

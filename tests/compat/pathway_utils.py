@@ -39,6 +39,12 @@ import pytest
 mp_fork = multiprocessing.get_context("fork")
 needs_multiprocessing_fork = pytest.mark.xfail(sys.platform != "linux", reason="needs fork()")
 xfail_on_multiple_threads = pytest.mark.xfail(os.getenv("PATHWAY_THREADS", "1") != "1", reason="threads")
+
+
+def skip_on_multiple_workers() -> None:
+    """Skips a test written for one Pathway worker when several are configured."""
+    if os.getenv("PATHWAY_THREADS", "1") != "1":
+        pytest.skip("written for one worker")
 xfail_on_python_3_10 = pytest.mark.xfail(sys.version_info[:2] == (3, 10), reason="python 3.10")
 only_standard_build = pytest.mark.xfail(False, reason="only works on standard build")
 AIRBYTE_FAKER_CONNECTION_REL_PATH = "connections/faker.yaml"
