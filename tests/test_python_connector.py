@@ -376,3 +376,34 @@ def test_demo_replays_a_csv_file_row_by_row_and_by_its_time_column(tmp_path) -> 
     assert sorted(times) == [1, 2, 3] and times[1] <= times[2] <= times[3]  # in the order of their time column
     with pytest.raises(ValueError, match="Invalid schema. Time columns must be int or float"):
         pw.demo.replay_csv_with_time(str(path), schema=Row.with_types(time=str), time_column="time")
+
+
+def test_observers_get_every_change_in_order_and_the_end():
+    t = pw.debug.table_from_markdown(
+        """
+          | pet | age | __time__ | __diff__
+        1 | dog | 10  | 2        | 1
+        2 | cat | 8   | 2        | 1
+        2 | cat | 8   | 4        | -1
+        """
+    )
+    seen: list = []
+
+    class Recorder(pw.io.python.ConnectorObserver):
+        def on_change(self, key, row, time, is_addition):
+            seen.append((row["pet"], is_addition))
+
+        def on_end(self):
+            seen.append("end")
+
+    class AsyncRecorder(pw.io.python.AsyncConnectorObserver):
+        async def on_change(self, key, row, time, is_addition):
+            seen.append(("async", row["age"]))
+
+    pw.io.python.write(t, Recorder(), sort_by=[t.pet])
+    pw.io.python.write(t.filter(pw.this.age > 9), AsyncRecorder())
+    pw.run(monitoring_level=pw.MonitoringLevel.NONE)
+    assert [c for c in seen if c[0] != "async"] == [("cat", True), ("dog", True), ("cat", False), "end"]
+    assert ("async", 10) in seen
+    with pytest.raises(TypeError, match="ConnectorObserver"):
+        pw.io.python.write(t, object())
