@@ -220,6 +220,7 @@ class Schema(metaclass=_SchemaMeta):
         class Row(pw.Schema):
             k: int = pw.column_definition(primary_key=True)
             v: str | None = pw.column_definition(default_value='x')
+        <BLANKLINE>
         """
         lines = [f"class {class_name or cls.__name__}(pw.Schema):"]
         for position, column in enumerate(cls.__columns__.values()):
