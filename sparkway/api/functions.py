@@ -74,6 +74,8 @@ def make_tuple(*args: Any) -> MakeTuple:
 
 def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Apply:
     """``fn`` called on each row's values; the result type is ``fn``'s return annotation.
+    As in Pathway, ``fn`` is taken as non-deterministic: each row's result is stored until
+    the row is deleted (use ``@pw.udf(deterministic=True)`` to save that).
 
     >>> import sparkway as pw
     >>> def shout(s: str) -> str:
@@ -81,12 +83,12 @@ def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Apply:
     >>> type(pw.apply(shout, pw.this.word)).__name__
     'Apply'
     """
-    return Apply(_bind_kwargs(fn, kwargs), tuple(wrap(a) for a in args), None)
+    return Apply(_bind_kwargs(fn, kwargs), tuple(wrap(a) for a in args), None, deterministic=False)
 
 
 def apply_with_type(fn: Callable[..., Any], ret_type: Any, *args: Any, **kwargs: Any) -> Apply:
     """Like ``apply``, with the result type given."""
-    return Apply(_bind_kwargs(fn, kwargs), tuple(wrap(a) for a in args), dtype_of(ret_type))
+    return Apply(_bind_kwargs(fn, kwargs), tuple(wrap(a) for a in args), dtype_of(ret_type), deterministic=False)
 
 
 def _bind_kwargs(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any]:

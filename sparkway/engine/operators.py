@@ -31,6 +31,7 @@ from sparkway.engine.kernels.merge import merge_groups
 from sparkway.engine.kernels.ordered import deduplicate_groups, sort_groups
 from sparkway.engine.kernels.reduce import fallible, reduce_groups
 from sparkway.engine.kernels.session import sessionize
+from sparkway.engine.kernels.stored import replay_stored
 from sparkway.engine.stateful import KeyedInput, keyed_step
 from sparkway.plan import nodes as n
 from sparkway.state.store import StateLocation
@@ -58,6 +59,8 @@ class StepContext:
     #: consumers skip the checks of their values
     error_free: set[int] = field(default_factory=set)
     persisted: list[DataFrame] = field(default_factory=list)  # unpersisted after the step
+    #: where ``pw.udfs.DiskCache`` keeps results in this run (None: no filesystem persistence)
+    udf_cache_root: str | None = None
 
     def empty(self, node: n.Node) -> DataFrame:
         frame = self.spark.createDataFrame([], spark_schema(node.columns))
@@ -65,6 +68,7 @@ class StepContext:
 
     def scope(self, node: n.Node, *inputs: dict[str, DType]) -> Scope:
         scope = Scope.of(*inputs, where=node.label, errors=self.keep_errors)
+        scope.udf_cache_root = self.udf_cache_root
         if scope.checks is not None and self.inputs_error_free(node):
             scope.checks.inputs = [set() for _ in inputs]
         return scope
@@ -83,7 +87,7 @@ class StepContext:
         return frame.drop(LOGGED)
 
     def keyed(
-        self, node: n.Node, inputs: list[KeyedInput], kernel, params, output: T.StructType, gate: bool = False,
+        self, node: n.Node, inputs: list[KeyedInput], kernel, params, output: T.StructType, mode: str = "arranged",
     ) -> DataFrame:
         return keyed_step(
             inputs,
@@ -96,7 +100,7 @@ class StepContext:
             kernel=kernel,
             params=params,
             output=output,
-            gate=gate,
+            mode=mode,
         )
 
 
@@ -202,22 +206,56 @@ def _iterate_result(node: n.IterateResult, frames: list[DataFrame], ctx: StepCon
 
 def _select(node: n.Select, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     scope = ctx.scope(node, node.input.columns)
-    compiled = {
-        name: as_type(compile_expr(e, scope), infer(e, [node.input.columns]).name == "Any", node.columns[name])
-        for name, e in node.exprs
-    }
+    compiled, flags = {}, {}
+    for name, e in node.exprs:
+        stored = name in node.stored
+        value, flags[name] = _selected(e, scope, stored)
+        compiled[name] = as_type(value, infer(e, [node.input.columns]).name == "Any", node.columns[name])
     if scope.checks is None:
-        return _changes(frames[0], compiled)
-    flags = {name: scope.checks.flag(e) for name, e in node.exprs}
+        return _replayed(node, _changes(frames[0], compiled), ctx)
     values = {  # an Error's value is null
         name: value if flags[name] is None else F.when(flags[name], F.lit(None)).otherwise(value)
         for name, value in compiled.items()
     }
     values[ERRORS] = errors_column(flags)
     if not scope.checks.logged:
-        return _changes(frames[0], values)
+        return _replayed(node, _changes(frames[0], values), ctx)
     values[LOGGED] = messages_column(scope.checks.logged)  # read the input's columns
-    return ctx.logging(node, _changes(frames[0], values), scope.checks.calls_python)
+    return _replayed(node, ctx.logging(node, _changes(frames[0], values), scope.checks.calls_python), ctx)
+
+
+def _selected(e: Expr, scope: Scope, stored: bool) -> tuple[Column, Column | None]:
+    """A select's column and its Error flag.  A ``stored`` column is computed for
+    insertions only (its functions are not called for deletions, which replay the
+    stored values), so that it fails and logs errors only there."""
+    if not stored:
+        return compile_expr(e, scope), scope.checks.flag(e) if scope.checks is not None else None
+    inserted = col(DIFF) > 0
+    logged = len(scope.checks.logged) if scope.checks is not None else 0
+    scope.not_called = ~inserted
+    try:
+        value = F.when(inserted, compile_expr(e, scope))
+    finally:
+        scope.not_called = None
+    if scope.checks is None:
+        return value, None
+    entries = scope.checks.logged
+    entries[logged:] = [(inserted & failed, message) for failed, message in entries[logged:]]
+    flag = scope.checks.flag(e)
+    return value, inserted & flag if flag is not None else None
+
+
+def _replayed(node: n.Select, frame: DataFrame, ctx: StepContext) -> DataFrame:
+    """The select's changes, with the deletions' stored columns (and Errors) as they
+    were inserted (``Select.stored``)."""
+    if not node.stored:
+        return frame
+    names = list(node.columns) + ([ERRORS] if ctx.keep_errors else [])
+    positions = [names.index(c) for c in node.stored] + ([len(names) - 1] if ctx.keep_errors else [])
+    keyed = KeyedInput(typed(node, frame), [col(ID)], {c: col(c) for c in names})
+    output = spark_schema(node.columns, with_id=True)
+    output = _with_errors(output) if ctx.keep_errors else output
+    return ctx.keyed(node, [keyed], replay_stored, (names, positions), output, mode="groups")
 
 
 def _filter(node: n.Filter, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -522,7 +560,7 @@ def _time_gate(node: n.TimeGate, frames: list[DataFrame], ctx: StepContext) -> D
     keyed = _keyed_input(node, ctx, frame, scope, [], [], payload, "time gate", errors_as=errors_as)
     output = spark_schema(node.columns, with_id=True)
     params = (node.mode, _carried(node, ctx))
-    return ctx.keyed(node, [keyed], gate, params, _with_errors(output) if ctx.keep_errors else output, gate=True)
+    return ctx.keyed(node, [keyed], gate, params, _with_errors(output) if ctx.keep_errors else output, mode="gate")
 
 
 def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) -> DataFrame:

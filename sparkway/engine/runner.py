@@ -8,6 +8,7 @@ A crash between logging and committing replays the logged step on restart.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -59,6 +60,10 @@ class Runner:
 
     def __init__(self, outputs: list[n.Output], options: RunOptions) -> None:
         self.plan = n.Plan(outputs)
+        config = options.persistence
+        self.udf_cache_root = config.udf_cache_folder if config is not None else None
+        if config is not None and not config.keeps_state:  # only UDF caches persist
+            options = dataclasses.replace(options, persistence=None)
         self.options = options
         self.sources: list[Source] = _sources(self.plan)
         # ids generated for unnamed sources hold for this run only
@@ -151,7 +156,8 @@ class Runner:
         final: bool = False,
     ) -> list[OutputBatch]:
         ctx = StepContext(spark, step, time, location, self.partitions, self.operator_names,
-                          keep_errors=not self.options.terminate_on_error, final=final)
+                          keep_errors=not self.options.terminate_on_error, final=final,
+                          udf_cache_root=self.udf_cache_root)
         frames: dict[int, DataFrame] = {}
         nonempty: set[int] = set()
         consumers = self.plan.consumers()
