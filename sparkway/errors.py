@@ -88,8 +88,10 @@ def _computation_error_class(found: Any) -> type[ComputationError]:
         return ComputationError
     if found not in _computation_errors:
         try:
-            # Exception's __str__: KeyError's would quote the whole message
-            cls = type("ComputationError", (ComputationError, found), {"__module__": __name__, "__str__": Exception.__str__})
+            # Exception's __init__ (the class's may want other arguments) and __str__
+            # (KeyError's would quote the whole message)
+            methods = {"__module__": __name__, "__init__": Exception.__init__, "__str__": Exception.__str__}
+            cls = type("ComputationError", (ComputationError, found), methods)
         except TypeError:  # a class whose instances are laid out differently (OSError...)
             cls = ComputationError
         _computation_errors[found] = cls

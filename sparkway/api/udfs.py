@@ -24,7 +24,6 @@ import inspect
 import random
 import threading
 import typing
-import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Callable
@@ -337,16 +336,32 @@ def with_capacity(func: Callable[..., Any], capacity: int) -> Callable[..., Any]
     """A coroutine function of which at most ``capacity`` calls run at once (per event
     loop: sparkway awaits a batch of rows in one)."""
     func = coerce_async(func)
-    limits: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+    limit = _Semaphores(capacity)
 
     @functools.wraps(func)
     async def limited(*args: Any, **kwargs: Any) -> Any:
-        loop = asyncio.get_running_loop()
-        if loop not in limits:
-            limits[loop] = asyncio.Semaphore(capacity)
-        async with limits[loop]:
+        async with limit.current():
             return await func(*args, **kwargs)
     return limited
+
+
+class _Semaphores:
+    """A semaphore for the running event loop (each batch of rows is awaited in a new
+    one); pickled without it."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.loop: Any = None
+        self.semaphore: asyncio.Semaphore | None = None
+
+    def current(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self.loop is not loop or self.semaphore is None:
+            self.loop, self.semaphore = loop, asyncio.Semaphore(self.capacity)
+        return self.semaphore
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"capacity": self.capacity, "loop": None, "semaphore": None}
 
 
 def async_options(

@@ -45,7 +45,8 @@ def key_of(args: tuple, kwargs: dict[str, Any] | None = None) -> str:
 
 
 class DiskStore:
-    """Results by key in an SQLite file, at most ``size_limit`` bytes of them."""
+    """Results by key in an SQLite file, at most ``size_limit`` bytes of them (a result
+    takes the bytes of its key and of its pickled value)."""
 
     def __init__(self, root: str, name: str, size_limit: int) -> None:
         os.makedirs(root, exist_ok=True)
@@ -72,16 +73,17 @@ class DiskStore:
         a result larger than the limit cannot be kept (a KeyError, as Pathway's cache
         fails to read it back)."""
         blob = pickle.dumps(value, protocol=5)
-        if len(blob) > self.size_limit:
+        size = len(key) + len(blob)
+        if size > self.size_limit:
             raise KeyError(
-                f"DiskCache {self.name!r}: a result of {len(blob)} bytes does not fit in its "
+                f"DiskCache {self.name!r}: a result of {size} bytes does not fit in its "
                 f"size_limit of {self.size_limit} bytes; give the cache a larger size_limit"
             )
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 self._db.execute(
-                    "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)", (key, blob, len(blob), time.time())
+                    "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)", (key, blob, size, time.time())
                 )
                 self._evict()
                 self._db.execute("COMMIT")
