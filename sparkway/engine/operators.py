@@ -28,7 +28,7 @@ from sparkway.engine.expressions import (
 from sparkway.engine.kernels.gate import INSTANCE, THRESHOLD, TIME, gate
 from sparkway.engine.kernels.join import join_groups
 from sparkway.engine.kernels.merge import merge_groups
-from sparkway.engine.kernels.ordered import deduplicate_groups, sort_groups
+from sparkway.engine.kernels.ordered import REJECTED, deduplicate_instances, sort_groups
 from sparkway.engine.kernels.reduce import fallible, reduce_groups
 from sparkway.engine.kernels.session import sessionize
 from sparkway.engine.kernels.stored import replay_stored
@@ -531,13 +531,26 @@ def _session_window(node: n.SessionWindow, frames: list[DataFrame], ctx: StepCon
 
 def _deduplicate(node: n.Deduplicate, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     scope = ctx.scope(node, node.input.columns)
-    extra = {"_v": compile_expr(node.value, scope)}
-    # the acceptor sees values as Python gives them (a tuple, not the struct that stores it)
-    as_python = dt.to_python(infer(node.value, [node.input.columns]))
-    params = (node.acceptor, as_python, _carried(node, ctx))
+    value = compile_expr(node.value, scope)
     failed = scope.checks.flag(node.value) if scope.checks is not None else None
     frame = frames[0].filter(~failed) if failed is not None else frames[0]  # as Pathway: silently
-    return _per_instance(node, frame, ctx, scope, node.instance, extra, deduplicate_groups, params)
+    instances = [node.instance] if node.instance is not None else []
+    payload = {c: col(c) for c in node.input.columns} | {"_v": value}
+    keyed = _keyed_input(
+        node, ctx, typed(node.input, frame), scope, instances, [infer(e, [node.input.columns]) for e in instances],
+        payload, "deduplicate instance", errors_as=ERRORS if ctx.keep_errors else None,
+    )
+    outputs = _carried(node, ctx)
+    # the acceptor sees values as Python gives them (a tuple, not the struct that stores it)
+    as_python = dt.to_python(infer(node.value, [node.input.columns]))
+    params = (node.acceptor, as_python, list(keyed.payload), outputs, ctx.keep_errors)
+    output = spark_schema(node.columns, with_id=True)
+    if not ctx.keep_errors:
+        return ctx.keyed(node, [keyed], deduplicate_instances, params, output, mode="groups")
+    output = T.StructType([*_with_errors(output).fields[:-1], T.StructField(REJECTED, T.StringType()), output.fields[-1]])
+    changes = ctx.keyed(node, [keyed], deduplicate_instances, params, output, mode="groups")
+    logged = ctx.logging(node, changes.withColumn(LOGGED, F.when(col(REJECTED).isNotNull(), F.array(col(REJECTED)))))
+    return logged.filter(col(REJECTED).isNull()).drop(REJECTED)
 
 
 def _sort(node: n.Sort, frames: list[DataFrame], ctx: StepContext) -> DataFrame:

@@ -270,10 +270,7 @@ class Deduplicate(_Stateful, _Unary):
 
     value: Expr
     instance: Expr | None
-    acceptor: Any
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "acceptor": getattr(self.acceptor, "__qualname__", "")}
+    acceptor: Any  # its code may change between runs: the state is kept (as in Pathway)
 
 
 @dataclass(frozen=True, eq=False)
