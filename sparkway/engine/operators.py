@@ -18,7 +18,7 @@ from pyspark.sql import types as T
 
 from sparkway.core import dtypes as dt
 from sparkway.core import durations
-from sparkway.core.changes import DIFF, ERRORS, ID, spark_schema
+from sparkway.core.changes import DIFF, ERRORS, ID, LOGGED, spark_schema
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import Expr
 from sparkway.core.type_rules import infer
@@ -52,7 +52,7 @@ class StepContext:
     keep_errors: bool = False
     #: (node, frame with ``LOGGED``): the errors each node logged in this step
     logged: list[tuple[n.Node, DataFrame]] = field(default_factory=list)
-    entries: dict[int, DataFrame] = field(default_factory=dict)  # id(node) -> its error log rows
+    entries: dict[int, DataFrame] = field(default_factory=dict)  # position in ``logged`` -> error log rows
     #: the input has ended: a last step in which nodes holding rows back let them out
     final: bool = False
     #: ids of the nodes whose changes in this step hold no Error value for sure: their
@@ -104,8 +104,6 @@ class StepContext:
         )
 
 
-#: in a run keeping Error values, the messages of the errors a change logs (array<string>)
-LOGGED = "_pw_logged"
 
 
 def with_no_errors(frame: DataFrame) -> DataFrame:
@@ -129,12 +127,13 @@ def _skipping(
     return frame.filter(~failed) if failed is not None and not keep else frame
 
 
-def error_entries(frame: DataFrame, operator: int, trace: str, time: int) -> DataFrame:
-    """Rows of an error log for the errors a node logged (``frame`` has ``LOGGED``):
-    never retracted, with ids new at every time (SQL text: fewer py4j calls)."""
+def error_entries(frame: DataFrame, operator: int, trace: str, time: int, part: int = 0) -> DataFrame:
+    """Rows of an error log for the errors a node logged (``frame`` has ``LOGGED``; it is
+    the ``part``-th frame logged in the step): never retracted, with ids new at every
+    time (SQL text: fewer py4j calls)."""
     messages = frame.selectExpr(ID, DIFF, f"posexplode({LOGGED}) as (_pos, message)")
     return messages.select(
-        F.expr(f"xxhash64({time}L, {operator}, {ID}, {DIFF}, _pos) as {ID}"),
+        F.expr(f"xxhash64({time}L, {operator}, {part}, {ID}, {DIFF}, _pos) as {ID}"),
         F.expr(f"{operator}L as operator_id"),
         col("message"),
         F.lit(trace).alias("trace"),
@@ -184,8 +183,10 @@ def _input(node: n.Input, frames: list[DataFrame], ctx: StepContext) -> DataFram
     if frame is None:
         return ctx.empty(node)
     keys = node.source.key_columns
-    if keys:  # ids from the key's values, as pointer_from gives them
-        frame = frame.withColumn(ID, pointer_of([col(k) for k in keys]))
+    if keys:  # ids from the key's values, as pointer_from gives them (not for rows that only log)
+        frame = frame.withColumn(ID, F.when(col(DIFF) == 0, col(ID)).otherwise(pointer_of([col(k) for k in keys])))
+    if LOGGED in frame.columns:  # the source's errors (values that do not fit their column)
+        return ctx.logging(node, frame).filter(col(DIFF) != 0)
     return with_no_errors(frame) if ctx.keep_errors and ERRORS not in frame.columns else frame
 
 
