@@ -249,3 +249,22 @@ def test_iterating_a_column_expression_says_what_to_do() -> None:
     t = pw.debug.table_from_markdown("a\n1")
     with pytest.raises(TypeError, match=r"is not iterable.*pw\.apply"):
         list(t.a)
+
+
+def test_a_row_deleted_twice_at_once_is_an_error() -> None:
+    class S(pw.Schema):
+        a: int = pw.column_definition(primary_key=True)
+        b: int
+
+    t = pw.debug.table_from_markdown(
+        """
+        a | b | __time__ | __diff__
+        1 | 2 |     2    |     1
+        1 | 2 |     6    |    -1
+        1 | 2 |     6    |    -1
+        """,
+        schema=S,
+    )
+    t.select(b=pw.udf(lambda x: x + 1, return_type=int)(pw.this.b))
+    with pytest.raises(ComputationError, match="Got more deletions of a row with key"):
+        pw.run_all()

@@ -26,41 +26,41 @@ def replay_stored(states: dict[int, Any], changes: pa.Table, params: Any) -> tup
     ids = changes.column(ID).to_pylist()
     diffs = changes.column(DIFF).to_pylist()
     values = list(zip(*(changes.column(name).to_pylist() for name in names)))
+    by_row: dict[int, list[int]] = {}
+    for i, gid in enumerate(gids):
+        by_row.setdefault(gid, []).append(i)
     changed: dict[int, Any] = {}
-    out_values: list[tuple] = []
-    out_rows: list[int] = []  # the changes kept, by position
-    order = sorted(range(len(ids)), key=lambda k: (gids[k], diffs[k]))  # a row's deletion first
-    for i in order:
-        gid, diff = gids[i], diffs[i]
-        held = changed[gid] if gid in changed else states.get(gid)
-        if diff < 0:
-            if diff < -1:
-                raise ValueError(
-                    f"Got more deletions of a row with key: {_key(ids[i])} than insertions of that row. "
-                    "Does the input delete a row (or a primary key) twice?"
-                )
-            if held is None:
-                continue
-            row = list(values[i])
+    out: list[tuple[int, tuple, int]] = []  # (id, values, diff)
+    for gid, positions in by_row.items():
+        deletions = [i for i in positions if diffs[i] < 0]
+        insertions = [i for i in positions if diffs[i] > 0]
+        if -sum(diffs[i] for i in deletions) > 1:
+            raise ValueError(
+                f"Got more deletions of a row with key: {_key(ids[deletions[0]])} than insertions of that row. "
+                "Does the input delete a row (or a primary key) twice?"
+            )
+        held = states.get(gid)
+        if deletions and held is not None:
+            row = list(values[deletions[0]])
             for position, value in zip(stored, held):
                 row[position] = value
-            out_values.append(tuple(row))
-            out_rows.append(i)
-            changed[gid] = None
-        else:
-            if held is not None or diff > 1:
-                raise ValueError(
-                    f"Got a second insertion of a row with key: {_key(ids[i])}, "
-                    "but expected a deletion of that row first. Does the input insert a row (or a "
-                    "primary key) twice without deleting it in between?"
-                )
-            out_values.append(values[i])
-            out_rows.append(i)
-            changed[gid] = tuple(values[i][position] for position in stored)
-    columns = {ID: pa.array([ids[k] for k in out_rows], pa.int64())}
+            out.append((ids[deletions[0]], tuple(row), -1))
+            held = changed[gid] = None
+        # a deletion of a row never inserted (under its id) has nothing to retract
+        if sum(diffs[i] for i in insertions) > 1 or (insertions and held is not None):
+            raise ValueError(
+                f"Got a second insertion of a row with key: {_key(ids[insertions[0]])}, "
+                "but expected a deletion of that row first. Does the input insert a row (or a "
+                "primary key) twice without deleting it in between?"
+            )
+        if insertions:
+            inserted = values[insertions[0]]
+            out.append((ids[insertions[0]], inserted, 1))
+            changed[gid] = tuple(inserted[position] for position in stored)
+    columns = {ID: pa.array([o[0] for o in out], pa.int64())}
     for j, name in enumerate(names):
-        columns[name] = pa.array([row[j] for row in out_values], changes.schema.field(name).type)
-    columns[DIFF] = pa.array([diffs[k] for k in out_rows], pa.int64())
+        columns[name] = pa.array([o[1][j] for o in out], changes.schema.field(name).type)
+    columns[DIFF] = pa.array([o[2] for o in out], pa.int64())
     return pa.table(columns), changed
 
 
