@@ -546,7 +546,7 @@ class Table(_Promises):
         is kept across runs with persistence, also when the acceptor's code changes.
 
         >>> import sparkway as pw
-        >>> t = pw.debug.table_from_markdown("v | __time__\n1 | 2\n2 | 4\n4 | 6")
+        >>> t = pw.debug.table_from_markdown("v | __time__\\n1 | 2\\n2 | 4\\n4 | 6")
         >>> r = t.deduplicate(value=pw.this.v, acceptor=lambda new, old: new >= old + 2)
         >>> pw.debug.compute_and_print(r, include_id=False)
         v
