@@ -319,3 +319,16 @@ def test_a_python_subjects_value_of_another_type_is_an_error_value() -> None:
         "Pass a datetime without timezone information or change the type to DateTimeUtc",
         'no value for "b" field and no default specified',
     ])
+
+
+def test_ix_of_a_missing_row_is_an_error_value_and_logged() -> None:
+    # as Pathway 0.33.0's test_errors.py::test_ix: the row whose pointer names no row of
+    # t2 gets an Error, the others their values
+    t1 = pw.debug.table_from_markdown("  | a\n1 | 1\n2 | 3\n3 | 2").with_columns(ap=pw.this.pointer_from(pw.this.a))
+    t2 = pw.debug.table_from_markdown("  | c\n1 | 10\n2 | 13")
+    res = t1.select(pw.this.a, c=t2.ix(pw.this.ap).c)
+    rows = _final(res.select(pw.this.a, c=pw.fill_error(res.c, -1)))
+    messages = _messages(pw.global_error_log())
+    pw.run(terminate_on_error=False)
+    assert sorted(rows.values()) == [(1, 10), (2, 13), (3, -1)]
+    assert len(messages) == 1 and "exists in the universe (the table providing the ids) but not in" in messages[0]

@@ -27,7 +27,7 @@ from sparkway.engine.expressions import (
 )
 from sparkway.engine.kernels.gate import INSTANCE, THRESHOLD, TIME, gate
 from sparkway.engine.kernels.join import join_groups
-from sparkway.engine.kernels.merge import merge_groups
+from sparkway.engine.kernels.merge import MISSING, POINTER, merge_groups
 from sparkway.engine.kernels.ordered import REJECTED, deduplicate_instances, sort_groups
 from sparkway.engine.kernels.reduce import fallible, reduce_groups
 from sparkway.engine.kernels.session import sessionize
@@ -578,6 +578,9 @@ def _time_gate(node: n.TimeGate, frames: list[DataFrame], ctx: StepContext) -> D
 
 
 def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    # keeping Error values, an ix's missing rows are Error values (the pointer comes along
+    # for the message), not a failed step
+    checks_missing = ctx.keep_errors and node.mode == "ix" and not node.optional
     inputs = []
     for position, (table, frame, key) in enumerate(zip(node.tables, frames, node.keys)):
         scope = ctx.scope(node, table.columns)
@@ -587,17 +590,26 @@ def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) 
         keyed = _keyed_input(
             node, ctx, frame, scope, [key] if key is not None else [], [dt.POINTER], payload, "key",
             errors_as=errors_as if payload else None,
+            key_names=[POINTER] if checks_missing and position == 0 and key is not None else None,
         )
         if key is None:  # matched on its ids
             keyed.keys = [col(ID)]
+            if checks_missing and position == 0:
+                keyed.payload[POINTER] = col(ID)
         inputs.append(keyed)
     output = spark_schema(node.columns, with_id=True)
     if not ctx.keep_errors:
         return ctx.keyed(node, inputs, merge_groups, (node.mode, list(node.columns), node.optional), output)
     errors = [ERRORS] + ([node.prefix + ERRORS] if node.mode == "ix" and node.prefix is not None else [])
-    fields = [*output.fields[:-1], *[_errors_field(name) for name in errors], output.fields[-1]]
-    params = (node.mode, list(node.columns) + errors, node.optional)
-    merged = ctx.keyed(node, inputs, merge_groups, params, T.StructType(fields))
+    fields = [*output.fields[:-1], *[_errors_field(name) for name in errors]]
+    params: tuple = (node.mode, list(node.columns) + errors, node.optional)
+    if checks_missing:
+        params += ((node.prefix or "") + ERRORS,)
+        fields.append(T.StructField(MISSING, T.StringType()))
+    merged = ctx.keyed(node, inputs, merge_groups, params, T.StructType([*fields, output.fields[-1]]))
+    if checks_missing:
+        missing = F.when(col(MISSING).isNotNull() & (col(DIFF) > 0), F.array(col(MISSING)))
+        merged = ctx.logging(node, merged.withColumn(LOGGED, missing)).drop(MISSING)
     if len(errors) == 1:
         return merged
     both = F.concat(_prefixed(col(ERRORS), ""), _prefixed(col(errors[1]), node.prefix))
