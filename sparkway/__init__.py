@@ -28,6 +28,7 @@ from sparkway.api.yaml_config import load_yaml
 from sparkway.core.expression import ColumnRef as ColumnReference, Expr as ColumnExpression
 from sparkway.core.dtypes import DateTimeNaive, DateTimeUtc, Duration, Json, Pointer, PyObjectWrapper, wrap_py_object
 from sparkway.io import demo
+from sparkway.persistence import PersistenceMode
 from sparkway.io import moved_csv as csv
 from sparkway import stdlib
 from sparkway.stdlib import utils
@@ -40,7 +41,7 @@ __all__ = [
     "fill_error", "global_error_log", "groupby", "GroupedTable", "if_else", "io", "iterate",
     "iterate_universe", "join", "join_inner", "join_left", "join_outer", "join_right", "JoinMode",
     "JoinResult", "Json", "left", "load_yaml", "local_error_log", "make_tuple", "MonitoringLevel",
-    "pandas_transformer", "persistence", "Pointer", "PyObjectWrapper", "reducers", "require", "right", "run",
+    "pandas_transformer", "persistence", "PersistenceMode", "Pointer", "PyObjectWrapper", "reducers", "require", "right", "run",
     "run_all", "Schema", "schema_builder", "schema_from_csv", "schema_from_dict", "schema_from_types",
     "SchemaProperties", "set_license_key", "set_monitoring_config", "sql", "stdlib", "Table", "temporal", "this", "UDF", "udf", "udfs", "universes",
     "unwrap", "utils", "wrap_py_object",

@@ -551,6 +551,10 @@ def _batch(time: int, diff: pa.Array | None = None, **columns: pa.Array) -> Outp
 def test_csv_sink_text(tmp_path: Path, caplog) -> None:
     out = tmp_path / "out" / "sessions.csv"
     sink = CsvSink(str(out), ["user_id", "session_length", "score", "ok", "meta", "note"])
+    # as Pathway, a missing directory is not created: the error names it
+    with pytest.raises(OSError, match=f"{tmp_path / 'out'} does not exist"):
+        sink.open()
+    out.parent.mkdir()
     sink.open()
     assert out.read_text() == ""  # the header comes with the first rows
     batch = _batch(

@@ -16,6 +16,7 @@ import pytest
 from tables import assert_changes, assert_rows, frame_rows, ids_of, rows, sorted_rows
 
 import sparkway as pw
+from sparkway.api import graph
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -949,6 +950,82 @@ def test_deduplicate_gives_the_acceptor_tuples_as_python_tuples():
         [(1, 1, -1), (1, 2, 1)],
         [(1, 2, -1), (3, 0, 1)],
     ])
+
+
+def test_deduplicate_meets_a_steps_rows_in_the_order_of_their_values():
+    # checked against Pathway 0.33.0: 4, 9, 8, 7, 5 arrive together after 1; in value
+    # order 4 is accepted (>= 1 + 3), 5 not, 7 is (>= 4 + 3), 8 and 9 not
+    t = pw.debug.table_from_markdown(
+        """
+        v | __time__
+        1 |    2
+        4 |    4
+        9 |    4
+        8 |    4
+        7 |    4
+        5 |    4
+        """
+    )
+    result = t.deduplicate(value=pw.this.v, acceptor=lambda new, old: new >= old + 3)
+    assert_changes(result, [[(1, 1)], [(1, -1), (7, 1)]])
+
+
+def test_deduplicate_ignores_deletions():
+    # as Pathway: deleting the accepted row does not bring back the row before it
+    t = pw.debug.table_from_markdown(
+        """
+          | v | __time__ | __diff__
+        1 | 1 |     2    |     1
+        2 | 5 |     4    |     1
+        2 | 5 |     6    |    -1
+        3 | 2 |     8    |     1
+        """
+    )
+    result = t.deduplicate(value=pw.this.v, acceptor=lambda new, old: new > old)
+    assert_changes(result, [[(1, 1)], [(1, -1), (5, 1)], [], []])  # no change at times 6 and 8
+
+
+def test_deduplicate_acceptor_failure_is_logged_keeping_error_values():
+    def acceptor(new: int, old: int) -> bool:
+        if new == 4:
+            raise ValueError("encountered 4")
+        return new > old
+
+    t = pw.debug.table_from_markdown("a | __time__\n2 | 2\n4 | 4\n3 | 6")
+    result = t.deduplicate(value=pw.this.a, acceptor=acceptor)
+    final: dict = {}
+    messages: list[str] = []
+    pw.io.subscribe(result, lambda key, row, time, is_addition: final.update({key: row["a"]}) if is_addition else None)
+    pw.io.subscribe(pw.global_error_log(), lambda key, row, time, is_addition: messages.append(row["message"]))
+    pw.run(terminate_on_error=False)
+    # 4 is rejected (and logged), so 3 is accepted after 2
+    assert list(final.values()) == [3] and messages == ["ValueError: encountered 4"]
+
+    graph.clear()
+    pw.debug.table_from_markdown("a | __time__\n2 | 2\n4 | 4").deduplicate(value=pw.this.a, acceptor=acceptor)
+    with pytest.raises(ValueError, match="encountered 4"):
+        pw.run_all()
+
+
+def test_deduplicate_keeps_its_state_across_runs_when_the_acceptor_changes(tmp_path):
+    data = tmp_path / "in"
+    data.mkdir()
+
+    class S(pw.Schema):
+        v: int
+
+    def run(step: int, acceptor) -> list[tuple[int, bool]]:
+        graph.clear()
+        (data / f"{step}.csv").write_text("v\n" + {0: "1\n3\n", 1: "6\n8\n"}[step])
+        seen: list[tuple[int, bool]] = []
+        best = pw.io.csv.read(str(data), schema=S, mode="static").deduplicate(value=pw.this.v, acceptor=acceptor)
+        pw.io.subscribe(best, lambda key, row, time, is_addition: seen.append((row["v"], is_addition)))
+        pw.run(persistence_config=pw.persistence.Config(pw.persistence.Backend.filesystem(tmp_path / "state")))
+        return sorted(seen)
+
+    assert run(0, lambda new, old: new >= old + 2) == [(3, True)]
+    # the stored 3 meets 6 and 8 with the new acceptor: 6 is not >= 3 + 4, 8 is
+    assert run(1, lambda new, old: new >= old + 4) == [(3, False), (8, True)]
 
 
 # -- windows ---------------------------------------------------------------------------------------

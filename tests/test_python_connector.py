@@ -252,15 +252,20 @@ def test_next_str_next_bytes_and_json_values_are_typed_by_the_schema() -> None:
     assert got == [(3, 2024, "[1, 2]"), (4, None, "[]")]
 
 
-def test_a_value_that_does_not_fit_the_schema_stops_the_run_naming_the_column() -> None:
+def test_a_value_that_does_not_fit_the_schema_skips_its_row_with_an_error_naming_the_column(caplog) -> None:
+    # as Pathway 0.33.0: the row is skipped and the error logged (keeping Error values,
+    # the value would be an Error instead: tests/test_error_values.py)
     class Wrong(pw.io.python.ConnectorSubject):
         def run(self) -> None:
             self.next_json({"value": "not a number"})
+            self.next_json({"value": 7})
 
-    pw.io.subscribe(pw.io.python.read(Wrong(), schema=Value), on_change=lambda **_: None)
-    with pytest.raises(RuntimeError, match="value") as info:
-        pw.run()
-    assert "not a number" in str(info.value)
+    seen = []
+    pw.io.subscribe(pw.io.python.read(Wrong(), schema=Value), on_change=lambda key, row, **_: seen.append(row))
+    pw.run()
+    assert seen == [{"value": 7}]
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert any('field "value" with type int from json payload: "not a number"' in m for m in errors)
 
 
 def test_sigint_ends_a_streaming_run_after_the_current_step() -> None:

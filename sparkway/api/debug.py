@@ -239,6 +239,7 @@ def table_from_markdown(
     data_names = [c for c in names if c not in ("__time__", "__diff__")]
     if schema is not None:
         columns = schema._dtypes()
+        id_from = id_from or schema.primary_key_columns() or None  # as Pathway: ids from the primary key
         for name, kind in columns.items():
             if kind.with_optional(False) == dt.JSON:  # a JSON cell is JSON text, not a string
                 for record, cells in zip(records, raw):

@@ -74,7 +74,8 @@ def make_tuple(*args: Any) -> MakeTuple:
 
 def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Apply:
     """``fn`` called on each row's values (``pw.udf(fn)(*args)``); the result type is
-    ``fn``'s return annotation.
+    ``fn``'s return annotation.  As in Pathway, ``fn`` is taken as non-deterministic: each row's result is stored until
+    the row is deleted (use ``@pw.udf(deterministic=True)`` to save that).
 
     >>> import sparkway as pw
     >>> def shout(s: str) -> str:

@@ -19,6 +19,7 @@ from sparkway.core.expression import (
     Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, PointerFrom, ReducerExpr, Unwrap,
     transform, walk, wrap,
 )
+from sparkway.core.portable import portable
 from sparkway.core.type_rules import infer, reducer_type, refuse_future
 from sparkway.errors import PlanError, PlanTypeError, UnknownColumnError, traced, warn_user
 from sparkway.plan import nodes as n
@@ -608,13 +609,24 @@ class Table(_Promises):
         persistent_id: str | None = None,
         name: str | None = None,
     ) -> "Table":
-        """Per instance, the last row whose value ``acceptor(new, old)`` accepted."""
+        """Per instance, the last row whose value ``acceptor(new, old)`` accepted: each
+        inserted row meets the accepted one (a step's rows in the order of their values);
+        deletions do not change the result, as in Pathway.  The state (the accepted rows)
+        is kept across runs with persistence, also when the acceptor's code changes.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("v | __time__\\n1 | 2\\n2 | 4\\n4 | 6")
+        >>> r = t.deduplicate(value=pw.this.v, acceptor=lambda new, old: new >= old + 2)
+        >>> pw.debug.compute_and_print(r, include_id=False)
+        v
+        4
+        """
         node = n.Deduplicate(
             dict(self._node.columns),
             self._node,
             self._key(wrap(value)),
             self._key(instance) if instance is not None else None,
-            acceptor,
+            portable(acceptor),
         )
         return self._derive(node)
 

@@ -79,9 +79,12 @@ class _FileSink(Sink):
         self._total_ms = 0.0
 
     def open(self) -> None:
-        folder = os.path.dirname(self.path)
-        if folder:
-            os.makedirs(folder, exist_ok=True)
+        folder = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(folder):  # as Pathway: a missing directory is not created
+            raise FileNotFoundError(
+                f"cannot create the output file {self.path}: the directory {folder} does not exist; "
+                "create it before the run"
+            )
         self._file = open(self.path, "w", encoding="utf-8", newline="")
 
     def header(self) -> str:

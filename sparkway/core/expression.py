@@ -6,12 +6,14 @@ Spark column, and ``sparkway.core.type_rules`` gives each node its type.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from sparkway.core import durations
 from sparkway.core.dtypes import DType, engine_name
+from sparkway.core.portable import portable
 from sparkway.errors import PlanTypeError, warn_user
 
 
@@ -77,7 +79,11 @@ class Expr:
         )
 
     def __iter__(self) -> Any:  # without it, ``*expr`` would call __getitem__ forever
-        raise PlanTypeError(f"{self!r} is one column expression: it cannot be unpacked or iterated")
+        raise PlanTypeError(
+            f"{self!r} is not iterable: it is one column expression, which describes how each "
+            "row's value is computed. To run Python on the values, use pw.apply(f, expression) "
+            "or a @pw.udf; for an element of a tuple or Json column, use expression[i]."
+        )
 
     def __getitem__(self, key: Any) -> "Expr":
         """JSON field or list element access: ``pw.this.data["key"]``, ``pw.this.t[0]``."""
@@ -235,13 +241,21 @@ class Apply(Expr):
 
     ``batched``: ``fn`` takes many rows at once, one list of values per argument, and
     returns the list of their results, in which a ``RowFailure`` fails its row only
-    (async functions awaited concurrently, batch UDFs)."""
+    (async functions awaited concurrently, batch UDFs).  ``deterministic=False`` (user
+    functions, unless they say otherwise): a row's result is stored until the row is
+    deleted, so that its retraction replays the value inserted."""
 
     fn: Callable[..., Any]
     args: tuple[Expr, ...]
     dtype: DType | None
     propagate_none: bool = False
     batched: bool = False
+    deterministic: bool = True
+
+    def __post_init__(self) -> None:
+        # shipped to Spark's workers as one object per process for the run (its caches
+        # and state last across steps), with the locks it holds rebuilt there
+        object.__setattr__(self, "fn", portable(self.fn))
 
 
 @dataclass(frozen=True)
@@ -456,7 +470,7 @@ def replace_children(expr: Expr, new: tuple[Expr, ...]) -> Expr:
         case Require(): return Require(new[0], new[1:])
         case IxRef(target, _, name, optional): return IxRef(target, new[0], name, optional)
         case GetItem(_, _, d, checked): return GetItem(new[0], new[1], new[2] if d is not None else None, checked)
-        case Apply(fn, _, t, p, batched): return Apply(fn, new, t, p, batched)
+        case Apply(): return dataclasses.replace(expr, args=new)
         case Call(name, _, params): return Call(name, new, params)
         case ReducerExpr(kind, _, params): return ReducerExpr(kind, new, params)
     return expr

@@ -44,6 +44,7 @@ from sparkway.core.type_rules import infer, tuple_position
 from sparkway.errors import PlanTypeError
 from sparkway.core.text import text_of
 from sparkway.engine.failures import failures_named
+from sparkway.persistence import udf_cache
 
 
 @dataclass
@@ -120,6 +121,11 @@ class Scope:
     types: list[dict[str, DType]]
     where: str = ""
     checks: Checks | None = None
+    #: where user functions keep their disk caches (``pw.udfs.DiskCache``) in this run
+    udf_cache_root: str | None = None
+    #: where user functions are not called (the rows of a deletion whose results are
+    #: stored: the deletion replays them); None: everywhere
+    not_called: Column | None = None
     #: where Python code compiled now may run: Spark evaluates a Python UDF for every row,
     #: even in a branch not taken, so a function under ``require`` or ``if_else`` is told
     #: which rows to leave alone (Pathway does not call it there)
@@ -593,21 +599,32 @@ def python_column(
 
     An exception it raises fails the step as a ``ComputationError`` naming the operator
     (and ``name``); keeping Error values, it makes the value an Error whose message is
-    the exception's, and ``call`` is not called where ``skip`` (an argument is an Error).
+    the exception's.  ``call`` is not called (the value is None) where ``skip`` holds
+    (an argument is an Error) or where the scope's ``not_called`` does.
     """
     where = f"{scope.where}: {name}" if name else scope.where
-    skip = scope.python_skips(skip)
+    skip = scope.python_skips(_any([skip, scope.not_called]))
+    root = scope.udf_cache_root
     if scope.checks is None:
-        def named(skipped: bool, *values: Any) -> Any:
+        if skip is None:
+            def named(*values: Any) -> Any:
+                udf_cache.set_active_root(root)
+                with failures_named(where):
+                    return call(*values)
+            return F.udf(named, spark_type, useArrow=True)(*args)
+
+        def named_unless(skipped: bool, *values: Any) -> Any:
             if skipped:
                 return None
+            udf_cache.set_active_root(root)
             with failures_named(where):
                 return call(*values)
-        return F.udf(named, spark_type, useArrow=True)(skip if skip is not None else F.lit(False), *args)
+        return F.udf(named_unless, spark_type, useArrow=True)(F.coalesce(skip, F.lit(False)), *args)
 
     def caught(skipped: bool, *values: Any) -> tuple[Any, str | None] | None:
         if skipped:
             return None
+        udf_cache.set_active_root(root)
         try:
             return call(*values), None
         except Exception as error:
@@ -615,7 +632,7 @@ def python_column(
 
     ddl = spark_type if isinstance(spark_type, str) else spark_type.simpleString()
     out = F.udf(caught, f"struct<value: {ddl}, error: string>", useArrow=True)(
-        skip if skip is not None else F.lit(False), *args
+        F.coalesce(skip, F.lit(False)) if skip is not None else F.lit(False), *args
     )
     message = out.getField("error")
     scope.checks.fail(message.isNotNull(), message)
@@ -690,10 +707,13 @@ def python_batch_column(
     where = f"{scope.where}: {name}" if name else scope.where
     value_type = to_arrow_type(spark_type, timezone="UTC")  # instants: the zone only labels them
     checked = scope.checks is not None
+    skip = _any([skip, scope.not_called])
+    root = scope.udf_cache_root
 
     def run(skipped: pa.Array, *arrays: pa.Array) -> pa.Array:
         columns = [a.to_pylist() for a in arrays]
         flags = [bool(f) for f in skipped.to_pylist()]
+        udf_cache.set_active_root(root)
         with failures_named(where):
             try:
                 results = call(flags, columns)
@@ -712,7 +732,7 @@ def python_batch_column(
         return pa.StructArray.from_arrays([values, messages], ["value", "error"])
 
     skip = scope.python_skips(skip)
-    flag = skip if skip is not None else F.lit(False)
+    flag = F.coalesce(skip, F.lit(False)) if skip is not None else F.lit(False)
     if not checked:
         return F.arrow_udf(run, spark_type)(flag, *args)
     ddl = spark_type.simpleString()

@@ -8,13 +8,14 @@ The engine compiles one node kind with one function (``sparkway.engine.operators
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from sparkway.core.dtypes import DType
-from sparkway.core.expression import Expr
+from sparkway.core.expression import Apply, Expr, walk
 from sparkway.errors import user_frame, user_trace
 
 #: the error logs of ``pw.local_error_log()`` blocks being built, innermost last
@@ -85,9 +86,30 @@ class _Unary(Node):
 
 @dataclass(frozen=True, eq=False)
 class Select(_Unary):
-    """Computes every output column from the input row; keeps ids."""
+    """Computes every output column from the input row; keeps ids.
+
+    Columns calling a non-deterministic function (``Apply.deterministic`` False: user
+    functions by default, as in Pathway) are ``stored``: each row's values are kept until
+    its deletion, which retracts them as they were inserted (the function is not called
+    again).  Not when the input only ever inserts rows (nothing to retract)."""
 
     exprs: tuple[tuple[str, Expr], ...]
+
+    @functools.cached_property
+    def stored(self) -> tuple[str, ...]:
+        if is_append_only(self.input):
+            return ()
+        return tuple(
+            name for name, e in self.exprs
+            if any(isinstance(x, Apply) and not x.deterministic for x in walk(e))
+        )
+
+    @property
+    def is_stateful(self) -> bool:
+        return bool(self.stored)
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "stored": list(self.stored)} if self.stored else super().describe()
 
 
 @dataclass(frozen=True, eq=False)
@@ -248,10 +270,7 @@ class Deduplicate(_Stateful, _Unary):
 
     value: Expr
     instance: Expr | None
-    acceptor: Any
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "acceptor": getattr(self.acceptor, "__qualname__", "")}
+    acceptor: Any  # its code may change between runs: the state is kept (as in Pathway)
 
 
 @dataclass(frozen=True, eq=False)

@@ -25,7 +25,10 @@ Any                       ``pickle.dumps`` of the value
 
 A row that does not fit the schema is skipped, with a WARNING that names the place in
 the file as ``path:line:column`` (both 1-based; the column is the character column where
-the bad field starts) so that users can find it.
+the bad field starts) so that users can find it.  In a run keeping Error values
+(``terminate_on_error=False``), a value that does not fit its column is an Error value
+instead, and its error is logged with Pathway's message (``ParsedRows.errors``); a row
+whose primary key does not fit is skipped, and logged.
 """
 
 from __future__ import annotations
@@ -82,14 +85,80 @@ class RowError(InputDataError):
 @dataclass
 class ParsedRows:
     """The valid rows of one chunk: per row an ordinal (the line number where the record
-    starts), and per schema column the list of stored values."""
+    starts), and per schema column the list of stored values.
+
+    Keeping Error values: ``errors`` has, per row, the names of its columns whose value
+    is an Error (their stored value is None), and ``messages`` the errors to log, by the
+    ordinal of their row (also of rows left out: with a primary key that does not fit)."""
 
     ordinals: list[int] = field(default_factory=list)
     columns: dict[str, list[Any]] = field(default_factory=dict)
     skipped: int = 0
+    errors: list[list[str]] | None = None
+    messages: dict[int, list[str]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ordinals)
+
+
+def pathway_type_name(dtype: DType) -> str:
+    """A column type as Pathway's messages name it: ``int``, ``int | None``...
+
+    >>> from sparkway.core.dtypes import INT
+    >>> pathway_type_name(INT.with_optional(True))
+    'int | None'
+    """
+    base = str(dtype.with_optional(False))
+    return f"{base} | None" if dtype.optional else base
+
+
+class ErrorCells:
+    """The values of a chunk that do not fit their columns, in a run keeping Error
+    values: collected while parsing, then applied to the rows with ``apply``."""
+
+    def __init__(self, key_columns: list[str]) -> None:
+        self.key_columns = key_columns
+        self.cells: dict[int, list[tuple[str, str]]] = {}  # row -> (column, message)
+
+    def add(self, row: int, column: str, message: str) -> None:
+        self.cells.setdefault(row, []).append((column, message))
+
+    def apply(self, ordinals: list[int], columns: dict[str, list[Any]]) -> ParsedRows:
+        """The rows with their Error values; a row whose primary key has one is left out."""
+        errors: list[list[str]] = [[] for _ in ordinals]
+        messages: dict[int, list[str]] = {}
+        dropped = set()
+        for row, cells in sorted(self.cells.items()):
+            in_key = [message for column, message in cells if column in self.key_columns]
+            if in_key:
+                dropped.add(row)
+                messages.setdefault(ordinals[row], []).append(f"error in primary key, skipping the row: {in_key[0]}")
+                continue
+            for column, message in cells:
+                columns[column][row] = None
+                errors[row].append(column)
+                messages.setdefault(ordinals[row], []).append(message)
+        if dropped:
+            kept = [i for i in range(len(ordinals)) if i not in dropped]
+            ordinals = [ordinals[i] for i in kept]
+            errors = [errors[i] for i in kept]
+            columns = {name: [values[i] for i in kept] for name, values in columns.items()}
+        return ParsedRows(ordinals, columns, len(dropped), errors, messages)
+
+
+def parse_failure(text: str, dtype: DType) -> str:
+    """Why text is not a value of the type, in the words of Pathway's messages (Rust's,
+    for numbers)."""
+    name = dtype.with_optional(False).name
+    if name in ("int", "Pointer"):
+        if text == "":
+            return "cannot parse integer from empty string"
+        if _INT_TEXT.fullmatch(text):
+            return f"number too {'small' if text.startswith('-') else 'large'} to fit in target type"
+        return "invalid digit found in string"
+    if name == "float":
+        return "cannot parse float from empty string" if text == "" else "invalid float literal"
+    return f"not a {pathway_type_name(dtype)}"
 
 
 # ------------------------------------------------------------------ value conversion
