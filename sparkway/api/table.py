@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import enum
 import re
-from types import MappingProxyType
+from types import GenericAlias, MappingProxyType
 from typing import Any, Callable, Iterable
 
 from sparkway.api.schema import Schema, schema_from_columns
@@ -15,8 +15,8 @@ from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
-    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, PointerFrom, ReducerExpr, Unwrap, dtype_text,
-    transform, walk, wrap,
+    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, MethodCall, PointerFrom, ReducerExpr, Unwrap,
+    dtype_text, transform, walk, wrap,
 )
 from sparkway.core.type_rules import infer, reducer_type, refuse_future
 from sparkway.errors import PlanError, PlanTypeError, UnknownColumnError, traced, warn_user
@@ -114,6 +114,19 @@ class Table(_Promises):
         self._equivalents = equivalents
         self._universe = universe or Universe()
 
+    def __class_getitem__(cls, schema: Any) -> Any:
+        """``pw.Table[Schema]``: the annotation of a table with that schema, which
+        ``pw.table_transformer`` checks.
+
+        >>> import typing
+        >>> import sparkway as pw
+        >>> class S(pw.Schema):
+        ...     a: int
+        >>> typing.get_args(pw.Table[S]) == (S,)
+        True
+        """
+        return GenericAlias(cls, schema)
+
     # -- columns -------------------------------------------------------------------------
     def __getattr__(self, name: str) -> ColumnRef:
         if name.startswith("_"):
@@ -198,7 +211,19 @@ class Table(_Promises):
 
     @property
     def schema(self) -> type[Schema]:
-        return schema_from_columns({k: Column(k, v) for k, v in self._node.columns.items()})
+        """The columns and their types; a source's table also has its primary key (as
+        in Pathway, the tables computed from it do not).
+
+        >>> import sparkway as pw
+        >>> class S(pw.Schema):
+        ...     k: int = pw.column_definition(primary_key=True)
+        ...     v: str
+        >>> t = pw.debug.table_from_rows(S, [(1, "a")])
+        >>> t.schema.primary_key_columns(), t.select(pw.this.k).schema.primary_key_columns()
+        (['k'], None)
+        """
+        keys = set(self._node.source.key_columns) if isinstance(self._node, n.Input) else set()
+        return schema_from_columns({k: Column(k, v, primary_key=k in keys) for k, v in self._node.columns.items()})
 
     def column_names(self) -> list[str]:
         return list(self._node.columns)
@@ -784,9 +809,15 @@ class Table(_Promises):
         Pathway lets such columns be read like ``t``'s own.  The result is a table holding
         this table's columns plus the looked-up ones (under a prefix), and the expressions
         rewritten to read it.  Columns of tables whose universe may lack some of this
-        table's rows are left alone: ``bind`` refuses them.
+        table's rows are left alone: ``bind`` refuses them.  Calls of method columns
+        (``t.method(10)``) become such columns too: the results of a row transformer
+        computing them for this table's rows.
         """
         exprs = [(name, self._resolve_ix(e)) for name, e in exprs]
+        if any(isinstance(x, MethodCall) for _, e in exprs for x in walk(e)):
+            from sparkway.api.row_transformer import with_method_calls  # transformers build on Table
+
+            exprs = with_method_calls(self, exprs)
         lookups: dict[int, tuple[tuple[Expr | None, ...], n.Node, bool]] = {}
         own = {id(self._node), *self._equivalents}
         for _, e in exprs:

@@ -152,6 +152,11 @@ class ColumnRef(Expr):
         """Columns are dictionary keys, as in ``asof_join(..., defaults={t.a: 0})``."""
         return hash((id(self.table), self.name))
 
+    def __call__(self, *args: Any) -> "MethodCall":
+        """A call of a method column (a row transformer's ``@pw.method``) with these
+        arguments, row by row: ``table.method(10)``."""
+        return MethodCall(self, tuple(wrap(a) for a in args))
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Const(Expr):
@@ -280,6 +285,15 @@ class IxRef(Expr):
     pointer: Expr
     name: str
     optional: bool = False
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class MethodCall(Expr):
+    """A call of the method a method column's value names (``table.method(arg)``); the
+    API layer computes it, as a row transformer, for the operation that uses it."""
+
+    method: Expr
+    args: tuple[Expr, ...]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -432,7 +446,7 @@ def children(expr: Expr) -> tuple[Expr, ...]:
         case IfElse(c, t, o): return (c, t, o)
         case FillError(a, r): return (a, r)
         case Coalesce(args) | MakeTuple(args) | PointerFrom(args): return args
-        case Require(v, args): return (v, *args)
+        case Require(v, args) | MethodCall(v, args): return (v, *args)
         case IxRef(_, pointer, _, _): return (pointer,)
         case GetItem(a, k, d, _): return (a, k) if d is None else (a, k, d)
         case Apply(_, args, _, _) | Call(_, args, _) | ReducerExpr(_, args, _): return args
@@ -453,6 +467,7 @@ def replace_children(expr: Expr, new: tuple[Expr, ...]) -> Expr:
         case MakeTuple(): return MakeTuple(new)
         case PointerFrom(_, optional): return PointerFrom(new, optional)
         case Require(): return Require(new[0], new[1:])
+        case MethodCall(): return MethodCall(new[0], new[1:])
         case IxRef(target, _, name, optional): return IxRef(target, new[0], name, optional)
         case GetItem(_, _, d, checked): return GetItem(new[0], new[1], new[2] if d is not None else None, checked)
         case Apply(fn, _, t, p, batched): return Apply(fn, new, t, p, batched)
@@ -565,6 +580,9 @@ class _Printer:
     def _ixref(self, e: IxRef) -> str:
         target = self.text(ColumnRef(e.target, "_")).removesuffix("._")
         return f"{target}.ix({self.text(e.pointer)}).{e.name}"
+
+    def _methodcall(self, e: MethodCall) -> str:
+        return f"{self.text(e.method)}({self._all(e.args)})"
 
     def _pointerfrom(self, e: PointerFrom) -> str:
         return f"pathway.pointer_from({self._all(e.args)})"
