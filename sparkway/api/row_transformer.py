@@ -740,8 +740,14 @@ def _on_deep_stack(compute: Callable[[], Any]) -> Any:
     try:
         sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
         thread = threading.Thread(target=target, name="sparkway-transformer")
-        thread.start()
-        thread.join()
+        try:
+            thread.start()
+        except RuntimeError:  # no memory for such a stack here: the usual one, shallower chains
+            threading.stack_size(size)
+            sys.setrecursionlimit(limit)
+            target()
+        else:
+            thread.join()
     finally:
         threading.stack_size(size)
         sys.setrecursionlimit(limit)
