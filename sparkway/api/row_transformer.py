@@ -144,16 +144,17 @@ def input_method(type: Any = float) -> InputMethod:  # noqa: A002 - Pathway's na
     return InputMethod(dtype=type)
 
 
-def _decorator(kind: type[ComputedAttribute]) -> Callable[..., Any]:
+def _decorator(kind: type[ComputedAttribute], name: str) -> Callable[..., Any]:
     def decorate(func: Callable[..., Any] | None = None, **params: Any) -> Any:
         if func is None:  # used with parameters: @pw.output_attribute(output_name="x")
             return functools.partial(decorate, **params)
         return kind(func, **params)
 
+    decorate.__name__ = decorate.__qualname__ = name
     return decorate
 
 
-attribute = _decorator(Attribute)
+attribute = _decorator(Attribute, "attribute")
 attribute.__doc__ = """Decorates a function of the row (``self``) computing a value other
 attributes may read, but that is not output.
 
@@ -166,7 +167,7 @@ attributes may read, but that is not output.
 >>> table._attributes["twice"].dtype
 DType(name='int', items=(), optional=False)
 """
-output_attribute = _decorator(OutputAttribute)
+output_attribute = _decorator(OutputAttribute, "output_attribute")
 output_attribute.__doc__ = """Decorates a function of the row (``self``) computing a column of
 the output table; ``output_name=`` names the column otherwise than the function.
 
@@ -179,7 +180,7 @@ the output table; ``output_name=`` names the column otherwise than the function.
 >>> table._attributes["plus_one"].output_name
 'b'
 """
-method = _decorator(Method)
+method = _decorator(Method, "method")
 method.__doc__ = """Decorates a function of the row and arguments: a method column of the
 output table, which later operations can call (``result.select(v=result.m(10))``).
 
