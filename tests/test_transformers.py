@@ -304,6 +304,9 @@ def test_build_time_errors():
     out = _tree()(t).nodes
     with pytest.raises(ValueError, match="a method column can be called in select"):
         t.join(out, t.id == out.id).select(x=out.above(1))
+    other = _tree()(t).nodes
+    with pytest.raises(TypeError, match="method columns of different transformers or methods cannot be combined"):
+        t.select(m=pw.if_else(t.value > 5, out.above, other.above))
 
     class Expected(pw.Schema):
         depth: int

@@ -668,6 +668,11 @@ def unify(a: DType, b: DType) -> DType:
         return base_b.with_optional(True)
     if base_b == ANY.with_optional(False) and b.optional:
         return base_a.with_optional(True)
+    if base_a.name == base_b.name == "Callable":
+        raise PlanTypeError(
+            "method columns of different transformers or methods cannot be combined in one column "
+            "(if_else, coalesce, concat): a method column calls one method of one application of a transformer"
+        )
     raise PlanTypeError(f"incompatible column types {a} and {b}")
 
 
