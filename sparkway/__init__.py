@@ -12,10 +12,13 @@ from sparkway.api.functions import (
 )
 from sparkway.api.graph import global_error_log, local_error_log
 from sparkway.api.iterate import iterate, iterate_universe
+from sparkway.api.row_transformer import (
+    ClassArg, attribute, input_attribute, input_method, method, output_attribute, transformer,
+)
 from sparkway.api.run import MonitoringLevel, run, run_all
 from sparkway.api.schema import (
     Schema, SchemaProperties, assert_table_has_schema, column_definition, schema_builder, schema_from_csv,
-    schema_from_dict, schema_from_types,
+    schema_from_dict, schema_from_types, table_transformer,
 )
 from sparkway.api.sql import sql
 from sparkway.api.table import (
@@ -35,14 +38,15 @@ from sparkway.stdlib import utils
 from sparkway.stdlib.utils.pandas_transformer import pandas_transformer
 
 __all__ = [
-    "apply", "apply_async", "apply_with_type", "assert_table_has_schema", "AsyncTransformer",
-    "BaseCustomAccumulator", "cast", "coalesce", "column_definition", "ColumnExpression", "ColumnReference",
-    "csv", "DateTimeNaive", "DateTimeUtc", "debug", "declare_type", "demo", "Duration", "errors",
-    "fill_error", "global_error_log", "groupby", "GroupedTable", "if_else", "io", "iterate",
-    "iterate_universe", "join", "join_inner", "join_left", "join_outer", "join_right", "JoinMode",
-    "JoinResult", "Json", "left", "load_yaml", "local_error_log", "make_tuple", "MonitoringLevel",
-    "pandas_transformer", "persistence", "PersistenceMode", "Pointer", "PyObjectWrapper", "reducers", "require", "right", "run",
-    "run_all", "Schema", "schema_builder", "schema_from_csv", "schema_from_dict", "schema_from_types",
-    "SchemaProperties", "set_license_key", "set_monitoring_config", "sql", "stdlib", "Table", "temporal", "this", "UDF", "udf", "udfs", "universes",
-    "unwrap", "utils", "wrap_py_object",
+    "apply", "apply_async", "apply_with_type", "assert_table_has_schema", "AsyncTransformer", "attribute",
+    "BaseCustomAccumulator", "cast", "ClassArg", "coalesce", "column_definition", "ColumnExpression",
+    "ColumnReference", "csv", "DateTimeNaive", "DateTimeUtc", "debug", "declare_type", "demo", "Duration", "errors",
+    "fill_error", "global_error_log", "groupby", "GroupedTable", "if_else", "input_attribute", "input_method", "io",
+    "iterate", "iterate_universe", "join", "join_inner", "join_left", "join_outer", "join_right", "JoinMode",
+    "JoinResult", "Json", "left", "load_yaml", "local_error_log", "make_tuple", "method", "MonitoringLevel",
+    "output_attribute", "pandas_transformer", "persistence", "PersistenceMode", "Pointer", "PyObjectWrapper",
+    "reducers", "require", "right", "run", "run_all", "Schema", "schema_builder", "schema_from_csv",
+    "schema_from_dict", "schema_from_types", "SchemaProperties", "set_license_key", "set_monitoring_config", "sql",
+    "stdlib", "Table", "table_transformer", "temporal", "this",
+    "transformer", "UDF", "udf", "udfs", "universes", "unwrap", "utils", "wrap_py_object",
 ]

@@ -416,8 +416,9 @@ def _short(row_id: int) -> str:
 
 
 def _printed(row: dict[str, Any], table: Table) -> list[Any]:
-    """The row's values in column order; pointers as Pathway prints them (``^`` and digits)."""
-    pointers = {c for c, kind in table.schema._dtypes().items() if kind.is_pointer}
+    """The row's values in column order; pointers as Pathway prints them (``^`` and digits),
+    and so the values of method columns (the ids of the rows whose method they call)."""
+    pointers = {c for c, kind in table.schema._dtypes().items() if kind.name == "Callable" or kind.is_pointer}
     return [_short(row[c]) if c in pointers and row[c] is not None else row[c] for c in table.column_names()]
 
 

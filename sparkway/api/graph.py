@@ -11,6 +11,7 @@ import contextlib
 import itertools
 from collections.abc import Iterator
 
+from sparkway.api import row_transformer
 from sparkway.api.schema import Schema
 from sparkway.api.table import Table, Universe, built_nodes, forget_built
 from sparkway.connectors.base import Sink, Source
@@ -143,4 +144,5 @@ def clear() -> None:
     _ran.clear()
     _static_universes.clear()
     _global_error_log.clear()
+    row_transformer.clear()
     forget_built()

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import csv
+import functools
+import inspect
 import itertools
 import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -407,6 +410,75 @@ def assert_table_has_schema(
     AssertionError: column 'a' is of type int, not str
     """
     _assert_matches(table.schema, schema, allow_superset, ignore_primary_keys, allow_subtype)
+
+
+def table_transformer(
+    func: Callable[..., Any] | None = None, *, allow_superset: bool | Mapping[str, bool] = True,
+    ignore_primary_keys: bool | Mapping[str, bool] = True, allow_subtype: bool | Mapping[str, bool] = True,
+    locals: dict[str, Any] | None = None,  # noqa: A002 - Pathway's name
+) -> Any:
+    """Marks a function of tables: each argument and the return value annotated
+    ``pw.Table[S]`` is checked to have schema ``S`` (``AssertionError`` otherwise), as
+    ``assert_table_has_schema`` checks, with its options given for all tables or per
+    argument name (``"return"`` for the result).  ``locals``: the local names the
+    annotations use (a schema defined in a function).
+
+    >>> import sparkway as pw
+    >>> t1 = pw.debug.table_from_markdown('''
+    ... A | B
+    ... 1 | 6
+    ... 3 | 8
+    ... ''')
+    >>> schema = pw.schema_from_types(A=int, B=int)
+    >>> result_schema = pw.schema_from_types(A=int, B=int, C=int)
+    >>> @pw.table_transformer
+    ... def sum_columns(t: pw.Table[schema]) -> pw.Table[result_schema]:
+    ...     return t.with_columns(C=pw.this.A + pw.this.B)
+    >>> pw.debug.compute_and_print(sum_columns(t1), include_id=False)
+    A | B | C
+    1 | 6 | 7
+    3 | 8 | 11
+    >>> sum_columns(t1.select(pw.this.A))
+    Traceback (most recent call last):
+    ...
+    AssertionError: argument t of sum_columns has incorrect schema: the table has no column 'B'; its columns: A
+    """
+
+    def decorator(f: Callable[..., Any]) -> Callable[..., Any]:
+        from sparkway.api.table import Table  # tables build on schemas
+
+        hints = typing.get_type_hints(f, localns=locals)
+        signature = inspect.signature(f)
+
+        def check(name: str, value: Any) -> None:
+            annotation = hints.get(name)
+            if typing.get_origin(annotation) is not Table or not typing.get_args(annotation):
+                return
+            try:
+                _assert_matches(
+                    value.schema, typing.get_args(annotation)[0], _option(allow_superset, name),
+                    _option(ignore_primary_keys, name), _option(allow_subtype, name),
+                )
+            except AssertionError as error:
+                what = "the return value" if name == "return" else f"argument {name}"
+                raise AssertionError(f"{what} of {f.__name__} has incorrect schema: {error}") from error
+
+        @functools.wraps(f)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            for name, value in signature.bind(*args, **kwargs).arguments.items():
+                check(name, value)
+            result = f(*args, **kwargs)
+            check("return", result)
+            return result
+
+        return checked
+
+    return decorator(func) if func is not None else decorator
+
+
+def _option(value: bool | Mapping[str, bool], name: str) -> bool:
+    """A ``table_transformer`` option for one argument: the same for all, or by name."""
+    return value if isinstance(value, bool) else value.get(name, True)
 
 
 def _assert_matches(

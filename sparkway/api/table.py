@@ -6,7 +6,7 @@ import copy
 import enum
 import functools
 import re
-from types import MappingProxyType
+from types import GenericAlias, MappingProxyType
 from typing import Any, Callable, Iterable, Iterator
 
 from sparkway.api.schema import Schema, schema_from_columns
@@ -16,7 +16,7 @@ from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
-    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, PointerFrom, ReducerExpr, Unwrap,
+    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, MethodCall, PointerFrom, ReducerExpr, Unwrap,
     transform, walk, wrap,
 )
 from sparkway.core.portable import portable
@@ -135,6 +135,19 @@ class Table(_Promises):
         self._universe = universe or Universe()
         # what the ids are made from (``Pointer[int]``: an int key), checked where ids meet
         self._id_type = id_type
+
+    def __class_getitem__(cls, schema: Any) -> Any:
+        """``pw.Table[Schema]``: the annotation of a table with that schema, which
+        ``pw.table_transformer`` checks.
+
+        >>> import typing
+        >>> import sparkway as pw
+        >>> class S(pw.Schema):
+        ...     a: int
+        >>> typing.get_args(pw.Table[S]) == (S,)
+        True
+        """
+        return GenericAlias(cls, schema)
 
     # -- columns -------------------------------------------------------------------------
     def __getattr__(self, name: str) -> ColumnRef:
@@ -871,9 +884,15 @@ class Table(_Promises):
         Pathway lets such columns be read like ``t``'s own.  The result is a table holding
         this table's columns plus the looked-up ones (under a prefix), and the expressions
         rewritten to read it.  Columns of tables whose universe may lack some of this
-        table's rows are left alone: ``bind`` refuses them.
+        table's rows are left alone: ``bind`` refuses them.  Calls of method columns
+        (``t.method(10)``) become such columns too: the results of a row transformer
+        computing them for this table's rows.
         """
         exprs = [(name, self._resolve_ix(e)) for name, e in exprs]
+        if any(isinstance(x, MethodCall) for _, e in exprs for x in walk(e)):
+            from sparkway.api.row_transformer import with_method_calls  # transformers build on Table
+
+            exprs = with_method_calls(self, exprs)
         lookups: dict[int, tuple[tuple[Expr | None, ...], n.Node, bool]] = {}
         own = {id(self._node), *self._equivalents}
         for _, e in exprs:

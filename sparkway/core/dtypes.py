@@ -17,7 +17,7 @@ import types
 import typing
 import zoneinfo
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -278,19 +278,25 @@ class Duration(_dt.timedelta):
 @dataclass(frozen=True, repr=False)
 class DType:
     """One column type: a name, optionally wrapping item types; an ``Array`` (numpy
-    arrays) wraps its element type and knows its number of dimensions, when fixed."""
+    arrays) wraps its element type and knows its number of dimensions, when fixed; a
+    ``Callable`` (a method column of a row transformer) wraps its result type and says
+    which method its values call (``method``, see ``method_type``)."""
 
     name: str
     items: tuple["DType", ...] = ()
     optional: bool = False
     n_dim: int | None = None
+    method: "MethodTarget | None" = None
 
     def __repr__(self) -> str:
         dims = f", n_dim={self.n_dim}" if self.n_dim is not None else ""
-        return f"DType(name={self.name!r}, items={self.items!r}, optional={self.optional!r}{dims})"
+        method = f", method={self.method!r}" if self.method is not None else ""
+        return f"DType(name={self.name!r}, items={self.items!r}, optional={self.optional!r}{dims}{method})"
 
     def __str__(self) -> str:
-        if self.name == "Array":
+        if self.name == "Callable":
+            text = f"Callable(..., {self.items[0]})"
+        elif self.name == "Array":
             dims = [] if self.n_dim is None else [str(self.n_dim)]
             element = [] if self.items[0] == ANY else [str(self.items[0])]
             text = f"Array({', '.join(dims + element)})" if dims or element else "Array"
@@ -302,7 +308,7 @@ class DType:
     def with_optional(self, optional: bool = True) -> "DType":
         if self.is_future:  # a future of an optional value
             return DType(self.name, (self.items[0].with_optional(optional),))
-        return DType(self.name, self.items, optional, self.n_dim)
+        return replace(self, optional=optional)
 
     @property
     def is_array(self) -> bool:
@@ -524,6 +530,27 @@ ANY = DType("Any")
 PY_OBJECT = DType("PyObjectWrapper")
 
 
+@dataclass(frozen=True)
+class MethodTarget:
+    """The method a method column's values call: ``method`` of the rows of class
+    ``class_arg`` in the row transformer application numbered ``application`` (the
+    values are those rows' ids)."""
+
+    application: int
+    class_arg: str
+    method: str
+
+
+def method_type(result: DType, target: MethodTarget) -> DType:
+    """The type of a method column (Pathway's ``Callable(..., result)``) whose values call
+    ``target``.
+
+    >>> str(method_type(INT, MethodTarget(0, "table", "c")))
+    'Callable(..., int)'
+    """
+    return DType("Callable", (result,), method=target)
+
+
 def Optional(wrapped: Any) -> DType:  # noqa: N802 - Pathway's name
     """The type of ``wrapped``'s values or None: ``Optional(INT) == dtype_of(int | None)``."""
     return dtype_of(wrapped).with_optional(True)
@@ -610,6 +637,7 @@ _SPARK_SIMPLE: dict[str, T.DataType] = {
     "Duration": T.DayTimeIntervalType(),
     "Any": T.BinaryType(),  # pickled Python object
     "PyObjectWrapper": T.BinaryType(),  # a pickled PyObjectWrapper
+    "Callable": T.LongType(),  # a method column: the id of the row whose method it calls
 }
 
 _ARROW_SIMPLE: dict[str, pa.DataType] = {
@@ -625,6 +653,7 @@ _ARROW_SIMPLE: dict[str, pa.DataType] = {
     "Duration": pa.duration("us"),
     "Any": pa.binary(),
     "PyObjectWrapper": pa.binary(),
+    "Callable": pa.int64(),
 }
 
 _FROM_PYTHON: dict[Any, DType] = {
@@ -704,6 +733,8 @@ def python_type(dtype: DType) -> Any:
         annotation = python_type(base.items[0])
     elif base.is_pointer and base.items:
         annotation = Pointer[tuple(python_type(item) for item in base.items)]
+    elif base.name == "Callable":
+        annotation = typing.Callable[..., python_type(base.items[0])]
     else:
         annotation = _TO_PYTHON[base]
     if not dtype.optional:
@@ -754,6 +785,11 @@ def unify(a: DType, b: DType) -> DType:
         return base_b.with_optional(True)
     if base_b == ANY.with_optional(False) and b.optional:
         return base_a.with_optional(True)
+    if base_a.name == base_b.name == "Callable":
+        raise PlanTypeError(
+            "method columns of different transformers or methods cannot be combined in one column "
+            "(if_else, coalesce, concat): a method column calls one method of one application of a transformer"
+        )
     raise PlanTypeError(f"incompatible column types {a} and {b}")
 
 

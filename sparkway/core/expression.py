@@ -158,6 +158,11 @@ class ColumnRef(Expr):
         """Columns are dictionary keys, as in ``asof_join(..., defaults={t.a: 0})``."""
         return hash((id(self.table), self.name))
 
+    def __call__(self, *args: Any) -> "MethodCall":
+        """A call of a method column (a row transformer's ``@pw.method``) with these
+        arguments, row by row: ``table.method(10)``."""
+        return MethodCall(self, tuple(wrap(a) for a in args))
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Const(Expr):
@@ -295,6 +300,15 @@ class IxRef(Expr):
     pointer: Expr
     name: str
     optional: bool = False
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class MethodCall(Expr):
+    """A call of the method a method column's value names (``table.method(arg)``); the
+    API layer computes it, as a row transformer, for the operation that uses it."""
+
+    method: Expr
+    args: tuple[Expr, ...]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -447,7 +461,7 @@ def children(expr: Expr) -> tuple[Expr, ...]:
         case IfElse(c, t, o): return (c, t, o)
         case FillError(a, r): return (a, r)
         case Coalesce(args) | MakeTuple(args) | PointerFrom(args): return args
-        case Require(v, args): return (v, *args)
+        case Require(v, args) | MethodCall(v, args): return (v, *args)
         case IxRef(_, pointer, _, _): return (pointer,)
         case GetItem(a, k, d, _): return (a, k) if d is None else (a, k, d)
         case Apply(_, args, _, _) | Call(_, args, _) | ReducerExpr(_, args, _): return args
@@ -468,6 +482,7 @@ def replace_children(expr: Expr, new: tuple[Expr, ...]) -> Expr:
         case MakeTuple(): return MakeTuple(new)
         case PointerFrom(_, optional, table): return PointerFrom(new, optional, table)
         case Require(): return Require(new[0], new[1:])
+        case MethodCall(): return MethodCall(new[0], new[1:])
         case IxRef(target, _, name, optional): return IxRef(target, new[0], name, optional)
         case GetItem(_, _, d, checked): return GetItem(new[0], new[1], new[2] if d is not None else None, checked)
         case Apply(): return dataclasses.replace(expr, args=new)
@@ -582,6 +597,9 @@ class _Printer:
     def _ixref(self, e: IxRef) -> str:
         target = self.text(ColumnRef(e.target, "_")).removesuffix("._")
         return f"{target}.ix({self.text(e.pointer)}).{e.name}"
+
+    def _methodcall(self, e: MethodCall) -> str:
+        return f"{self.text(e.method)}({self._all(e.args)})"
 
     def _pointerfrom(self, e: PointerFrom) -> str:
         if e.table is None:

@@ -11,7 +11,7 @@ from sparkway.core import dtypes as dt
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
     Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, FillError, GetItem, IfElse, IsNone,
-    MakeTuple, PointerFrom, ReducerExpr, Require, UnOp, Unwrap, children,
+    MakeTuple, MethodCall, PointerFrom, ReducerExpr, Require, UnOp, Unwrap, children,
 )
 from sparkway.errors import PlanError, PlanTypeError, UnknownColumnError, warn_user
 
@@ -88,6 +88,11 @@ def infer(expr: Expr, inputs: Columns) -> DType:
             )
         case ReducerExpr():
             raise PlanTypeError("reducers such as pw.reducers.sum can only be used in reduce()")
+        case MethodCall():  # the API layer computes calls in the operations that can take them
+            raise PlanError(
+                f"{expr!r}: a method column can be called in select, with_columns, filter and reduce "
+                "of a table; elsewhere (e.g. in a join), call it in a select of its table first"
+            )
     raise PlanTypeError(f"unsupported expression {expr!r}")
 
 

@@ -18,6 +18,7 @@ import json
 import pickle
 import re
 import contextlib
+import struct
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import reduce
@@ -41,7 +42,7 @@ from sparkway.core.expression import (
     MakeTuple, PointerFrom, Require, RowFailure, UnOp, Unwrap, children,
 )
 from sparkway.core.type_rules import infer, tuple_position
-from sparkway.errors import PlanTypeError
+from sparkway.errors import ComputationError, PlanTypeError
 from sparkway.core.text import text_of
 from sparkway.engine.failures import failures_named
 from sparkway.persistence import udf_cache
@@ -200,6 +201,103 @@ def pointer_of(columns: list[Column]) -> Column:
     debug tables' row labels), so that ``t.pointer_from(key) == t.id`` wherever ``t``'s
     ids come from ``key``.  Values must have the same Spark types to give the same id."""
     return F.xxhash64(*columns) if columns else F.xxhash64(F.lit(""))
+
+
+# -- the same ids in Python (a row transformer's ``self.pointer_from``) ---------------------------
+
+_P1, _P2, _P3, _P4, _P5 = (
+    0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5,
+)
+_MASK = (1 << 64) - 1
+_SEED = 42  # Spark's xxhash64 seed
+
+
+def python_pointer_of(values: tuple) -> int:
+    """The id ``pointer_of`` gives in Spark to these values (int, str, bool, float or
+    pointer; None is skipped, as Spark skips nulls), computed in Python: Spark's
+    ``xxhash64``, each value hashed with the previous hash as its seed.
+
+    >>> python_pointer_of((1, "a")) == python_pointer_of((1, "a")) != python_pointer_of(("a", 1))
+    True
+    """
+    hashed = _SEED
+    for value in values or ("",):  # as ``pointer_of`` of no columns
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            hashed = _xxh64_int(int(value), hashed)
+        elif isinstance(value, int):
+            hashed = _xxh64_long(value, hashed)
+        elif isinstance(value, float):
+            bits = struct.unpack("<q", struct.pack("<d", 0.0 if value == 0.0 else value))[0]
+            hashed = _xxh64_long(bits, hashed)
+        elif isinstance(value, str):
+            hashed = _xxh64_bytes(value.encode(), hashed)
+        else:
+            raise TypeError(f"pointer_from takes int, str, bool, float and pointer values here, not {type(value).__name__}")
+    return hashed - (1 << 64) if hashed >= 1 << 63 else hashed
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _MASK
+
+
+def _mix(h: int) -> int:
+    h ^= h >> 33
+    h = (h * _P2) & _MASK
+    h ^= h >> 29
+    h = (h * _P3) & _MASK
+    return h ^ (h >> 32)
+
+
+def _lane(h: int, lane: int) -> int:
+    return (_rotl((h + lane * _P2) & _MASK, 31) * _P1) & _MASK
+
+
+def _eight(h: int, word: int) -> int:
+    h ^= _lane(0, word)
+    return (_rotl(h, 27) * _P1 + _P4) & _MASK
+
+
+def _four(h: int, word: int) -> int:
+    h ^= (word * _P1) & _MASK
+    return (_rotl(h, 23) * _P2 + _P3) & _MASK
+
+
+def _xxh64_long(value: int, seed: int) -> int:
+    return _mix(_eight((seed + _P5 + 8) & _MASK, value & _MASK))
+
+
+def _xxh64_int(value: int, seed: int) -> int:
+    return _mix(_four((seed + _P5 + 4) & _MASK, value & 0xFFFFFFFF))
+
+
+def _xxh64_bytes(data: bytes, seed: int) -> int:
+    """XXH64 of bytes, as Spark hashes a string's UTF-8 bytes."""
+    size, offset = len(data), 0
+    if size >= 32:
+        v = [(seed + _P1 + _P2) & _MASK, (seed + _P2) & _MASK, seed & _MASK, (seed - _P1) & _MASK]
+        while offset <= size - 32:
+            for i in range(4):
+                v[i] = _lane(v[i], int.from_bytes(data[offset + 8 * i:offset + 8 * i + 8], "little"))
+            offset += 32
+        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _MASK
+        for lane in v:
+            h = ((h ^ _lane(0, lane)) * _P1 + _P4) & _MASK
+    else:
+        h = (seed + _P5) & _MASK
+    h = (h + size) & _MASK
+    while offset <= size - 8:
+        h = _eight(h, int.from_bytes(data[offset:offset + 8], "little"))
+        offset += 8
+    if offset <= size - 4:
+        h = _four(h, int.from_bytes(data[offset:offset + 4], "little"))
+        offset += 4
+    while offset < size:
+        h ^= (data[offset] * _P5) & _MASK
+        h = (_rotl(h, 11) * _P1) & _MASK
+        offset += 1
+    return _mix(h)
 
 
 def compile_expr(expr: Expr, scope: Scope) -> Column:
@@ -599,8 +697,9 @@ def python_column(
 
     An exception it raises fails the step as a ``ComputationError`` naming the operator
     (and ``name``); keeping Error values, it makes the value an Error whose message is
-    the exception's.  ``call`` is not called (the value is None) where ``skip`` holds
-    (an argument is an Error) or where the scope's ``not_called`` does.
+    the exception's (but a ``ComputationError`` still fails the step).  ``call`` is not
+    called (the value is None) where ``skip`` holds (an argument is an Error) or where the
+    scope's ``not_called`` does.
     """
     where = f"{scope.where}: {name}" if name else scope.where
     skip = scope.python_skips(_any([skip, scope.not_called]))
@@ -627,6 +726,8 @@ def python_column(
         udf_cache.set_active_root(root)
         try:
             return call(*values), None
+        except ComputationError:  # already a failure of the run (a row transformer's, as in Pathway)
+            raise
         except Exception as error:
             return None, f"{type(error).__name__}: {error}"
 
