@@ -29,7 +29,7 @@ from sparkway.core.dtypes import DateTimeNaive, DateTimeUtc, Duration, Json, Poi
 from sparkway.io import demo
 from sparkway.io import moved_csv as csv
 from sparkway import stdlib
-from sparkway.stdlib import utils
+from sparkway.stdlib import indexing, ml, utils
 from sparkway.stdlib.utils.pandas_transformer import pandas_transformer
 
 __all__ = [
@@ -37,8 +37,8 @@ __all__ = [
     "BaseCustomAccumulator", "cast", "coalesce", "column_definition", "ColumnExpression", "ColumnReference",
     "csv", "DateTimeNaive", "DateTimeUtc", "debug", "declare_type", "demo", "Duration", "errors",
     "fill_error", "global_error_log", "groupby", "GroupedTable", "if_else", "io", "iterate",
-    "iterate_universe", "join", "join_inner", "join_left", "join_outer", "join_right", "JoinMode",
-    "JoinResult", "Json", "left", "load_yaml", "local_error_log", "make_tuple", "MonitoringLevel",
+    "indexing", "iterate_universe", "join", "join_inner", "join_left", "join_outer", "join_right", "JoinMode",
+    "JoinResult", "Json", "left", "load_yaml", "local_error_log", "make_tuple", "ml", "MonitoringLevel",
     "pandas_transformer", "persistence", "Pointer", "PyObjectWrapper", "reducers", "require", "right", "run",
     "run_all", "Schema", "schema_builder", "schema_from_csv", "schema_from_dict", "schema_from_types",
     "SchemaProperties", "sql", "stdlib", "Table", "temporal", "this", "UDF", "udf", "udfs", "universes",

@@ -52,7 +52,8 @@ ALIASES: dict[str, str | None] = {
     "pathway.stdlib.temporal": "sparkway.api.temporal",
     "pathway.stdlib.temporal.temporal_behavior": "sparkway.api.temporal",
     "pathway.internals.api": None,  # the Rust engine's API
-    "pathway.engine": None,  # the Rust engine (not sparkway.engine, which is internal)
+    # the Rust engine (not sparkway.engine, which is internal): its index metrics only
+    "pathway.engine": "sparkway.stdlib.indexing.metric_kinds",
 }
 
 
