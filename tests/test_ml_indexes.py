@@ -7,6 +7,7 @@ unless a comment says they were recorded from Pathway 0.33.0.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -243,3 +244,40 @@ def test_fuzzy_self_match_by_letters_keeps_the_best_partner():
     found = matches.select(pair=pw.apply(lambda a, b: tuple(sorted((a, b))), names.ix(matches.left).name,
                                          names.ix(matches.right).name), w=matches.weight)
     assert_rows(found, [(("abc", "abd"), 1.0), (("xyw", "xyz"), 1.0)])
+
+
+def test_a_restarted_index_outputs_only_the_answers_that_changed(tmp_path):
+    from sparkway.api import graph
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "queries").mkdir()
+
+    class Doc(pw.Schema):
+        name: str
+        x: float
+        y: float
+
+    class Query(pw.Schema):
+        q: str
+        x: float
+        y: float
+
+    def run() -> list[tuple]:
+        graph.clear()
+        docs = pw.io.csv.read(tmp_path / "docs", schema=Doc, mode="static", name="docs")
+        queries = pw.io.csv.read(tmp_path / "queries", schema=Query, mode="static", name="queries")
+        docs = docs.with_columns(v=pw.make_tuple(docs.x, docs.y))
+        queries = queries.with_columns(v=pw.make_tuple(queries.x, queries.y))
+        inner = LshKnn(docs.v, None, dimensions=2, n_or=4, n_and=2, bucket_length=100.0)
+        found = DataIndex(docs, inner).query(queries.v, number_of_matches=1).select(pw.left.q, near=pw.right.name)
+        (tmp_path / "out.jsonl").unlink(missing_ok=True)
+        pw.io.jsonlines.write(found, tmp_path / "out.jsonl")
+        pw.run(persistence_config=pw.persistence.Config(pw.persistence.Backend.filesystem(tmp_path / "state")))
+        lines = (tmp_path / "out.jsonl").read_text().splitlines()
+        return sorted((r["q"], tuple(r["near"]), r["diff"]) for r in map(json.loads, lines))
+
+    (tmp_path / "docs" / "a.csv").write_text("name,x,y\na,0,0\nb,5,5\n")
+    (tmp_path / "queries" / "a.csv").write_text("q,x,y\np,2,2\n")
+    assert run() == [("p", ("a",), 1)]
+    (tmp_path / "docs" / "b.csv").write_text("name,x,y\nc,1,1\n")
+    assert run() == [("p", ("a",), -1), ("p", ("c",), 1)]  # c is nearer to (2, 2)

@@ -4,9 +4,10 @@ Every index turns a table of queries into a table of *replies*, with the queries
 one column, ``_pw_index_reply``, holding the matches of the query as a list of
 ``(id of the matched data row, score)``, best first (highest score; ties by id). A
 nearest-neighbour index scores a match with minus its distance. When a ``DataIndex``
-asks for the matched rows' values too (its data table has the indexed rows), each match
-is ``(id, score, row)``, the row a tuple of the data table's columns: the rows then
-travel with the matches, and no join brings them afterwards.
+asks for the matched rows' values too (``Rows``: its data table has the indexed rows),
+each match is ``(id, score, row)``, the row a tuple of the data table's columns, or
+the replies are already one list per column of the matched rows' values and one of the
+scores: the rows travel with the matches, and no join brings them afterwards.
 
 Two ways to get there, both ordinary incremental parts of the plan:
 
@@ -29,6 +30,7 @@ value), ``_pw_m`` (its metadata or None) and ``_pw_p`` (the row to carry, or Non
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from sparkway.api import reducers
@@ -38,7 +40,7 @@ from sparkway.api.thisclass import left, right
 from sparkway.core import dtypes as dt
 from sparkway.core.dtypes import Pointer
 from sparkway.core.expression import ColumnRef, Expr
-from sparkway.stdlib.indexing.colnames import _INDEX_REPLY
+from sparkway.stdlib.indexing.colnames import _INDEX_REPLY, _SCORE
 from sparkway.stdlib.indexing.lsh import Bucketer
 
 #: the type of a reply: (matched id, score) pairs, best first
@@ -47,21 +49,53 @@ REPLY_TYPE = list[tuple[Pointer, float]]
 _CANDIDATE = Optional[tuple[float, Pointer]]
 
 
-def reply_type(payload: Table | None) -> dt.DType:
-    """The type of the replies: with a payload, each match also holds its row."""
-    if payload is None:
+@dataclass(frozen=True)
+class Rows:
+    """The rows of ``table`` (with the indexed rows' ids) to answer with: in each match,
+    or with ``lists``, as one list per column (and ``_pw_index_reply_score``, the list of
+    scores) in place of the reply."""
+
+    table: Table
+    lists: bool = False
+
+
+def reply_type(rows: Rows | None) -> dt.DType:
+    """The type of the replies: with rows, each match also holds its row."""
+    if rows is None:
         return dt.dtype_of(REPLY_TYPE)
-    match = dt.DType("tuple", (dt.POINTER, dt.FLOAT, row_type(payload)))
+    match = dt.DType("tuple", (dt.POINTER, dt.FLOAT, dt.DType("tuple", tuple(rows.table._node.columns.values()))))
     return dt.DType("list", (match,))
 
 
-def row_type(payload: Table) -> dt.DType:
-    """The type of a payload table's rows packed as tuples."""
-    return dt.DType("tuple", tuple(payload._node.columns.values()))
+def _lists_type(rows: Rows) -> dt.DType:
+    items = [*rows.table._node.columns.values(), dt.FLOAT]
+    return dt.DType("tuple", tuple(dt.DType("list", (kind,)) for kind in items))
+
+
+class _AsLists:
+    """A function answering with matches ``(id, score, row)`` as one list per column of
+    the rows, then the list of scores."""
+
+    def __init__(self, answer: Callable[..., list[tuple[Any, ...]]], width: int) -> None:
+        self.answer, self.width = answer, width
+
+    def __call__(self, *args: Any) -> tuple:
+        matches = self.answer(*args)
+        return (*([m[2][i] for m in matches] for i in range(self.width)), [m[1] for m in matches])
+
+
+def answered(table: Table, answer: Callable[..., list[tuple[Any, ...]]], args: list[Any], rows: Rows | None) -> Table:
+    """The replies ``answer(*args)`` gives each row of ``table`` (with ``rows.lists``,
+    as list columns: see ``Rows``)."""
+    if rows is None or not rows.lists:
+        return table.select(**{_INDEX_REPLY: apply_with_type(answer, reply_type(rows), *args)})
+    names = [*rows.table.column_names(), _SCORE]
+    packed = table.select(_pw_t=apply_with_type(_AsLists(answer, len(names) - 1), _lists_type(rows), *args))
+    return packed.select(**{name: packed._pw_t[i] for i, name in enumerate(names)})
 
 
 def same_rows(table: Table, other: Table) -> bool:
-    """Whether two tables are said to have the same ids (a payload must have the
+    """Whether two tables are said to have the same ids (rows to answer with must have the
     indexed rows' ids)."""
     return table._universe.is_subset_of(other._universe) and other._universe.is_subset_of(table._universe)
 
@@ -71,11 +105,11 @@ def query_rows(query: ColumnRef, number_of_matches: Any, metadata_filter: Any) -
     return query.table.select(_pw_q=query, _pw_k=number_of_matches, _pw_f=metadata_filter)
 
 
-def data_rows(data: ColumnRef, metadata: Any, payload: Table | None = None) -> Table:
+def data_rows(data: ColumnRef, metadata: Any, rows: Rows | None = None) -> Table:
     """The indexed rows with the column names the replies are computed from, and the
-    ``payload`` rows to carry (a table with the same ids). A row holding an Error value
-    (``terminate_on_error=False``) is left out."""
-    packed = make_tuple(*(payload[c] for c in payload.column_names())) if payload is not None else None
+    ``rows`` to answer with. A row holding an Error value (``terminate_on_error=False``)
+    is left out."""
+    packed = make_tuple(*(rows.table[c] for c in rows.table.column_names())) if rows is not None else None
     return data.table.select(_pw_d=data, _pw_m=metadata, _pw_p=packed).remove_errors()
 
 
@@ -104,7 +138,7 @@ def pairwise_replies(
     *,
     buckets: Bucketer | None,
     as_of_now: bool,
-    payload: Table | None = None,
+    rows: Rows | None = None,
 ) -> Table:
     """Replies from the pairs of queries and data rows (see the module's docstring).
 
@@ -132,26 +166,28 @@ def pairwise_replies(
         ),
         _pw_p=right._pw_p,
     )
-    if payload is not None:  # the row joins its candidate
+    if rows is not None:  # the row joins its candidate
         scored = scored.with_columns(
             _pw_e=if_else(scored._pw_e.is_none(), None, make_tuple(scored._pw_e[0], scored._pw_e[1], scored._pw_p))
         )
-    return best_replies(scored.without(scored._pw_p), queries, payload)
+    return best_replies(scored.without(scored._pw_p), queries, rows)
 
 
-def best_replies(candidates: Table, queries: Table, payload: Table | None = None) -> Table:
-    """The replies made of ``candidates`` (``_pw_qid``: the query, ``_pw_e``: its
-    ``(distance, id[, row])`` or None, ``_pw_k``: at most the query's number of
-    matches): per query, the ``k`` of least distance. A query without candidates
-    replies nothing."""
+def best_replies(
+    candidates: Table, queries: Table, rows: Rows | None = None,
+    pick: Callable[[Sequence[tuple[Any, ...]] | None, int], list[tuple[Any, ...]]] = best_first,
+) -> Table:
+    """The replies made of ``candidates`` (``_pw_qid``: the query, ``_pw_e``: a candidate
+    or None, ``_pw_k``: at most the query's number of matches): per query, ``pick(its
+    candidates, k)``, by default the ``k`` of least distance of ``(distance, id[, row])``.
+    A query without candidates replies nothing."""
     # every query has a group, also one without candidates
     placeholders = queries.select(_pw_qid=queries.id, _pw_k=queries._pw_k, _pw_e=None)
-    rows = Table.concat_reindex(candidates, placeholders)
-    best = rows.groupby(id=rows._pw_qid).reduce(
-        _pw_k=reducers.max(rows._pw_k), _pw_c=reducers.tuple(rows._pw_e, skip_nones=True)
+    every = Table.concat_reindex(candidates, placeholders)
+    best = every.groupby(id=every._pw_qid).reduce(
+        _pw_k=reducers.max(every._pw_k), _pw_c=reducers.tuple(every._pw_e, skip_nones=True)
     )
-    replies = best.select(**{_INDEX_REPLY: apply_with_type(best_first, reply_type(payload), best._pw_c, best._pw_k)})
-    return replies.with_universe_of(queries)
+    return answered(best, pick, [best._pw_c, best._pw_k], rows).with_universe_of(queries)
 
 
 def _with_rows(search: Callable[..., list[tuple[int, float]]]) -> Callable[..., list[tuple[Any, ...]]]:
@@ -168,7 +204,7 @@ def scan_replies(
     queries: Table,
     data: Table,
     search: Callable[[Any, int, Any, Sequence[tuple[Any, ...]] | None], list[tuple[int, float]]],
-    payload: Table | None = None,
+    rows: Rows | None = None,
 ) -> Table:
     """Replies as of now by scanning the gathered data (see the module's docstring).
 
@@ -177,11 +213,9 @@ def scan_replies(
     """
     gathered = data.reduce(_pw_entries=reducers.tuple(make_tuple(data.id, data._pw_d, data._pw_m, data._pw_p)))
     joined = queries.asof_now_join_left(gathered, id=queries.id)
-    answer = search if payload is None else _with_rows(search)
-    replies = joined.select(**{
-        _INDEX_REPLY: apply_with_type(answer, reply_type(payload), left._pw_q, left._pw_k, left._pw_f, right._pw_entries)
-    })
-    return replies.with_universe_of(queries)
+    answer = search if rows is None else _with_rows(search)
+    args = [left._pw_q, left._pw_k, left._pw_f, right._pw_entries]
+    return answered(joined, answer, args, rows).with_universe_of(queries)
 
 
 def pathway_type_name(kind: dt.DType) -> str:

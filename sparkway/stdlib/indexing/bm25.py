@@ -113,7 +113,7 @@ class TantivyBM25(InnerIndex):
 
     def _answer(
         self, query_column: ColumnRef, number_of_matches: Any, metadata_filter: Any, as_of_now: bool,
-        payload: Table | None,
+        rows: _replies.Rows | None,
     ) -> Table:
         if not as_of_now:
             raise NotImplementedError("Currently, tantivy bm25 index is supported only in the as-of-now variant")
@@ -123,8 +123,8 @@ class TantivyBM25(InnerIndex):
         ))
         queries = _replies.query_rows(query_column, number_of_matches, metadata_filter)
         tokens = apply_with_type(tokenize, list[str], self.data_column)
-        data = _replies.data_rows(self.data_column, self.metadata_column, payload).with_columns(_pw_d=tokens)
-        return _replies.scan_replies(queries, data, bm25_search, payload)
+        data = _replies.data_rows(self.data_column, self.metadata_column, rows).with_columns(_pw_d=tokens)
+        return _replies.scan_replies(queries, data, bm25_search, rows)
 
     def query(
         self, query_column: ColumnRef, number_of_matches: Expr | int = 3, metadata_filter: Expr | None = None,

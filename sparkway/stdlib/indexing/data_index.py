@@ -8,7 +8,6 @@ query holding lists of the matched rows' values, best match first.
 
 from __future__ import annotations
 
-import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -48,11 +47,11 @@ class InnerIndex(ABC):
 
     def _answer(
         self, query_column: ColumnRef, number_of_matches: Expr | int, metadata_filter: Expr | None,
-        as_of_now: bool, payload: Table | None,
+        as_of_now: bool, rows: _replies.Rows | None,
     ) -> Table:
-        """The replies of ``query`` or ``query_as_of_now``; with ``payload`` (a table with
-        the indexed rows' ids) each match is ``(id, score, the row of payload)``."""
-        if payload is not None:
+        """The replies of ``query`` or ``query_as_of_now``, answering with ``rows`` (see
+        ``_replies.Rows``) when they are given."""
+        if rows is not None:
             raise NotImplementedError(f"{type(self).__name__} does not carry rows with its matches")
         ask = self.query_as_of_now if as_of_now else self.query
         return ask(query_column, number_of_matches=number_of_matches, metadata_filter=metadata_filter)
@@ -145,12 +144,13 @@ class DataIndex:
     ) -> JoinResult:
         inner, data, queries = self.inner_index, self.data_table, query_column.table
         carried = inner._carries_rows and _replies.same_rows(data, inner.data_column.table)
-        replies = inner._answer(query_column, number_of_matches, metadata_filter, as_of_now, data if carried else None)
+        rows = _replies.Rows(data, lists=collapse_rows) if carried else None
+        answers = inner._answer(query_column, number_of_matches, metadata_filter, as_of_now, rows)
         if not collapse_rows:
-            rows = carried_rows(replies, data) if carried else matched_rows(replies, data, as_of_now)
+            found = carried_rows(answers, data) if carried else matched_rows(answers, data, as_of_now)
             join = queries.asof_now_join_left if as_of_now else queries.join_left
-            return join(rows, queries.id == rows[_QUERY_ID])
-        lists = carried_lists(replies, data) if carried else matched_lists(replies, data, as_of_now)
+            return join(found, queries.id == found[_QUERY_ID])
+        lists = answers if carried else matched_lists(answers, data, as_of_now)
         join = queries.asof_now_join if as_of_now else queries.join
         result = join(lists, queries.id == lists.id, id=queries.id)
         return result.promise_universe_is_equal_to(queries)
@@ -161,20 +161,6 @@ def _list_types(data: Table) -> dict[str, dt.DType]:
     kinds = {name: dt.DType("list", (kind,)) for name, kind in data._node.columns.items()}
     kinds[_SCORE] = dt.DType("list", (dt.FLOAT,))
     return kinds
-
-
-def _transposed(reply: list[tuple[int, float, tuple]] | None, width: int) -> tuple:
-    """A reply carrying rows as one list per column, then the list of scores."""
-    matches = reply or ()
-    return (*([match[2][i] for match in matches] for i in range(width)), [match[1] for match in matches])
-
-
-def carried_lists(replies: Table, data: Table) -> Table:
-    """``matched_lists`` of replies that carry their rows (no join needed)."""
-    kinds = _list_types(data)
-    transposing = functools.partial(_transposed, width=len(kinds) - 1)
-    packed = replies.select(_pw_t=apply_with_type(transposing, dt.DType("tuple", tuple(kinds.values())), replies[_INDEX_REPLY]))
-    return packed.select(**{name: packed._pw_t[i] for i, name in enumerate(kinds)})
 
 
 def carried_rows(replies: Table, data: Table) -> Table:

@@ -7,13 +7,11 @@ a row's score is the sum over the indexes that found it. The best rows by that s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from sparkway.api import reducers
-from sparkway.api.functions import apply_with_type, make_tuple
+from sparkway.api.functions import apply_with_type
 from sparkway.api.table import Table
-from sparkway.core.dtypes import Pointer
 from sparkway.core.expression import ColumnRef, Expr
 from sparkway.stdlib.indexing import _replies
 from sparkway.stdlib.indexing.colnames import _INDEX_REPLY
@@ -32,6 +30,22 @@ def reciprocal_ranks(k: float) -> Callable[[Any], list[tuple[Any, ...]]]:
         return [(key, 1 / (k + rank), *row) for rank, (key, _, *row) in enumerate(reply or (), start=1)]
 
     return scored
+
+
+def fused_first(matches: Sequence[tuple[Any, ...]] | None, k: int) -> list[tuple[Any, ...]]:
+    """The ``k`` ids of highest summed score among ``(id, score[, row])`` matches (ties
+    by id), as a reply.
+
+    >>> fused_first([(7, 0.5), (3, 0.25), (3, 0.5)], 2)
+    [(3, 0.75), (7, 0.5)]
+    """
+    totals: dict[int, float] = {}
+    rows: dict[int, list[Any]] = {}
+    for key, score, *row in matches or ():
+        totals[key] = totals.get(key, 0.0) + score
+        rows.setdefault(key, row)
+    best = sorted(totals, key=lambda key: (-totals[key], key))[:k]
+    return [(key, totals[key], *rows[key]) for key in best]
 
 
 class HybridIndex(InnerIndex):
@@ -59,27 +73,19 @@ class HybridIndex(InnerIndex):
 
     def _answer(
         self, query_column: ColumnRef, number_of_matches: Any, metadata_filter: Any, as_of_now: bool,
-        payload: Table | None,
+        rows: _replies.Rows | None,
     ) -> Table:
-        scored = []
+        matches = None if rows is None else _replies.Rows(rows.table)  # the retrievers' replies carry rows
+        ranked_tables = []
         for retriever in self.retrievers:
-            replies = retriever._answer(query_column, number_of_matches, metadata_filter, as_of_now, payload)
+            replies = retriever._answer(query_column, number_of_matches, metadata_filter, as_of_now, matches)
             ranked = replies.select(
-                _pw_qid=replies.id, _pw_rr=apply_with_type(reciprocal_ranks(self.k), _ranked_type(payload), replies[_INDEX_REPLY]),
-            ).flatten("_pw_rr")
-            match = ranked._pw_rr
-            row = {"_pw_p": match[2]} if payload is not None else {}
-            scored.append(ranked.select(_pw_qid=ranked._pw_qid, _pw_did=match[0], _pw_s=match[1], **row))
-        found = Table.concat_reindex(*scored)
-        rows = {"_pw_p": reducers.any(found._pw_p)} if payload is not None else {}
-        fused = found.groupby(found._pw_qid, found._pw_did).reduce(
-            found._pw_qid, found._pw_did, _pw_s=reducers.sum(found._pw_s), **rows
-        )
-        # best_replies keeps the least "distance": minus the fused score
-        carried = (fused._pw_p,) if payload is not None else ()
-        candidates = fused.select(fused._pw_qid, _pw_k=0, _pw_e=make_tuple(-fused._pw_s, fused._pw_did, *carried))
+                _pw_qid=replies.id, _pw_k=0,
+                _pw_e=apply_with_type(reciprocal_ranks(self.k), _replies.reply_type(matches), replies[_INDEX_REPLY]),
+            )
+            ranked_tables.append(ranked.flatten("_pw_e"))
         queries = query_column.table.select(_pw_k=number_of_matches)
-        return _replies.best_replies(candidates, queries, payload)
+        return _replies.best_replies(Table.concat_reindex(*ranked_tables), queries, rows, pick=fused_first)
 
     def query(
         self, query_column: ColumnRef, *, number_of_matches: Expr | int = 3, metadata_filter: Expr | None = None,
@@ -92,13 +98,6 @@ class HybridIndex(InnerIndex):
     ) -> Table:
         """The fused answers of the retrievers' ``query_as_of_now``, each fixed at its time."""
         return self._answer(query_column, number_of_matches, metadata_filter, True, None)
-
-
-def _ranked_type(payload: Table | None) -> Any:
-    """The type of ``reciprocal_ranks``' results (with the carried rows)."""
-    if payload is None:
-        return list[tuple[Pointer, float]]
-    return _replies.reply_type(payload)
 
 
 class HybridIndexFactory(InnerIndexFactory):

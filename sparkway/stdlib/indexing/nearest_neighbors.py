@@ -108,17 +108,17 @@ class _ExactKnn(InnerIndex):
 
     def _answer(
         self, query_column: ColumnRef, number_of_matches: Any, metadata_filter: Any, as_of_now: bool,
-        payload: Table | None,
+        rows: _replies.Rows | None,
     ) -> Table:
         query = embedded(query_column, self.embedder)
         _check_vectors(self._data_column, query, number_of_matches, self.metadata_column, metadata_filter)
         queries = _replies.query_rows(query, number_of_matches, metadata_filter).with_universe_of(query_column.table)
-        data = _replies.data_rows(self._data_column, self.metadata_column, payload)
+        data = _replies.data_rows(self._data_column, self.metadata_column, rows)
         metric = self.metric.value  # type: ignore[attr-defined]
         if as_of_now:
-            return _replies.scan_replies(queries, data, exact_search(metric), payload)
+            return _replies.scan_replies(queries, data, exact_search(metric), rows)
         return _replies.pairwise_replies(
-            queries, data, exact_candidate(metric), buckets=None, as_of_now=False, payload=payload
+            queries, data, exact_candidate(metric), buckets=None, as_of_now=False, rows=rows
         )
 
     def query(
@@ -222,15 +222,15 @@ class LshKnn(InnerIndex):
 
     def _answer(
         self, query_column: ColumnRef, number_of_matches: Any, metadata_filter: Any, as_of_now: bool,
-        payload: Table | None,
+        rows: _replies.Rows | None,
     ) -> Table:
         query = embedded(query_column, self.embedder)
         _check_vectors(self._data_column, query, number_of_matches, self.metadata_column, metadata_filter)
         queries = _replies.query_rows(query, number_of_matches, metadata_filter).with_universe_of(query_column.table)
-        data = _replies.data_rows(self._data_column, self.metadata_column, payload)
+        data = _replies.data_rows(self._data_column, self.metadata_column, rows)
         return lsh_replies(
             queries, data, self.dimensions, self.n_and, self.n_or, self.bucket_length, self.distance_type, as_of_now,
-            payload,
+            rows,
         )
 
     def query(
@@ -248,7 +248,7 @@ class LshKnn(InnerIndex):
 
 def lsh_replies(
     queries: Table, data: Table, d: int, M: int, L: int, A: float, distance_type: str, as_of_now: bool,
-    payload: Table | None = None,
+    rows: _replies.Rows | None = None,
 ) -> Table:
     """``pairwise_replies`` over the rows sharing an LSH bucket with the query (an invalid
     metadata filter matches no row, as in Pathway's LSH index)."""
@@ -262,7 +262,7 @@ def lsh_replies(
             "The allowed values are 'euclidean' and 'cosine'."
         )
     candidate = exact_candidate(_LSH_METRICS[distance_type], invalid_filter_matches_nothing=True)
-    return _replies.pairwise_replies(queries, data, candidate, buckets=buckets, as_of_now=as_of_now, payload=payload)
+    return _replies.pairwise_replies(queries, data, candidate, buckets=buckets, as_of_now=as_of_now, rows=rows)
 
 
 def embedding_dimensions(embedder: Any) -> int:

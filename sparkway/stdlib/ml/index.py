@@ -17,7 +17,7 @@ from sparkway.api.thisclass import left, right
 from sparkway.core.expression import ColumnRef, Expr
 from sparkway.stdlib.indexing import _replies
 from sparkway.stdlib.indexing.colnames import _QUERY_ID, _SCORE
-from sparkway.stdlib.indexing.data_index import carried_lists, carried_rows
+from sparkway.stdlib.indexing.data_index import carried_rows
 from sparkway.stdlib.indexing.nearest_neighbors import DistanceTypes, lsh_replies
 
 
@@ -88,10 +88,11 @@ class KNNIndex:
     ) -> Table:
         queries = query.table
         asked = _replies.query_rows(query, k, metadata_filter)
-        replies = lsh_replies(asked, self._rows, *self._settings, as_of_now=as_of_now, payload=self.data)
+        rows = _replies.Rows(self.data, lists=collapse_rows)
+        replies = lsh_replies(asked, self._rows, *self._settings, as_of_now=as_of_now, rows=rows)
         names = self.data.column_names()
         if collapse_rows:
-            lists = carried_lists(replies, self.data)
+            lists = replies
             distances = {"dist": apply_with_type(_negated, list[float], lists[_SCORE])} if with_distances else {}
             return lists.select(*(lists[c] for c in names), **distances).with_universe_of(queries)
         rows = carried_rows(replies, self.data)
