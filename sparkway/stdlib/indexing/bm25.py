@@ -48,7 +48,7 @@ def bm25_scores(terms: list[str], documents: Sequence[Sequence[str]]) -> list[fl
     """Each document's BM25 score for the query ``terms`` (documents as token lists).
 
     >>> [round(s, 4) for s in bm25_scores(["a"], [["a", "b"], ["b"]])]  # ln(2) * 2.2 * 1 / (1 + 1.5)
-    [0.6099, 0.0]
+    [0.61, 0.0]
     >>> bm25_scores(["a"], [])
     []
     """

@@ -20,7 +20,8 @@ def create_hmm_reducer(graph: Any, beam_size: int | None = None, num_results_kep
     ``log_transition_ppb``; ``graph.graph["start_nodes"]`` are the possible first states.
     ``beam_size`` keeps only that many most likely states after each observation;
     ``num_results_kept`` limits the decoded path to that many last states. The result is
-    the tuple of states.
+    the tuple of states. Observations are taken in the order of their times (rows of one
+    time in the order of their ids).
 
     >>> import networkx as nx
     >>> import sparkway as pw
@@ -31,7 +32,7 @@ def create_hmm_reducer(graph: Any, beam_size: int | None = None, num_results_kep
     ...     for v in "AB":
     ...         g.add_edge(u, v, log_transition_ppb=np.log(0.5))
     >>> g.graph["start_nodes"] = ["A", "B"]
-    >>> seen = pw.debug.table_from_markdown("o\\na\\nb\\nb")
+    >>> seen = pw.debug.table_from_markdown("o | __time__\\na | 2\\nb | 4\\nb | 6")
     >>> decode = pw.reducers.udf_reducer(create_hmm_reducer(g))
     >>> pw.debug.compute_and_print(seen.reduce(states=decode(pw.this.o)), include_id=False)
     states
