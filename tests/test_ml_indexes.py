@@ -281,3 +281,25 @@ def test_a_restarted_index_outputs_only_the_answers_that_changed(tmp_path):
     assert run() == [("p", ("a",), 1)]
     (tmp_path / "docs" / "b.csv").write_text("name,x,y\nc,1,1\n")
     assert run() == [("p", ("a",), -1), ("p", ("c",), 1)]  # c is nearer to (2, 2)
+
+
+def test_knn_classification_takes_the_majority_label_of_the_neighbours():
+    from sparkway.stdlib.ml.classifiers import knn_lsh_classifier_train, knn_lsh_classify
+
+    points = pw.debug.table_from_markdown("""
+      | x  | y  | label
+    1 | 0  | 0  | a
+    2 | 1  | 0  | a
+    3 | 10 | 10 | b
+    4 | 11 | 10 | b
+    5 | 10 | 11 | b
+    """)
+    data = points.select(data=pw.make_tuple(pw.this.x, pw.this.y))
+    labels = points.select(pw.this.label)
+    queries = pw.debug.table_from_markdown("  | x | y\n1 | 0 | 1\n2 | 9 | 9").select(
+        data=pw.make_tuple(pw.this.x, pw.this.y))
+    # cells of 1000: every point shares every bucket, so the neighbours are the exact ones:
+    # (0, 1) has a, a and b (distance 181); (9, 9) has three b
+    model = knn_lsh_classifier_train(data, L=3, d=2, M=2, A=1000)
+    found = knn_lsh_classify(model, labels, queries, k=3)
+    assert_rows(queries.select(queries.data) + found, [((0, 1), "a"), ((9, 9), "b")])
