@@ -34,7 +34,7 @@ from sparkway.io import demo
 from sparkway.persistence import PersistenceMode
 from sparkway.io import moved_csv as csv
 from sparkway import stdlib
-from sparkway.stdlib import utils
+from sparkway.stdlib import indexing, ml, utils
 from sparkway.stdlib.utils.pandas_transformer import pandas_transformer
 
 __all__ = [
@@ -42,8 +42,8 @@ __all__ = [
     "BaseCustomAccumulator", "cast", "ClassArg", "coalesce", "column_definition", "ColumnExpression",
     "ColumnReference", "csv", "DateTimeNaive", "DateTimeUtc", "debug", "declare_type", "demo", "Duration", "errors",
     "fill_error", "global_error_log", "groupby", "GroupedTable", "if_else", "input_attribute", "input_method", "io",
-    "iterate", "iterate_universe", "join", "join_inner", "join_left", "join_outer", "join_right", "JoinMode",
-    "JoinResult", "Json", "left", "load_yaml", "local_error_log", "make_tuple", "method", "MonitoringLevel",
+    "indexing", "iterate", "iterate_universe", "join", "join_inner", "join_left", "join_outer", "join_right", "JoinMode",
+    "JoinResult", "Json", "left", "load_yaml", "local_error_log", "make_tuple", "method", "ml", "MonitoringLevel",
     "output_attribute", "pandas_transformer", "persistence", "PersistenceMode", "Pointer", "PyObjectWrapper",
     "reducers", "require", "right", "run", "run_all", "Schema", "schema_builder", "schema_from_csv",
     "schema_from_dict", "schema_from_types", "SchemaProperties", "set_license_key", "set_monitoring_config", "sql",

@@ -22,7 +22,7 @@ from sparkway.core import changes
 from sparkway.core import dtypes as dt
 from sparkway.core.changes import DIFF, ID
 from sparkway.core.dtypes import DType
-from sparkway.errors import UnknownColumnError, traced
+from sparkway.errors import PlanTypeError, UnknownColumnError, traced
 from sparkway.plan import nodes as n
 
 # A hidden column holding each row's label (its markdown label, pandas index, or position):
@@ -95,12 +95,30 @@ def _column_type(values: list[Any]) -> DType:
     elif kinds <= {datetime.timedelta}:
         base = dt.DURATION
     elif kinds <= {list, tuple}:
-        base = dt.dtype_of_value(present[0])
+        base = _sequence_type(present)
     elif kinds <= {np.ndarray}:  # numpy arrays: the dimensions and element type they share
         base = functools.reduce(dt.unify, (dt.dtype_of_value(v) for v in present))
     else:
         base = dt.STR
     return base.with_optional(len(present) < len(values))
+
+
+def _sequence_type(values: list[Any]) -> DType:
+    """The type of a column of lists and tuples, from all its values: tuples of one
+    length give a tuple type, anything else a list of what the items have in common
+    (as Pathway infers them)."""
+    if all(isinstance(v, tuple) for v in values) and len({len(v) for v in values}) == 1:
+        return DType("tuple", tuple(_common_type([v[i] for v in values]) for i in range(len(values[0]))))
+    return DType("list", (_common_type([item for v in values for item in v]),))
+
+
+def _common_type(values: list[Any]) -> DType:
+    """The type holding all the values (Any when they have none in common)."""
+    kinds = [dt.dtype_of_value(v) for v in values]
+    try:
+        return functools.reduce(dt.unify, kinds) if kinds else dt.ANY
+    except PlanTypeError:
+        return dt.ANY
 
 
 def _convert(value: Any, kind: DType) -> Any:
@@ -375,7 +393,8 @@ def table_to_pandas(table: Table, *, include_id: bool = True, **run_kwargs: Any)
     [1, 2]
     """
     types = table.schema._dtypes()
-    state = _final_state(compute(table, **run_kwargs), types)
+    # rows in the order of their ids, as Pathway gives them
+    state = dict(sorted(_final_state(compute(table, **run_kwargs), types).items()))
     values = {name: [row[name] for row, _ in state.values()] for name in types}
     frame = pd.DataFrame(
         {name: pd.Series(v, dtype=_pandas_dtype(types[name])) for name, v in values.items()},

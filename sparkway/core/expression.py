@@ -7,6 +7,7 @@ Spark column, and ``sparkway.core.type_rules`` gives each node its type.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -331,6 +332,8 @@ def wrap(value: Any) -> Expr:
         return value
     if isinstance(value, tuple):
         return MakeTuple(tuple(wrap(v) for v in value))
+    if isinstance(value, enum.Enum) and isinstance(value, (int, str)):  # IntEnum, StrEnum: their value
+        return Const(value._value_)
     return Const(value)
 
 

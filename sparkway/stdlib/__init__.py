@@ -1,5 +1,5 @@
 """Pathway's standard library modules (``pw.stdlib``), built from the public API."""
 
-from sparkway.stdlib import utils
+from sparkway.stdlib import indexing, ml, utils
 
-__all__ = ["utils"]
+__all__ = ["indexing", "ml", "utils"]
