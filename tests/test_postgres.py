@@ -107,9 +107,16 @@ def test_column_types_map_to_postgres_types_and_values(postgres: dict) -> None:
 
 
 def batch(columns: dict[str, dtypes.DType], rows: list[dict], *, time: int, diffs: list[int] | None = None) -> OutputBatch:
-    """An output batch as the runner hands it to a sink."""
-    data = {c: pa.array([r[c] for r in rows], t.arrow_type()) for c, t in columns.items()}
+    """An output batch as the runner hands it to a sink (date-times and durations as
+    their nanoseconds)."""
+    data = {c: pa.array([_stored(t)(r[c]) for r in rows], t.arrow_type()) for c, t in columns.items()}
     return OutputBatch(pa.table(data), time, pa.array(diffs or [1] * len(rows), pa.int64()))
+
+
+def _stored(kind: dtypes.DType) -> Any:
+    if kind.with_optional(False) in (dtypes.DATE_TIME_NAIVE, dtypes.DATE_TIME_UTC, dtypes.DURATION):
+        return dtypes.from_python(kind)
+    return lambda v: v
 
 
 KV = {"k": dtypes.STR, "v": dtypes.INT}

@@ -29,7 +29,7 @@ from sparkway.engine.kernels.gate import INSTANCE, THRESHOLD, TIME, gate
 from sparkway.engine.kernels.join import join_groups
 from sparkway.engine.kernels.merge import merge_groups
 from sparkway.engine.kernels.ordered import deduplicate_groups, sort_groups
-from sparkway.engine.kernels.reduce import fallible, reduce_groups
+from sparkway.engine.kernels.reduce import CUSTOM_REDUCERS, fallible, reduce_groups
 from sparkway.engine.kernels.session import sessionize
 from sparkway.engine.stateful import KeyedInput, keyed_step
 from sparkway.plan import nodes as n
@@ -375,7 +375,10 @@ def _reduce(node: n.Reduce, frames: list[DataFrame], ctx: StepContext) -> DataFr
             payload[arg_name] = value if failed is None else F.when(failed, F.lit(None)).otherwise(value)
             if failed is not None and not node.skip_errors:
                 failures[name] = failures[name] | failed if name in failures else failed
-        aggregates.append((name, agg.kind, arg_names, agg.params))
+        reducer_params = agg.params
+        if agg.kind in CUSTOM_REDUCERS:  # the user's code sees values as Python gives them
+            reducer_params = (agg.params, [dt.to_python(infer(arg, inputs)) for arg in agg.args])
+        aggregates.append((name, agg.kind, arg_names, reducer_params))
     for name, failed in failures.items():  # whether the group has an Error: the max of the flags
         payload[f"_pw_failed_{name}"] = failed
         aggregates.append((f"_pw_failed_{name}", "max", [f"_pw_failed_{name}"], ()))
@@ -436,7 +439,7 @@ def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
         pair_fields.insert(len(pair_fields) - 1, _errors_field(f"_r_{ERRORS}"))
         left_payload, right_payload = left_payload + [ERRORS], right_payload + [ERRORS]
     output = T.StructType([T.StructField("_l_id", T.LongType()), T.StructField("_r_id", T.LongType()), *pair_fields])
-    bounds = tuple(durations.micros_or_number(b) for b in node.interval[2:]) if node.interval is not None else None
+    bounds = tuple(durations.nanos_or_number(b) for b in node.interval[2:]) if node.interval is not None else None
     params = (node.how, left_payload, right_payload, bounds)
     pairs = ctx.keyed(node, sides, join_groups, params, output)
     if node.id_from is not None:
@@ -487,7 +490,9 @@ def _session_window(node: n.SessionWindow, frames: list[DataFrame], ctx: StepCon
     instance_type = node.columns["_pw_instance"].spark_type()
     instance = compile_expr(node.instance, scope).cast(instance_type) if node.instance is not None else F.lit(None).cast(instance_type)
     extra = {"_t": compile_expr(node.time, scope), "_inst": instance}
-    params = (node.max_gap, list(node.input.columns))
+    # a predicate sees times as Python gives them (pandas Timestamps, not nanoseconds)
+    as_python = dt.to_python(infer(node.time, [node.input.columns]))
+    params = (node.max_gap, as_python, list(node.input.columns))
     return _per_instance(node, frames[0], ctx, scope, node.instance, extra, sessionize, params)
 
 

@@ -43,6 +43,10 @@ def reduce_groups(tables: list[pa.Table], params: Any) -> pa.Table:
     return pa.table(columns | messages)
 
 
+#: reducers that run the user's Python code (their kernel params: see ``_custom``)
+CUSTOM_REDUCERS = ("stateful", "accumulator")
+
+
 def fallible(kind: str) -> bool:
     """Whether a reducer can fail for a group (and then, keeping Error values, gives an Error)."""
     return kind in _FALLIBLE
@@ -209,13 +213,16 @@ def _ndarray(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
 def _custom(fold: Callable[[Any, list[tuple[int, list[tuple]]]], Any], keep_errors: bool = False) -> Callable:
     """A reducer written in Python (``stateful_many``, ``udf_reducer``...): ``fold``
     gets the reducer's params and a group's rows as (arrival time, values) batches, in the
-    order they arrived.  A Python loop over the rows: the user's function needs them.
+    order they arrived; the kernel's params are the reducer's and the functions giving
+    the arguments' Python values.  A Python loop over the rows: the user's function needs them.
     With ``keep_errors``, a group whose fold raises gets a null and the error's message."""
-    def aggregate(rows: pa.Table, args: list[str], params: tuple) -> Any:
+    def aggregate(rows: pa.Table, args: list[str], both: tuple) -> Any:
+        params, as_python = both
         ordered = rows.sort_by([("_g", "ascending"), ("_time", "ascending"), (ID, "ascending")])
         groups = ordered.column("_g").to_pylist()
         times = ordered.column("_time").to_pylist()
-        values = list(zip(*(ordered.column(a).to_pylist() for a in args))) or [()] * len(groups)
+        columns = [[convert(v) for v in ordered.column(a).to_pylist()] for a, convert in zip(args, as_python)]
+        values = list(zip(*columns)) or [()] * len(groups)
         kind = return_type(params[0].compute_result if isinstance(params[0], type) else params[0])
         convert = from_python(kind)
         results, messages, start = [], [], 0
