@@ -90,9 +90,9 @@ def _column_type(values: list[Any]) -> DType:
         base = dt.FLOAT
     elif kinds <= {dict, dt.Json}:  # pandas cells holding JSON objects
         base = dt.JSON
-    elif kinds <= {datetime.datetime}:
+    elif all(isinstance(v, datetime.datetime) for v in present):  # pandas Timestamps too
         base = dt.dtype_of_value(present[0])  # naive or UTC, by the first value
-    elif kinds <= {datetime.timedelta}:
+    elif all(isinstance(v, datetime.timedelta) for v in present):
         base = dt.DURATION
     elif kinds <= {list, tuple}:
         base = _sequence_type(present)
@@ -133,9 +133,12 @@ def _convert(value: Any, kind: DType) -> Any:
         return dt.Json.dumps(value)
     if base.is_array:
         return dt.array_from_python(value, base.items[0])
-    if base.name in ("list", "tuple") or base in (dt.ANY, dt.PY_OBJECT):  # stored as their types are
+    if base.name in ("list", "tuple") or base in (dt.ANY, dt.PY_OBJECT, *_TIMES):  # stored as their types are
         return dt.from_python(base)(value)
     return value
+
+
+_TIMES = (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC, dt.DURATION)
 
 
 class _DebugSource(MemorySource):
@@ -301,13 +304,10 @@ def table_from_pandas(df: pd.DataFrame, id_from: list[str] | None = None, schema
 
 
 def _python(value: Any) -> Any:
-    """A pandas cell as a plain Python value (missing values, NaN too, are None)."""
+    """A pandas cell as a plain Python value (missing values, NaN too, are None);
+    Timestamps and Timedeltas stay, with their nanoseconds."""
     if isinstance(value, float) and value != value:
         return None
-    if isinstance(value, pd.Timestamp):
-        return value.to_pydatetime()
-    if isinstance(value, pd.Timedelta):
-        return value.to_pytimedelta()
     if value is pd.NA or value is pd.NaT:
         return None
     return value.item() if isinstance(value, np.generic) else value

@@ -12,18 +12,18 @@ import json as _json
 import numbers
 import operator
 import pickle
-import re
 import types
 import typing
-import zoneinfo
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 from pyspark.sql import types as T
 
+from sparkway.core import durations
 from sparkway.errors import PlanTypeError
 
 
@@ -142,7 +142,7 @@ def _json_value(value: Any) -> Any:
         utc = value.astimezone(_dt.timezone.utc)
         return f"{utc.strftime('%Y-%m-%dT%H:%M:%S.%f')}{nanoseconds:03d}+00:00"
     if isinstance(value, _dt.timedelta):
-        return value // _dt.timedelta(microseconds=1) * 1000 + getattr(value, "nanoseconds", 0)
+        return durations.nanos(value)
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
@@ -205,74 +205,45 @@ class Pointer:
         return types.GenericAlias(cls, item if isinstance(item, tuple) else (item,))
 
 
-class _DateTime(_dt.datetime):
-    """A datetime that can also be made from ISO text, as Pathway's date-times can. Its
-    digits below the microsecond are kept in ``nanosecond`` (JSON text shows them), but
-    not in columns: sparkway's times are microseconds."""
-
-    zoned: bool  # whether it has a time zone (DateTimeUtc)
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        if "tz" in kwargs:  # pandas' name (Pathway's date-times are pandas Timestamps)
-            zone = kwargs.pop("tz")
-            kwargs["tzinfo"] = zoneinfo.ZoneInfo(zone) if isinstance(zone, str) else zone
-        nanosecond = 0
-        if len(args) == 1 and not kwargs and isinstance(args[0], str):
-            text = args[0].strip()
-            below_micro = re.search(r"\.\d{6}(\d{1,3})", text)
-            nanosecond = int(below_micro.group(1).ljust(3, "0")) if below_micro else 0
-            parsed = _dt.datetime.fromisoformat(re.sub(r"(\.\d{6})\d+", r"\1", text))
-            if (parsed.tzinfo is not None) != cls.zoned:
-                raise ValueError(
-                    "DateTimeUtc must contain timezone information. Use pw.DateTimeNaive for naive datetimes."
-                    if cls.zoned else "DateTimeNaive cannot contain timezone information. "
-                    "Use pw.DateTimeUtc for datetimes with a timezone."
-                )
-            args = (*parsed.timetuple()[:6], parsed.microsecond, parsed.tzinfo)
-        value = super().__new__(cls, *args, **kwargs)
-        if nanosecond:
-            value._nanosecond = nanosecond
-        return value
-
-    @property
-    def nanosecond(self) -> int:
-        return vars(self).get("_nanosecond", 0)
-
-    def __reduce_ex__(self, protocol: Any) -> tuple:
-        rebuild, state = super().__reduce_ex__(protocol)[:2]
-        return (_with_nanosecond, (rebuild, state, self.nanosecond))
-
-
-def _with_nanosecond(rebuild: Any, state: tuple, nanosecond: int) -> _DateTime:
-    value = rebuild(*state)
-    if nanosecond:
-        value._nanosecond = nanosecond
-    return value
-
-
-class DateTimeNaive(_DateTime):
-    """A timestamp without a time zone (``pw.DateTimeNaive``).
+class DateTimeNaive(pd.Timestamp):
+    """A date-time without a time zone (``pw.DateTimeNaive``): a pandas ``Timestamp``,
+    with nanoseconds; made like one (from ISO text too).
 
     >>> when = DateTimeNaive("2025-03-14T10:13:00.123456789")
     >>> when, when.nanosecond
-    (DateTimeNaive(2025, 3, 14, 10, 13, 0, 123456), 789)
+    (Timestamp('2025-03-14 10:13:00.123456789'), 789)
     """
 
-    zoned = False
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        value = super().__new__(cls, *args, **kwargs)
+        if value.tz is not None:
+            raise ValueError("DateTimeNaive cannot contain timezone information. "
+                             "Use pw.DateTimeUtc for datetimes with a timezone.")
+        return value
 
 
-class DateTimeUtc(_DateTime):
-    """A timestamp in UTC (``pw.DateTimeUtc``); its zone is given as ``tzinfo`` or ``tz``.
+class DateTimeUtc(pd.Timestamp):
+    """A date-time in UTC (``pw.DateTimeUtc``): a pandas ``Timestamp`` with a time zone,
+    given as ``tz`` or ``tzinfo`` (or in ISO text).
 
     >>> DateTimeUtc(2025, 1, 17, tz="UTC").isoformat()
     '2025-01-17T00:00:00+00:00'
     """
 
-    zoned = True
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        value = super().__new__(cls, *args, **kwargs)
+        if value.tz is None:
+            raise ValueError("DateTimeUtc must contain timezone information. "
+                             "Use pw.DateTimeNaive for naive datetimes.")
+        return value
 
 
-class Duration(_dt.timedelta):
-    """A time span (``pw.Duration``)."""
+class Duration(pd.Timedelta):
+    """A time span (``pw.Duration``): a pandas ``Timedelta``, with nanoseconds.
+
+    >>> Duration(minutes=2, nanoseconds=5)
+    Timedelta('0 days 00:02:00.000000005')
+    """
 
 
 @dataclass(frozen=True, repr=False)
@@ -632,9 +603,11 @@ _SPARK_SIMPLE: dict[str, T.DataType] = {
     "bytes": T.BinaryType(),
     "Json": T.StringType(),  # JSON text; parsed where it is read
     "Pointer": T.LongType(),
-    "DateTimeNaive": T.TimestampNTZType(),
-    "DateTimeUtc": T.TimestampType(),
-    "Duration": T.DayTimeIntervalType(),
+    # nanoseconds since the epoch (naive: a wall-clock reading; UTC: an instant), and
+    # nanoseconds of a duration, as Pathway keeps them (Spark's own types hold microseconds)
+    "DateTimeNaive": T.LongType(),
+    "DateTimeUtc": T.LongType(),
+    "Duration": T.LongType(),
     "Any": T.BinaryType(),  # pickled Python object
     "PyObjectWrapper": T.BinaryType(),  # a pickled PyObjectWrapper
     "Callable": T.LongType(),  # a method column: the id of the row whose method it calls
@@ -648,9 +621,9 @@ _ARROW_SIMPLE: dict[str, pa.DataType] = {
     "bytes": pa.binary(),
     "Json": pa.string(),
     "Pointer": pa.int64(),
-    "DateTimeNaive": pa.timestamp("us"),
-    "DateTimeUtc": pa.timestamp("us", tz="UTC"),
-    "Duration": pa.duration("us"),
+    "DateTimeNaive": pa.int64(),
+    "DateTimeUtc": pa.int64(),
+    "Duration": pa.int64(),
     "Any": pa.binary(),
     "PyObjectWrapper": pa.binary(),
     "Callable": pa.int64(),
@@ -889,7 +862,16 @@ def to_python(kind: DType) -> Callable[[Any], Any]:
     if base.name == "list":
         item = to_python(base.items[0])
         return lambda v: None if v is None else tuple(item(x) for x in v)
+    if base.name in _TIME_OF_NANOS:
+        of_nanos = _TIME_OF_NANOS[base.name]
+        return lambda v: None if v is None else of_nanos(v)
     return lambda v: v
+
+
+# the Python value of a date-time or duration stored as nanoseconds, as Pathway gives it
+_TIME_OF_NANOS: dict[str, Callable[[int], Any]] = {
+    "DateTimeNaive": durations.naive_of, "DateTimeUtc": durations.utc_of, "Duration": durations.timedelta_of,
+}
 
 
 _EXACT_PYTHON = {STR: (str, "String"), INT: (numbers.Integral, "Int")}
@@ -919,7 +901,29 @@ def from_python(kind: DType) -> Callable[[Any], Any]:
     if base in _EXACT_PYTHON:  # as Pathway, no silent conversion of another type
         python_type, name = _EXACT_PYTHON[base]
         return functools.partial(_exactly, python_type, name)
+    if base.name in _TIME_OF_NANOS:
+        return functools.partial(_time_nanos, base.name)
     return lambda v: v
+
+
+def _time_nanos(name: str, value: Any) -> int | None:
+    """The nanoseconds stored for a date-time or duration a user's code gave, refusing
+    values of another kind as Pathway does (a naive date-time for a UTC column...)."""
+    if value is None:
+        return None
+    if name == "Duration":
+        if not isinstance(value, _dt.timedelta):
+            raise TypeError(f"cannot create an object of type Duration from value {value}")
+        return durations.nanos(value)
+    if not isinstance(value, _dt.datetime):
+        raise ValueError(f"cannot convert {type(value).__name__} to {name}: give a datetime or a pd.Timestamp")
+    if name == "DateTimeUtc" and value.tzinfo is None:
+        raise ValueError("cannot create DateTimeUtc from a datetime without timezone information. Pass a "
+                         "datetime with timezone information or change the type to DateTimeNaive")
+    if name == "DateTimeNaive" and value.tzinfo is not None:
+        raise ValueError("cannot create DateTimeNaive from a datetime with timezone information. Pass a "
+                         "datetime without timezone information or change the type to DateTimeUtc")
+    return durations.nanos(value)
 
 
 def _exactly(python_type: type, name: str, value: Any) -> Any:

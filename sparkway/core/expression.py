@@ -401,9 +401,22 @@ class DtNamespace(_Namespace):
             warn_user("Not specifying the `unit` argument of the `timestamp()` method is deprecated. "
                       "Please specify its value. Without specifying, it will default to 'ns'.", DeprecationWarning)
         return self._call("dt.timestamp", params=(unit,))
-    def strftime(self, fmt: str) -> Call: return self._call("dt.strftime", params=(fmt,))
-    def strptime(self, fmt: str, contains_timezone: bool | None = None) -> Call:
-        return self._call("dt.strptime", params=(fmt, contains_timezone))
+    def strftime(self, fmt: Any) -> Call:
+        """The date-time as text, in the format ``fmt`` (chrono's directives, as
+        Pathway's; a column of formats too)."""
+        if isinstance(fmt, str):
+            return self._call("dt.strftime", params=(fmt,))
+        return self._call("dt.strftime", fmt, params=(None,))
+
+    def strptime(self, fmt: Any, contains_timezone: bool | None = None) -> Call:
+        """The text as a date-time read in the format ``fmt`` (a column of formats too,
+        then with ``contains_timezone`` saying whether they read a zone)."""
+        if isinstance(fmt, str):
+            return self._call("dt.strptime", params=(fmt, contains_timezone))
+        if contains_timezone is None:
+            raise ValueError("strptime with a format taken from a column needs contains_timezone=True or False: "
+                             "whether the formats read a time zone (%z), which decides the result's type")
+        return self._call("dt.strptime", fmt, params=(None, contains_timezone))
     def floor(self, duration: Any) -> Call: return self._call("dt.floor", params=(durations.parse(duration),))
     def round(self, duration: Any) -> Call: return self._call("dt.round", params=(durations.parse(duration),))
     def to_utc(self, from_timezone: str) -> Call: return self._call("dt.to_utc", params=(from_timezone,))

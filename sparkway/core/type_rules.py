@@ -80,7 +80,9 @@ def infer(expr: Expr, inputs: Columns) -> DType:
             # a None argument skips the call and gives None
             return result.with_optional(True) if propagate_none and any(infer(a, inputs).optional for a in args) else result
         case Call(name, args, params):
-            return FUNCTION_TYPES[name]([infer(a, inputs) for a in args], params)
+            types = [infer(a, inputs) for a in args]
+            _check_receiver(name, types)
+            return FUNCTION_TYPES[name](types, params)
         case PointerFrom(args, optional):
             keys = [infer(a, inputs) for a in args]
             return dt.pointer_to(*(k.with_optional(False) if optional else k for k in keys)).with_optional(
@@ -213,6 +215,8 @@ def _binop_type(op: str, a: DType, b: DType) -> DType:
         return dt.DURATION.with_optional(optional)
     if op in ("+", "-") and base_b == dt.DURATION:
         return base_a.with_optional(optional)
+    if op == "+" and base_a == dt.DURATION and base_b in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC):
+        return base_b.with_optional(optional)
     if op == "+" and base_a == dt.STR and base_b == dt.STR:
         return dt.STR.with_optional(optional)
     if op == "*" and {base_a, base_b} == {dt.STR, dt.INT}:
@@ -221,7 +225,7 @@ def _binop_type(op: str, a: DType, b: DType) -> DType:
         return dt.INT.with_optional(optional) if base_b == dt.DURATION else dt.DURATION.with_optional(optional)
     if op == "%" and base_a == dt.DURATION and base_b == dt.DURATION:
         return dt.DURATION.with_optional(optional)
-    if op == "*" and dt.DURATION in (base_a, base_b) and {base_a, base_b} <= {dt.DURATION, dt.INT}:
+    if op == "*" and {base_a, base_b} in ({dt.DURATION, dt.INT}, {dt.DURATION, dt.FLOAT}):
         return dt.DURATION.with_optional(optional)
     if base_a == dt.ANY or base_b == dt.ANY:
         return dt.ANY.with_optional(optional)
@@ -359,10 +363,48 @@ def _json_as(result: DType) -> Callable[[list[DType], tuple], DType]:
     return rule
 
 
+def strptime_zoned(fmt: str, contains_timezone: bool | None) -> bool:
+    """Whether ``dt.strptime(fmt)`` gives a DateTimeUtc: as said, or else when the format
+    reads an offset or a zone (``%z``, ``%:z``, ``%Z``).
+
+    >>> strptime_zoned("%Y-%m-%d %H:%M:%S%:z", None), strptime_zoned("%Y", None)
+    (True, False)
+    """
+    if contains_timezone is not None:
+        return contains_timezone
+    return fmt is not None and any(directive in fmt for directive in ("%z", "%:z", "%Z"))
+
+
 def _strptime(types: list[DType], params: tuple) -> DType:
-    fmt, contains_tz = params
-    tz = contains_tz if contains_tz is not None else ("%z" in fmt or "%Z" in fmt)
-    return (dt.DATE_TIME_UTC if tz else dt.DATE_TIME_NAIVE).with_optional(types[0].optional)
+    zoned = strptime_zoned(*params)
+    return (dt.DATE_TIME_UTC if zoned else dt.DATE_TIME_NAIVE).with_optional(types[0].optional)
+
+
+_DATE_TIMES = (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC)
+# the types of the column a ``.dt`` method is called on (for the others: date-times)
+_DT_RECEIVERS: dict[str, tuple[DType, ...]] = {
+    **dict.fromkeys(("dt.to_utc", "dt.add_duration_in_timezone", "dt.subtract_duration_in_timezone",
+                     "dt.subtract_date_time_in_timezone"), (dt.DATE_TIME_NAIVE,)),
+    "dt.to_naive_in_timezone": (dt.DATE_TIME_UTC,),
+    "dt.strptime": (dt.STR,),
+    **dict.fromkeys(("dt.from_timestamp", "dt.utc_from_timestamp"), (dt.INT, dt.FLOAT)),
+    "dt.to_duration": (dt.INT,),
+    **dict.fromkeys(("dt.weeks", "dt.days", "dt.hours", "dt.minutes", "dt.seconds", "dt.milliseconds",
+                     "dt.microseconds", "dt.nanoseconds"), (dt.DURATION,)),
+}
+
+
+def _check_receiver(name: str, types: list[DType]) -> None:
+    """A ``.dt`` method called on a column of a type it does not take is an AttributeError
+    when the expression is built, worded as Pathway's."""
+    if not name.startswith("dt.") or not types:
+        return
+    receiver = types[0].with_optional(False)
+    if receiver == dt.ANY or receiver in _DT_RECEIVERS.get(name, _DATE_TIMES):
+        return
+    others = ", ".join(dt.python_name(t) for t in types[1:])
+    raise AttributeError(f"Column of type {dt.python_name(types[0])} has no attribute {name} with arguments "
+                         f"of type [{others}].")
 
 
 # One entry per built-in function: how its result type follows from its arguments'.

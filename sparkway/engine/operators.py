@@ -478,7 +478,7 @@ def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
         pair_fields.insert(len(pair_fields) - 1, _errors_field(f"_r_{ERRORS}"))
         left_payload, right_payload = left_payload + [ERRORS], right_payload + [ERRORS]
     output = T.StructType([T.StructField("_l_id", T.LongType()), T.StructField("_r_id", T.LongType()), *pair_fields])
-    bounds = tuple(durations.micros_or_number(b) for b in node.interval[2:]) if node.interval is not None else None
+    bounds = tuple(durations.nanos_or_number(b) for b in node.interval[2:]) if node.interval is not None else None
     params = (node.how, left_payload, right_payload, bounds)
     pairs = ctx.keyed(node, sides, join_groups, params, output)
     if node.id_from is not None:
@@ -529,7 +529,9 @@ def _session_window(node: n.SessionWindow, frames: list[DataFrame], ctx: StepCon
     instance_type = node.columns["_pw_instance"].spark_type()
     instance = compile_expr(node.instance, scope).cast(instance_type) if node.instance is not None else F.lit(None).cast(instance_type)
     extra = {"_t": compile_expr(node.time, scope), "_inst": instance}
-    params = (node.max_gap, list(node.input.columns))
+    # a predicate sees times as Python gives them (pandas Timestamps, not nanoseconds)
+    as_python = dt.to_python(infer(node.time, [node.input.columns]))
+    params = (node.max_gap, as_python, list(node.input.columns))
     return _per_instance(node, frames[0], ctx, scope, node.instance, extra, sessionize, params)
 
 

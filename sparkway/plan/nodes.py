@@ -9,6 +9,7 @@ The engine compiles one node kind with one function (``sparkway.engine.operators
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -64,7 +65,24 @@ class Node:
 
     def describe(self) -> dict[str, Any]:
         """Parameters that identify this node for the plan fingerprint (not its inputs)."""
-        return {"columns": {k: str(v) for k, v in self.columns.items()}}
+        return {"columns": {k: stored_type(v) for k, v in self.columns.items()}}
+
+
+# types whose stored form changed: state written before holds them as microseconds
+_NANOSECOND_TYPES = re.compile(r"DateTimeNaive|DateTimeUtc|Duration")
+
+
+def stored_type(kind: DType) -> str:
+    """A column type as the plan fingerprint records it: its name, marked where its
+    values are stored as nanoseconds, so that state written by a sparkway that stored
+    them as microseconds is seen as another program's (and refused or rebuilt).
+
+    >>> from sparkway.core import dtypes
+    >>> stored_type(dtypes.INT), stored_type(dtypes.DType("list", (dtypes.DURATION,)))
+    ('int', 'list[Duration] (nanoseconds)')
+    """
+    text = str(kind)
+    return f"{text} (nanoseconds)" if _NANOSECOND_TYPES.search(text) else text
 
 
 @dataclass(frozen=True, eq=False)

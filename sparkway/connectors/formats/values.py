@@ -14,10 +14,11 @@ str                       ``str``
 bool                      ``bool``; text: true/1/yes/on/t/y, false/0/no/off/f/n, any case
 bytes                     ``bytes``
 Json                      JSON text (``json.dumps`` of the parsed value)
-DateTimeNaive             naive ``datetime``
-DateTimeUtc               ``datetime`` in UTC
-Duration                  ``timedelta``; in text and JSON input, an integer number of
-                          nanoseconds (as Pathway writes and reads them), cut to microseconds
+DateTimeNaive             ``int``: nanoseconds since 1970-01-01 (from ISO text, up to 9
+                          fraction digits, as Pathway reads them)
+DateTimeUtc               ``int``: nanoseconds since 1970-01-01 UTC
+Duration                  ``int`` nanoseconds; in text and JSON input, an integer number
+                          of nanoseconds (as Pathway writes and reads them)
 list[T]                   ``list``
 tuple[T, ...]             ``dict`` with keys ``_0``, ``_1``, ... (an Arrow struct)
 Any                       ``pickle.dumps`` of the value
@@ -45,8 +46,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkway.core.columns import Column
-from sparkway.core.dtypes import DType
-from sparkway.core.durations import duration
+from sparkway.core.dtypes import DType, from_python
+from sparkway.core import durations
 from sparkway.errors import InputDataError, SchemaError
 
 log = logging.getLogger("sparkway")
@@ -208,30 +209,30 @@ def _text_json(text: str) -> str:
 
 
 # Pathway's date-time text: 2024-01-02T03:04:05, with a fraction of any length (kept to
-# the microsecond), unpadded fields taken, and for a DateTimeUtc an offset (+02:00 or
+# the nanosecond), unpadded fields taken, and for a DateTimeUtc an offset (+02:00 or
 # +0200; not Z). Spaces before it are taken too.
 _DATE_TIME = re.compile(
     r"\s*(\d{4})-(\d{1,2})-(\d{1,2})T(\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d+))?(?:([+-])(\d{2}):?(\d{2}))?"
 )
 
 
-def _date_time(text: str, zoned: bool) -> dt.datetime:
+def _date_time(text: str, zoned: bool) -> int:
+    """Nanoseconds since the epoch of a date-time's text (a UTC one given with any offset)."""
     found = _DATE_TIME.fullmatch(text)
     if found is None or (found.group(8) is not None) != zoned:
         kind = "DateTimeUtc (2024-01-02T03:04:05+00:00)" if zoned else "DateTimeNaive (2024-01-02T03:04:05)"
         raise RowError(f"cannot parse {text!r} as {kind}")
     year, month, day, hour, minute, second = (int(found.group(i)) for i in range(1, 7))
-    micros = int((found.group(7) or "0")[:6].ljust(6, "0"))
-    value = dt.datetime(year, month, day, hour, minute, second, micros)
-    if not zoned:
-        return value
-    sign = -1 if found.group(8) == "-" else 1
-    offset = dt.timedelta(hours=int(found.group(9)), minutes=int(found.group(10))) * sign
-    return value.replace(tzinfo=dt.timezone(offset)).astimezone(dt.timezone.utc)
-
-
-def _nanoseconds(value: int) -> dt.timedelta:
-    return duration(_checked_int(value) // 1000)
+    fraction = (found.group(7) or "0")[:9].ljust(9, "0")
+    value = dt.datetime(year, month, day, hour, minute, second, int(fraction[:6]))
+    if zoned:
+        sign = -1 if found.group(8) == "-" else 1
+        offset = dt.timedelta(hours=int(found.group(9)), minutes=int(found.group(10))) * sign
+        value = value.replace(tzinfo=dt.timezone(offset))
+    try:
+        return durations.nanos(value) + int(fraction[6:])
+    except OverflowError:
+        raise RowError(f"{text!r} is out of the range of date-times (1677-09-21 to 2262-04-11)") from None
 
 
 _TEXT_PARSERS: dict[str, Callable[[str], Any]] = {
@@ -244,7 +245,7 @@ _TEXT_PARSERS: dict[str, Callable[[str], Any]] = {
     "Json": _text_json,
     "DateTimeNaive": lambda t: _date_time(t, zoned=False),
     "DateTimeUtc": lambda t: _date_time(t, zoned=True),
-    "Duration": lambda t: _nanoseconds(int(t)),
+    "Duration": lambda t: _checked_int(int(t)),
     "Any": pickle.dumps,
 }
 
@@ -321,9 +322,9 @@ def _json_base_converter(dtype: DType) -> Callable[[Any], Any]:
                 raise RowError(f"cannot parse {json.dumps(v)} as {type_name(dtype)}") from exc
         return from_string
     if name == "Duration":
-        def to_duration(v: Any) -> dt.timedelta:
+        def to_duration(v: Any) -> int:
             _expect(isinstance(v, int) and not isinstance(v, bool), dtype, v)
-            return _nanoseconds(v)
+            return _checked_int(v)
         return to_duration
     if name == "list":
         item = json_converter(dtype.items[0])
@@ -353,6 +354,8 @@ def stored_default(column: Column) -> Any:
         return pickle.dumps(value)
     if column.dtype.name == "tuple" and isinstance(value, (tuple, list)):
         return {f"_{i}": v for i, v in enumerate(value)}
+    if column.dtype.name in ("DateTimeNaive", "DateTimeUtc", "Duration"):
+        return from_python(column.dtype)(value)
     return value
 
 
