@@ -74,26 +74,28 @@ class ComputationError(SparkwayError, RuntimeError):
     """
 
     @staticmethod
-    def of(kind: str, message: str) -> "ComputationError":
-        """A ``ComputationError`` that is also the built-in exception named ``kind``."""
-        return _computation_error_class(kind)(message)
+    def of(kind: str, message: str, raised: type | None = None) -> "ComputationError":
+        """A ``ComputationError`` that is also the exception class ``raised``, or the
+        built-in exception named ``kind``."""
+        return _computation_error_class(raised or getattr(builtins, kind, None))(message)
 
 
-_computation_errors: dict[str, type[ComputationError]] = {}
+_computation_errors: dict[type, type[ComputationError]] = {}
 
 
-def _computation_error_class(kind: str) -> type[ComputationError]:
-    if kind not in _computation_errors:
-        builtin = getattr(builtins, kind, None)
-        cls = ComputationError
-        if isinstance(builtin, type) and issubclass(builtin, Exception) and not issubclass(builtin, ComputationError):
-            try:
-                # Exception's __str__: KeyError's would quote the whole message
-                cls = type("ComputationError", (ComputationError, builtin), {"__module__": __name__, "__str__": Exception.__str__})
-            except TypeError:  # a built-in whose instances are laid out differently (OSError...)
-                pass
-        _computation_errors[kind] = cls
-    return _computation_errors[kind]
+def _computation_error_class(found: Any) -> type[ComputationError]:
+    if not isinstance(found, type) or not issubclass(found, Exception) or issubclass(found, ComputationError):
+        return ComputationError
+    if found not in _computation_errors:
+        try:
+            # Exception's __init__ (the class's may want other arguments) and __str__
+            # (KeyError's would quote the whole message)
+            methods = {"__module__": __name__, "__init__": Exception.__init__, "__str__": Exception.__str__}
+            cls = type("ComputationError", (ComputationError, found), methods)
+        except TypeError:  # a class whose instances are laid out differently (OSError...)
+            cls = ComputationError
+        _computation_errors[found] = cls
+    return _computation_errors[found]
 
 
 def note_origin(error: BaseException, origin: str) -> None:

@@ -33,16 +33,6 @@ def spark():
     session.stop()
 
 
-@pytest.fixture(autouse=True)
-def _fresh_program():
-    """Each test defines its own outputs."""
-    from sparkway.api import graph
-
-    graph.clear()
-    yield
-    graph.clear()
-
-
 @pytest.fixture
 def python_env() -> dict[str, str]:
     """Environment for subprocess tests: this interpreter, this source tree."""

@@ -8,15 +8,17 @@ from typing import Any
 import pandas as pd
 
 import sparkway as pw
+from sparkway.core import dtypes
 
 
 def plain(value: Any) -> Any:
     """A pandas cell as a plain Python value (NaN -> None, numpy scalars -> Python)."""
     if isinstance(value, float) and math.isnan(value):
         return None
-    if isinstance(value, pd.Timestamp):
+    # Timestamps and Timedeltas with nanoseconds stay (Python's types have microseconds)
+    if isinstance(value, pd.Timestamp) and value.nanosecond == 0:
         return value.to_pydatetime()
-    if isinstance(value, pd.Timedelta):
+    if isinstance(value, pd.Timedelta) and value.nanoseconds == 0:
         return value.to_pytimedelta()
     if value is pd.NaT or value is pd.NA:
         return None
@@ -49,12 +51,21 @@ def ids_of(table: pw.Table) -> dict[Any, int]:
 
 def changes(table: pw.Table) -> list[list[tuple]]:
     """Per output time: the changes as sorted (columns..., diff) tuples."""
+    # date-times and durations (stored as nanoseconds) as Python's values; others as stored
+    times = {c: _time_value(kind) for c, kind in table.schema._dtypes().items()}
     out = []
     for batch in pw.debug.compute(table):
         names = table.column_names()
         data = zip(batch.table.to_pylist(), batch.diffs.to_pylist())
-        out.append(sorted_rows([tuple(r[c] for c in names) + (diff,) for r, diff in data]))
+        out.append(sorted_rows([tuple(times[c](r[c]) for c in names) + (diff,) for r, diff in data]))
     return out
+
+
+def _time_value(kind: dtypes.DType) -> Any:
+    if kind.with_optional(False) in (dtypes.DATE_TIME_NAIVE, dtypes.DATE_TIME_UTC, dtypes.DURATION):
+        as_python = dtypes.to_python(kind)
+        return lambda v: plain(as_python(v))
+    return lambda v: v
 
 
 def assert_changes(table: pw.Table, expected: list[list[tuple]]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 import sparkway as pw
+from sparkway.api import graph
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -211,3 +212,123 @@ def test_a_reducer_failing_for_a_group_makes_its_aggregate_an_error() -> None:
         "More than one distinct value passed to the unique reducer: Int(2), Int(4)",
         "ValueError: Value 2 encountered",
     ]
+
+
+# -- input connectors: a value that does not fit its column ------------------------------
+# (messages and rows recorded with Pathway 0.33.0, from its own tests' programs)
+
+def _messages(log: pw.Table) -> list[str]:
+    rows: list[str] = []
+    pw.io.subscribe(log, on_change=lambda key, row, time, is_addition: rows.append(row["message"]))
+    return rows
+
+
+def _final(table: pw.Table) -> list[tuple]:
+    rows: dict = {}
+
+    def on_change(key, row, time, is_addition) -> None:
+        if is_addition:
+            rows[key] = tuple(row.values())
+        else:
+            rows.pop(key, None)
+
+    pw.io.subscribe(table, on_change=on_change)
+    return rows  # type: ignore[return-value]
+
+
+def test_a_csv_field_that_does_not_parse_is_an_error_value_and_a_bad_key_skips_its_row(tmp_path) -> None:
+    path = tmp_path / "in.csv"
+    path.write_text("a,b,c\n1,2,3\n2,x,3\n1,3,y\n6,z,t\n")
+
+    def read(key: bool) -> pw.Table:
+        class S(pw.Schema):
+            a: int = pw.column_definition(primary_key=key)
+            b: int = pw.column_definition(primary_key=key)
+            c: int
+
+        t = pw.io.csv.read(path, schema=S, mode="static")
+        return t.with_columns(b=pw.fill_error(pw.this.b, 0), c=pw.fill_error(pw.this.c, 0))
+
+    def bad(text: str, field: str) -> str:
+        return (f'failed to parse value "{text}" at field "{field}" according to the type int in schema: '
+                "invalid digit found in string")
+
+    rows, messages = _final(read(False)), _messages(pw.global_error_log())
+    pw.run(terminate_on_error=False)
+    assert sorted(rows.values()) == [(1, 2, 3), (1, 3, 0), (2, 0, 3), (6, 0, 0)]
+    assert sorted(messages) == sorted([bad("x", "b"), bad("y", "c"), bad("z", "b"), bad("t", "c")])
+
+    graph.clear()
+    rows, messages = _final(read(True)), _messages(pw.global_error_log())
+    pw.run(terminate_on_error=False)
+    assert sorted(rows.values()) == [(1, 2, 3), (1, 3, 0)]
+    skipped = "error in primary key, skipping the row: "
+    assert sorted(messages) == sorted([skipped + bad("x", "b"), bad("y", "c"), skipped + bad("z", "b")])
+
+
+def test_a_json_value_of_another_type_is_an_error_value(tmp_path) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"a": 1, "b": 2, "c": 3}\n{"a": 2, "b": "x", "c": 3}\n{"a": 6, "b": "1", "c": "t"}\n'
+                    '{"a": 7, "b": 1, "c": null}\n')
+
+    class S(pw.Schema):
+        a: int
+        b: int
+        c: int | None
+
+    t = pw.io.jsonlines.read(path, schema=S, mode="static")
+    rows = _final(t.with_columns(b=pw.fill_error(pw.this.b, 0), c=pw.fill_error(pw.this.c, 0)))
+    messages = _messages(pw.global_error_log())
+    pw.run(terminate_on_error=False)
+    assert sorted(rows.values(), key=repr) == sorted([(1, 2, 3), (2, 0, 3), (6, 0, 0), (7, 1, None)], key=repr)
+    assert sorted(messages) == sorted([
+        'failed to create a field "b" with type int from json payload: "x"',
+        'failed to create a field "b" with type int from json payload: "1"',
+        'failed to create a field "c" with type int | None from json payload: "t"',
+    ])
+
+
+def test_a_python_subjects_value_of_another_type_is_an_error_value() -> None:
+    import datetime
+
+    class S(pw.Schema):
+        a: int
+        b: str
+        when: pw.DateTimeNaive | None
+
+    class Subject(pw.io.python.ConnectorSubject):
+        def run(self) -> None:
+            self.next(a=10, b="a")
+            self.next(a=2.3, b="cdef")
+            self.next(a=3, b=11, when=datetime.datetime(2025, 5, 1, tzinfo=datetime.timezone.utc))
+            self.next(a=2)
+
+    t = pw.io.python.read(Subject(), schema=S).select(
+        a=pw.fill_error(pw.this.a, -1), b=pw.fill_error(pw.this.b, "e"), late=pw.this.when.is_none()
+    )
+    rows, messages = _final(t.select(pw.this.a, pw.this.b)), _messages(pw.global_error_log())
+    pw.run(terminate_on_error=False)
+    assert sorted(rows.values()) == [(-1, "cdef"), (2, "e"), (3, "e"), (10, "a")]
+    assert sorted(messages) == sorted([
+        'cannot create a field "a" with type int from value 2.3. Original error: TypeError: cannot create an '
+        "object of type Int from value 2.3",
+        'cannot create a field "b" with type str from value 11. Original error: TypeError: cannot create an '
+        "object of type String from value 11",
+        'cannot create a field "when" with type DateTimeNaive | None from value 2025-05-01 00:00:00+00:00. '
+        "Original error: ValueError: cannot create DateTimeNaive from a datetime with timezone information. "
+        "Pass a datetime without timezone information or change the type to DateTimeUtc",
+        'no value for "b" field and no default specified',
+    ])
+
+
+def test_ix_of_a_missing_row_is_an_error_value_and_logged() -> None:
+    # as Pathway 0.33.0's test_errors.py::test_ix: the row whose pointer names no row of
+    # t2 gets an Error, the others their values
+    t1 = pw.debug.table_from_markdown("  | a\n1 | 1\n2 | 3\n3 | 2").with_columns(ap=pw.this.pointer_from(pw.this.a))
+    t2 = pw.debug.table_from_markdown("  | c\n1 | 10\n2 | 13")
+    res = t1.select(pw.this.a, c=t2.ix(pw.this.ap).c)
+    rows = _final(res.select(pw.this.a, c=pw.fill_error(res.c, -1)))
+    messages = _messages(pw.global_error_log())
+    pw.run(terminate_on_error=False)
+    assert sorted(rows.values()) == [(1, 10), (2, 13), (3, -1)]
+    assert len(messages) == 1 and "exists in the universe (the table providing the ids) but not in" in messages[0]

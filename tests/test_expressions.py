@@ -754,12 +754,12 @@ def test_json_values_convert_to_python_types_or_refuse():
         pw.Json("a").as_int()
 
 
-def test_strptime_takes_up_to_nine_fraction_digits_cut_to_microseconds():
+def test_strptime_takes_up_to_nine_fraction_digits():
     t = pw.debug.table_from_markdown("s\n2023-05-15T10:13:00.123456789+00:00\n2023-05-15T10:13:00.5+01:00")
     parsed = t.select(d=pw.this.s.dt.strptime("%Y-%m-%dT%H:%M:%S.%f%z"))
-    utc = dt.timezone.utc
-    assert_rows(parsed, [(dt.datetime(2023, 5, 15, 10, 13, 0, 123456, tzinfo=utc),),
-                         (dt.datetime(2023, 5, 15, 9, 13, 0, 500000, tzinfo=utc),)])
+    # as Pathway parses them: the nanoseconds stay, ".5" is half a second
+    assert_rows(parsed, [(pd.Timestamp("2023-05-15T10:13:00.123456789+00:00"),),
+                         (dt.datetime(2023, 5, 15, 9, 13, 0, 500000, tzinfo=dt.timezone.utc),)])
 
 
 def test_run_without_outputs_only_warns(caplog):
@@ -909,6 +909,13 @@ def test_expressions_print_as_pathway_prints_them():
         return a
 
     assert repr(foo(age=t.age)) == "pathway.apply(foo, <table1>.age)"
+    assert repr(t.pointer_from(4)) == "<table1>.pointer_from(4)"
+
+    @pw.udf(executor=pw.udfs.fully_async_executor())
+    async def later(a: int) -> int:
+        return a
+
+    assert repr(later(t.age)) == "pathway.apply_fully_async(later, <table1>.age)"
 
 
 def test_assert_table_has_schema_checks_columns_and_types():
@@ -965,3 +972,55 @@ def test_sorted_tuple_puts_none_first():
     t = pw.debug.table_from_markdown("g | v\n1 | 1\n1 | \n1 | -1")
     result = t.groupby(pw.this.g).reduce(s=pw.reducers.sorted_tuple(pw.this.v))
     assert_rows(result, [((None, -1, 1),)])  # Pathway's order (recorded from it)
+
+
+# -- Python functions run only where Pathway runs them ---------------------------------------
+
+def test_python_functions_are_not_called_where_require_or_a_branch_leaves_them_out():
+    def _fails_on_none(a: int | None, b: int | None) -> int:
+        return a + b  # TypeError on a None, which the rows reaching it never have
+
+    t = pw.debug.table_from_markdown(
+        """
+        a | b
+        1 | 2
+        3 |
+        """
+    )
+    result = t.select(
+        required=pw.require(pw.apply(_fails_on_none, t.a, t.b), t.b),
+        branch=pw.if_else(t.b.is_none(), -1, pw.apply(_fails_on_none, t.a, t.b)),
+        conjunction=t.b.is_not_none() & (pw.apply(_fails_on_none, t.a, t.b) > 0),
+        disjunction=t.b.is_none() | (pw.apply(_fails_on_none, t.a, t.b) > 0),
+    )
+    assert_rows(result, [(3, 3, True, True), (None, -1, False, True)])
+
+
+def test_round_as_python_rounds_and_fill_na_keeps_the_column_type():
+    t = pw.debug.table_from_markdown(
+        """
+        v     | digits | maybe
+        2.5   | 0      | 1.5
+        2.675 | 2      |
+        0.125 | 2      | nan
+        """
+    )
+    result = t.select(
+        fixed=t.v.num.round(), per_row=t.v.num.round(t.digits), filled=t.maybe.num.fill_na(0),
+        as_float=pw.apply(float, t.digits),
+    )
+    assert result.typehints()["filled"] is float and result.typehints()["as_float"] is float
+    # Python's round: ties to even, on the exact binary value (2.675 is just below 2.675)
+    assert_rows(result, [(2.0, 2.0, 1.5, 0.0), (3.0, 2.67, 0.0, 2.0), (0.0, 0.12, 0.0, 2.0)])
+
+
+def test_apply_passes_keyword_columns_by_name_with_pathways_deprecation_warning():
+    t = pw.debug.table_from_markdown("a | b\n1 | 10\n2 | 20")
+
+    def minus(x: int, y: int) -> int:
+        return x - y
+
+    with pytest.warns(DeprecationWarning, match="keyword arguments"):
+        result = t.select(d=pw.apply(minus, y=t.a, x=t.b))
+    assert result.typehints()["d"] is int
+    assert_rows(result, [(9,), (18,)])

@@ -18,6 +18,7 @@ from sparkway.connectors.formats.values import SchemaMismatchError
 from sparkway.connectors.writers import CsvSink, JsonLinesSink, NullSink
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import BOOL, BYTES, DATE_TIME_NAIVE, FLOAT, INT, JSON, STR, DType
+from sparkway.core.durations import nanos
 from sparkway.persistence.storage import BlobStorage
 
 LOGS = {"user_id": Column("user_id", STR), "access_time": Column("access_time", INT)}
@@ -466,9 +467,9 @@ def test_csv_types_defaults_and_optional(tmp_path: Path) -> None:
     assert table.schema.field("meta").type == pa.string()
     assert table.schema.field("tags").type == pa.list_(pa.int64())
     assert rows(table) == [
-        ('bob "b"', 1.5, True, '{"a": [1, 2]}', dt.datetime(2023, 11, 29, 15, 1, 32), None,
+        ('bob "b"', 1.5, True, '{"a": [1, 2]}', nanos(dt.datetime(2023, 11, 29, 15, 1, 32)), None,
          "none", None, [1, 2], "x", 1),
-        ("", 2.0, False, "null", dt.datetime(2023, 11, 29), 7, "none", None, [], "y", 1),
+        ("", 2.0, False, "null", nanos(dt.datetime(2023, 11, 29)), 7, "none", None, [], "y", 1),
     ]
 
 
@@ -551,6 +552,10 @@ def _batch(time: int, diff: pa.Array | None = None, **columns: pa.Array) -> Outp
 def test_csv_sink_text(tmp_path: Path, caplog) -> None:
     out = tmp_path / "out" / "sessions.csv"
     sink = CsvSink(str(out), ["user_id", "session_length", "score", "ok", "meta", "note"])
+    # as Pathway, a missing directory is not created: the error names it
+    with pytest.raises(OSError, match=f"{tmp_path / 'out'} does not exist"):
+        sink.open()
+    out.parent.mkdir()
     sink.open()
     assert out.read_text() == ""  # the header comes with the first rows
     batch = _batch(
@@ -577,7 +582,7 @@ def test_csv_sink_text(tmp_path: Path, caplog) -> None:
 
 def test_json_lines_sink_text(tmp_path: Path) -> None:
     out = tmp_path / "result.jsonlines"
-    sink = JsonLinesSink(str(out), ["word", "count", "data", "at"], dtypes={"data": JSON})
+    sink = JsonLinesSink(str(out), ["word", "count", "data", "at"], dtypes={"data": JSON, "at": DATE_TIME_NAIVE})
     sink.open()
     assert out.read_text() == ""
     sink.write(_batch(
@@ -585,11 +590,11 @@ def test_json_lines_sink_text(tmp_path: Path) -> None:
         word=pa.array(["a", "é"]),
         count=pa.array([2, 3], pa.int64()),
         data=pa.array(['{"x": [1, 2]}', None]),
-        at=pa.array([dt.datetime(2023, 11, 29, 15, 1, 32), None], pa.timestamp("us")),
+        at=pa.array([nanos(dt.datetime(2023, 11, 29, 15, 1, 32)) + 5, None], pa.int64()),  # date-times: nanoseconds
     ))
     sink.close()
     assert out.read_text() == (
-        '{"word":"a","count":2,"data":{"x":[1,2]},"at":"2023-11-29T15:01:32.000000000",'
+        '{"word":"a","count":2,"data":{"x":[1,2]},"at":"2023-11-29T15:01:32.000000005",'
         '"diff":1,"time":1701270092168}\n'
         '{"word":"é","count":3,"data":null,"at":null,"diff":1,"time":1701270092168}\n'
     )

@@ -106,3 +106,28 @@ def test_ix_by_pointer_from_finds_rows_of_a_primary_keyed_table(tmp_path: Path) 
     visits = pw.debug.table_from_markdown("who\nbob\nann\nbob")
     found = visits.select(visits.who, n=users.ix(users.pointer_from(visits.who)).n)
     assert sorted(frame_rows(pw.debug.table_to_pandas(found)).values()) == [("ann", 1), ("bob", 2), ("bob", 2)]
+
+
+def test_ids_have_the_types_of_the_values_they_are_made_from():
+    # as in Pathway 0.33 (types and messages recorded from it)
+    words = pw.Table.empty(w=str, n=int)
+    by_word = words.groupby(words.w).reduce(words.w, total=pw.reducers.sum(words.n))
+    assert str(by_word.schema).splitlines()[1].startswith("Pointer(STR) |")
+    assert str(words.with_id_from(words.n, words.w).schema).startswith("id                | w")
+    assert "id_type=<class 'pathway.engine.Pointer'>" in repr(pw.debug.table_from_markdown("a\n1").schema)
+    with pytest.raises(TypeError, match=r"Indexing a table with a Pointer type .* Type used was Pointer\(INT\)"):
+        by_word.ix_ref(words.n)
+    a, b = pw.Table.empty(p=pw.Pointer[int]), pw.Table.empty(p=pw.Pointer[str])
+    with pytest.raises(TypeError, match=r"Incompatible types in a join condition.\nThe types are: Pointer\(INT\) and Pointer\(STR\)"):
+        a.join(b, a.p == b.p)
+    with pytest.raises(TypeError, match=r"The types are: \(Pointer\(INT\), Pointer\(STR\)\)"):
+        words.update_id_type(pw.Pointer[int]).concat(words.update_id_type(pw.Pointer[str]))
+    # ids of any origin meet typed ones
+    assert a.join(pw.Table.empty(p=pw.Pointer), pw.left.p == pw.right.p).select(pw.left.p).column_names() == ["p"]
+
+
+def test_concat_of_empty_tables_needs_no_promise_and_a_table_disjoint_from_itself_is_warned_about():
+    assert pw.Table.empty(a=int).concat(pw.Table.empty(a=int)).column_names() == ["a"]
+    t = pw.debug.table_from_markdown("a\n1")
+    with pytest.warns(UserWarning, match="always empty"):
+        t.promise_universes_are_disjoint(t)

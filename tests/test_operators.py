@@ -16,6 +16,7 @@ import pytest
 from tables import assert_changes, assert_rows, frame_rows, ids_of, rows, sorted_rows
 
 import sparkway as pw
+from sparkway.api import graph
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -91,6 +92,9 @@ def test_concat_and_concat_reindex():
         2 | e | 5
         """
     )
+    with pytest.raises(ValueError, match="disjoint"):  # as in Pathway: ids must be promised disjoint
+        one.concat(two)
+    pw.universes.promise_are_pairwise_disjoint(one, two)
     joined = pw.debug.table_to_pandas(one.concat(two))
     assert sorted_rows(frame_rows(joined).values()) == [("a", 1), ("b", 2), ("c", 3)]
     # concat keeps the ids of both tables
@@ -106,7 +110,7 @@ def test_concat_needs_the_same_columns_in_any_order():
     a = pw.debug.table_from_markdown("x\n1")
     b = pw.debug.table_from_markdown("y\n1")
     with pytest.raises(ValueError, match="same columns"):
-        a.concat(b)
+        a.concat_reindex(b)
     lower_upper = pw.debug.table_from_markdown("lower | upper\na | A")
     upper_lower = pw.debug.table_from_markdown("upper | lower\nB | b")
     both = lower_upper.concat_reindex(upper_lower)
@@ -727,7 +731,7 @@ def test_with_id_from_and_ix():
         """
     )
     with_pointer = visits.select(visits.who, visits.day, p=people.pointer_from(visits.who))
-    assert str(with_pointer.schema._dtypes()["p"]) == "Pointer"
+    assert str(with_pointer.schema._dtypes()["p"]) == "Pointer[str]"  # made from a str, as in Pathway
     known = with_pointer.filter(pw.this.who != "carol")
     looked_up = people.ix(known.p)
     assert_rows(looked_up, [("alice", 30), ("bob", 40), ("alice", 30)])
@@ -789,7 +793,7 @@ def test_optional_pointers_lookups_and_filters_that_make_columns_not_optional():
     animals = pw.debug.table_from_markdown("  | genus\n1 | upupa\n2 | bubo")
     birds = pw.debug.table_from_markdown("  | desc | ref\n1 | hoopoe | 1\n2 | owl | 2\n3 | none |").with_columns(
         ref=animals.pointer_from(pw.this.ref, optional=True))
-    assert str(birds.schema._dtypes()["ref"]) == "Optional[Pointer]"
+    assert str(birds.schema._dtypes()["ref"]) == "Optional[Pointer[int]]"  # made from ints, as in Pathway
     latin = birds.select(pw.this.desc, *animals.ix(pw.this.ref, optional=True)[["genus"]])
     assert str(latin.schema._dtypes()["genus"]) == "Optional[str]"
     assert_rows(latin, [("hoopoe", "upupa"), ("owl", "bubo"), ("none", None)])
@@ -946,6 +950,82 @@ def test_deduplicate_gives_the_acceptor_tuples_as_python_tuples():
         [(1, 1, -1), (1, 2, 1)],
         [(1, 2, -1), (3, 0, 1)],
     ])
+
+
+def test_deduplicate_meets_a_steps_rows_in_the_order_of_their_values():
+    # checked against Pathway 0.33.0: 4, 9, 8, 7, 5 arrive together after 1; in value
+    # order 4 is accepted (>= 1 + 3), 5 not, 7 is (>= 4 + 3), 8 and 9 not
+    t = pw.debug.table_from_markdown(
+        """
+        v | __time__
+        1 |    2
+        4 |    4
+        9 |    4
+        8 |    4
+        7 |    4
+        5 |    4
+        """
+    )
+    result = t.deduplicate(value=pw.this.v, acceptor=lambda new, old: new >= old + 3)
+    assert_changes(result, [[(1, 1)], [(1, -1), (7, 1)]])
+
+
+def test_deduplicate_ignores_deletions():
+    # as Pathway: deleting the accepted row does not bring back the row before it
+    t = pw.debug.table_from_markdown(
+        """
+          | v | __time__ | __diff__
+        1 | 1 |     2    |     1
+        2 | 5 |     4    |     1
+        2 | 5 |     6    |    -1
+        3 | 2 |     8    |     1
+        """
+    )
+    result = t.deduplicate(value=pw.this.v, acceptor=lambda new, old: new > old)
+    assert_changes(result, [[(1, 1)], [(1, -1), (5, 1)], [], []])  # no change at times 6 and 8
+
+
+def test_deduplicate_acceptor_failure_is_logged_keeping_error_values():
+    def acceptor(new: int, old: int) -> bool:
+        if new == 4:
+            raise ValueError("encountered 4")
+        return new > old
+
+    t = pw.debug.table_from_markdown("a | __time__\n2 | 2\n4 | 4\n3 | 6")
+    result = t.deduplicate(value=pw.this.a, acceptor=acceptor)
+    final: dict = {}
+    messages: list[str] = []
+    pw.io.subscribe(result, lambda key, row, time, is_addition: final.update({key: row["a"]}) if is_addition else None)
+    pw.io.subscribe(pw.global_error_log(), lambda key, row, time, is_addition: messages.append(row["message"]))
+    pw.run(terminate_on_error=False)
+    # 4 is rejected (and logged), so 3 is accepted after 2
+    assert list(final.values()) == [3] and messages == ["ValueError: encountered 4"]
+
+    graph.clear()
+    pw.debug.table_from_markdown("a | __time__\n2 | 2\n4 | 4").deduplicate(value=pw.this.a, acceptor=acceptor)
+    with pytest.raises(ValueError, match="encountered 4"):
+        pw.run_all()
+
+
+def test_deduplicate_keeps_its_state_across_runs_when_the_acceptor_changes(tmp_path):
+    data = tmp_path / "in"
+    data.mkdir()
+
+    class S(pw.Schema):
+        v: int
+
+    def run(step: int, acceptor) -> list[tuple[int, bool]]:
+        graph.clear()
+        (data / f"{step}.csv").write_text("v\n" + {0: "1\n3\n", 1: "6\n8\n"}[step])
+        seen: list[tuple[int, bool]] = []
+        best = pw.io.csv.read(str(data), schema=S, mode="static").deduplicate(value=pw.this.v, acceptor=acceptor)
+        pw.io.subscribe(best, lambda key, row, time, is_addition: seen.append((row["v"], is_addition)))
+        pw.run(persistence_config=pw.persistence.Config(pw.persistence.Backend.filesystem(tmp_path / "state")))
+        return sorted(seen)
+
+    assert run(0, lambda new, old: new >= old + 2) == [(3, True)]
+    # the stored 3 meets 6 and 8 with the new acceptor: 6 is not >= 3 + 4, 8 is
+    assert run(1, lambda new, old: new >= old + 4) == [(3, False), (8, True)]
 
 
 # -- windows ---------------------------------------------------------------------------------------
@@ -1434,7 +1514,7 @@ def test_window_join_refuses_times_and_windows_of_different_kinds_and_keys_of_di
     a, b = pw.debug.table_from_markdown(WINDOW_JOIN_LEFT), pw.debug.table_from_markdown(WINDOW_JOIN_RIGHT)
     with pytest.raises(TypeError, match=r"Arguments \(left_time_expression, right_time_expression, window.hop\)"):
         a.window_join(b, a.t, b.t, pw.temporal.tumbling(dt.timedelta(days=1)))
-    with pytest.raises(TypeError, match="compares values of types int and str"):
+    with pytest.raises(TypeError, match="Incompatible types in a join condition.\nThe types are: INT and STR"):
         a.window_join(b, a.t, b.t, pw.temporal.tumbling(2), a.k == b.k.to_string())
 
 
@@ -1454,3 +1534,80 @@ def test_join_results_group_and_reduce_like_tables():
     assert_rows(by_letter, [("y", 1), ("z", 1), ("w", 2)])
     with pytest.raises(ValueError, match="group by pw.left.k or pw.right.k"):
         left.join_outer(right, left.k == right.k).groupby(pw.this.k)
+
+
+def test_join_conditions_take_pathways_form():
+    # Pathway's rules and words (recorded from Pathway 0.33): `left.col == right.col`, in that order
+    a = pw.debug.table_from_markdown("k | x\n1 | 2")
+    b = pw.debug.table_from_markdown("k | y\n1 | 3")
+    with pytest.raises(ValueError, match="should be of form <left_table>.<column> == <right_table>.<column>"):
+        a.join(b, a.k < b.k)
+    with pytest.raises(ValueError, match="should be of form"):
+        a.join(b, a.k + 1 == b.k)
+    with pytest.raises(ValueError, match="not properly ordered"):
+        a.join(b, b.k == a.k)
+    with pytest.raises(ValueError, match="Right part of a join condition"):
+        a.join(b, a.k == a.x)
+    with pytest.raises(AssertionError):
+        a.join(b, a.k == b.k, id=a.x)
+    assert_rows(a.join(b, pw.left.k == pw.right.k).select(pw.left.x, pw.right.y), [(2, 3)])
+
+
+def test_table_to_pandas_gives_pathways_dtypes():
+    # recorded from Pathway 0.33: nullable Int64 for optional ints, objects for pointers
+    t = pw.debug.table_from_markdown("a | e\n1 | 1\nNone | 2")
+    frame = pw.debug.table_to_pandas(t.select(pw.this.a, pw.this.e, p=t.pointer_from(pw.this.e)))
+    assert frame["a"].dtype == pd.Int64Dtype() and frame["e"].dtype == "int64" and frame["p"].dtype == object
+    assert sorted(frame["a"].dropna().tolist()) == [1]
+
+
+def test_float_sums_are_exact_and_custom_reducers_get_python_values():
+    t = pw.debug.table_from_markdown("g | a | n\n1 | -10.1 | 1\n1 | -10.1 | 2\n1 | 1 | 3\n1 | 1 | 4\n1 | 10.1 | 5\n1 | 10.1 | 6")
+
+    @pw.reducers.stateful_single
+    def weighted(state: int | None, pair: tuple[int, int]) -> int:
+        return (state or 0) + pair[0] * pair[1]
+
+    result = t.groupby(pw.this.g).reduce(
+        total=pw.reducers.sum(pw.this.a ** 21), weighted=weighted((pw.this.g, pw.this.n)),
+    )
+    # the correctly rounded sum (math.fsum), as Pathway's: adding floats in turn gives 0.0
+    assert_rows(result, [(2.0, 21)])
+
+
+def test_slices_refuse_unknown_columns_and_method_names():
+    # Pathway's errors and words (recorded from Pathway 0.33)
+    t = pw.debug.table_from_markdown("col | on\na | 11")
+    with pytest.raises(KeyError, match=r"Column name 'foo' not found in a TableSlice\(\{'col': <table1>.col"):
+        t.slice.without("foo")
+    with pytest.raises(KeyError, match="Column name 'foo' not found"):
+        t.slice.rename({"foo": "bar"})
+    with pytest.raises(ValueError, match=r"'select' is a method name.*use \['select'\]"):
+        t.slice.select
+
+
+def test_windows_keep_the_rows_ids_for_reducers_and_float_windows_compare_as_pathway():
+    t = pw.debug.table_from_markdown("t | a\n1 | 1\n2 | 2\n3 | 3")
+    extremes = t.windowby(pw.this.t, window=pw.temporal.sliding(hop=1, duration=2)).reduce(
+        start=pw.this._pw_window_start, min_id=pw.reducers.argmin(pw.this.a), ids=pw.reducers.sorted_tuple(pw.this.id),
+    )
+    # argmin and pw.this.id give the rows' own ids (not their copies' in the windows)
+    looked_up = extremes.select(pw.this.start, a=t.ix(pw.this.min_id).a, n=pw.apply(len, pw.this.ids))
+    assert_rows(looked_up, [(0, 1, 1), (1, 1, 2), (2, 2, 2), (3, 3, 1)])
+    # 0.3 lies in [0.1, 0.4) and [0.2, 0.5) only: 0.0 + 0.3 is not above 0.3 (Pathway's answer)
+    floats = pw.debug.table_from_markdown("t\n0.3")
+    starts = floats.windowby(pw.this.t, window=pw.temporal.sliding(hop=0.1, duration=0.3)).reduce(s=pw.this._pw_window_start)
+    assert [round(s, 9) for (s,) in rows(starts)] == [0.1, 0.2]
+    # with ratio=, every time is in exactly that many windows
+    counted = floats.windowby(pw.this.t, window=pw.temporal.sliding(hop=0.1, ratio=3)).reduce(s=pw.this._pw_window_start)
+    assert len(rows(counted)) == 3
+
+
+def test_promises_about_grouped_tables_are_about_their_groups():
+    t1 = pw.debug.table_from_markdown("owner | age\nAlice | 10\nBob | 9\nAlice | 8")
+    t2 = t1.filter(t1.age >= 9)
+    g1, g2 = t1.groupby(t1.owner), t2.groupby(t2.owner)
+    pw.universes.promise_is_subset_of(g2, g1)
+    counts, oldest = g1.reduce(n=pw.reducers.count()), g2.reduce(oldest=pw.reducers.max(t2.age))
+    # the promise lets the groups of t2 read the columns of t1's groups, by id
+    assert_rows(oldest.select(pw.this.oldest, n=counts.restrict(oldest).n), [(10, 2), (9, 1)])

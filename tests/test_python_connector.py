@@ -252,15 +252,20 @@ def test_next_str_next_bytes_and_json_values_are_typed_by_the_schema() -> None:
     assert got == [(3, 2024, "[1, 2]"), (4, None, "[]")]
 
 
-def test_a_value_that_does_not_fit_the_schema_stops_the_run_naming_the_column() -> None:
+def test_a_value_that_does_not_fit_the_schema_skips_its_row_with_an_error_naming_the_column(caplog) -> None:
+    # as Pathway 0.33.0: the row is skipped and the error logged (keeping Error values,
+    # the value would be an Error instead: tests/test_error_values.py)
     class Wrong(pw.io.python.ConnectorSubject):
         def run(self) -> None:
             self.next_json({"value": "not a number"})
+            self.next_json({"value": 7})
 
-    pw.io.subscribe(pw.io.python.read(Wrong(), schema=Value), on_change=lambda **_: None)
-    with pytest.raises(RuntimeError, match="value") as info:
-        pw.run()
-    assert "not a number" in str(info.value)
+    seen = []
+    pw.io.subscribe(pw.io.python.read(Wrong(), schema=Value), on_change=lambda key, row, **_: seen.append(row))
+    pw.run()
+    assert seen == [{"value": 7}]
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert any('field "value" with type int from json payload: "not a number"' in m for m in errors)
 
 
 def test_sigint_ends_a_streaming_run_after_the_current_step() -> None:
@@ -376,3 +381,34 @@ def test_demo_replays_a_csv_file_row_by_row_and_by_its_time_column(tmp_path) -> 
     assert sorted(times) == [1, 2, 3] and times[1] <= times[2] <= times[3]  # in the order of their time column
     with pytest.raises(ValueError, match="Invalid schema. Time columns must be int or float"):
         pw.demo.replay_csv_with_time(str(path), schema=Row.with_types(time=str), time_column="time")
+
+
+def test_observers_get_every_change_in_order_and_the_end():
+    t = pw.debug.table_from_markdown(
+        """
+          | pet | age | __time__ | __diff__
+        1 | dog | 10  | 2        | 1
+        2 | cat | 8   | 2        | 1
+        2 | cat | 8   | 4        | -1
+        """
+    )
+    seen: list = []
+
+    class Recorder(pw.io.python.ConnectorObserver):
+        def on_change(self, key, row, time, is_addition):
+            seen.append((row["pet"], is_addition))
+
+        def on_end(self):
+            seen.append("end")
+
+    class AsyncRecorder(pw.io.python.AsyncConnectorObserver):
+        async def on_change(self, key, row, time, is_addition):
+            seen.append(("async", row["age"]))
+
+    pw.io.python.write(t, Recorder(), sort_by=[t.pet])
+    pw.io.python.write(t.filter(pw.this.age > 9), AsyncRecorder())
+    pw.run(monitoring_level=pw.MonitoringLevel.NONE)
+    assert [c for c in seen if c[0] != "async"] == [("cat", True), ("dog", True), ("cat", False), "end"]
+    assert ("async", 10) in seen
+    with pytest.raises(TypeError, match="ConnectorObserver"):
+        pw.io.python.write(t, object())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,34 @@ def test_a_step_that_fails_is_retried_from_the_committed_state_on_restart(tmp_pa
         run()
     changes = run()  # replays the failed step: the count of x moves from 2 to 3, once
     assert sorted((r["word"], r["n"], r["diff"]) for r in changes) == [("X", 2, -1), ("X", 3, 1)]
+
+
+def test_monitoring_configuration_that_sparkway_does_not_use_is_warned_about():
+    with pytest.warns(UserWarning, match="OTLP"):
+        pw.set_monitoring_config(server_endpoint="https://example.com:4317")
+    pw.set_monitoring_config()  # clearing it is quiet
+
+
+def test_tables_that_no_run_computed_are_warned_about():
+    from sparkway.api.graph import warn_if_some_operators_unused
+
+    t = pw.debug.table_from_markdown("a\n1")
+    with pytest.warns(UserWarning, match="operators in the computation graph that haven't been used"):
+        warn_if_some_operators_unused()
+    pw.debug.compute_and_print(t)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_if_some_operators_unused()
+
+
+def test_run_takes_pathways_parameters_and_refuses_misspelled_ones():
+    import inspect
+
+    assert inspect.signature(pw.run) == inspect.signature(pw.run_all)
+    assert {"persistence_config", "monitoring_level", "terminate_on_error", "udf_cache_directory"} <= set(
+        inspect.signature(pw.run).parameters
+    )
+    with pytest.raises(TypeError, match="persistance_config"):
+        pw.run(persistance_config=None)
+    with pytest.raises(TypeError, match="persistance_config"):
+        pw.run_all(persistance_config=None)

@@ -127,3 +127,50 @@ def test_assert_matches_schema():
         wide.assert_matches_schema(pw.schema_from_types(a=float), allow_subtype=False)
     with pytest.raises(AssertionError):
         wide.assert_matches_schema(pw.schema_from_types(a=int), allow_superset=False)
+
+
+def test_schema_prints_as_pathway_does():
+    # texts recorded from Pathway 0.33 (programs and doctests print schemas)
+    class S(pw.Schema):
+        k: int = pw.column_definition(primary_key=True)
+        name: str | None
+        tags: list[pw.Json]
+        at: pw.DateTimeUtc
+
+    assert repr(S) == (
+        "<pathway.Schema types={'k': <class 'int'>, 'name': str | None, 'tags': list[pathway.internals.json.Json], "
+        "'at': <class 'pathway.internals.datetime_types.DateTimeUtc'>}, id_type=pathway.engine.Pointer[int]>"
+    )
+    assert str(S) == (
+        "id           | k   | name          | tags       | at\n"
+        "Pointer(INT) | INT | Optional(STR) | List(Json) | DATE_TIME_UTC"
+    )
+    assert str(pw.schema_from_types()) == "id\nANY_POINTER"
+    assert repr(pw.schema_from_types(a=tuple[int, float])).endswith(
+        "types={'a': tuple[int, float]}, id_type=<class 'pathway.engine.Pointer'>>"
+    )
+
+
+def test_generated_schema_class_is_the_same_schema(tmp_path):
+    import importlib.util
+
+    import numpy as np
+
+    schema = pw.schema_builder(
+        {
+            "k": pw.column_definition(dtype=int, primary_key=True),
+            "@at": pw.column_definition(dtype=pw.DateTimeUtc),
+            "tags": pw.column_definition(dtype=list[str | None], default_value=()),
+            "grid": pw.column_definition(dtype=np.ndarray[tuple[int, int], np.dtype[float]]),
+            "anything": pw.column_definition(dtype=Any),
+            "ref": pw.column_definition(dtype=pw.Pointer[int] | None),
+        },
+        name="Row",
+    )
+    path = tmp_path / "row.py"
+    schema.generate_class_to_file(path, generate_imports=True)
+    spec = importlib.util.spec_from_file_location("generated_row", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.Row == schema and module.Row.primary_key_columns() == ["k"]
+    assert module.Row["tags"].default_value == ()

@@ -70,7 +70,8 @@ def poll(source: SqliteSource) -> list[tuple[dict, int]]:
     table = source.read(segments)
     source.advance(segments)
     rows = table.to_pylist()
-    changes = [({k: v for k, v in r.items() if k not in ("_id", "_diff")}, r["_diff"]) for r in rows]
+    as_python = {name: _time_value(kind) for name, kind in source.columns.items()}
+    changes = [({k: as_python[k](v) for k, v in r.items() if k not in ("_id", "_diff")}, r["_diff"]) for r in rows]
     return sorted(changes, key=lambda change: (change[1], str(change[0])))
 
 
@@ -232,9 +233,22 @@ def test_a_streaming_read_follows_the_table_until_interrupted(tmp_path: Path) ->
 KV_COLUMNS = {"k": dtypes.INT, "v": dtypes.STR}
 
 
+def _time_value(kind: dtypes.DType) -> Any:
+    """Date-times and durations, stored as nanoseconds, as Python's values (others as stored)."""
+    if kind.with_optional(False) in (dtypes.DATE_TIME_NAIVE, dtypes.DATE_TIME_UTC, dtypes.DURATION):
+        return dtypes.to_python(kind)
+    return lambda v: v
+
+
+def _time_stored(kind: dtypes.DType) -> Any:
+    if kind.with_optional(False) in (dtypes.DATE_TIME_NAIVE, dtypes.DATE_TIME_UTC, dtypes.DURATION):
+        return dtypes.from_python(kind)
+    return lambda v: v
+
+
 def batch(columns: dict[str, dtypes.DType], rows: list[dict], *, time: int, diffs: list[int] | None = None) -> OutputBatch:
     """An output batch as the runner hands it to a sink."""
-    data = {c: pa.array([r[c] for r in rows], t.arrow_type()) for c, t in columns.items()}
+    data = {c: pa.array([_time_stored(t)(r[c]) for r in rows], t.arrow_type()) for c, t in columns.items()}
     return OutputBatch(pa.table(data), time, pa.array(diffs or [1] * len(rows), pa.int64()))
 
 

@@ -189,6 +189,7 @@ class AsofJoinResult(JoinResult):
         self._how = how
         self._node = merged._node
         self._universe = merged._universe
+        self._id_type = merged._id_type
 
     def _bind_pair(self, expr: Any) -> Expr:
         def result_column(e: Expr) -> Expr | None:

@@ -75,7 +75,8 @@ class AsyncTransformer:
             )
         self._by_instance = instance is not None
         self._executor = udfs.async_executor()
-        self._cache_strategy: udfs.CacheStrategy | None = None
+        # as Pathway: results cached in the persistence storage when the run has one
+        self._cache_strategy: udfs.CacheStrategy | None = udfs.DefaultCache()
 
     async def invoke(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Called for every row, with the row's columns as keyword arguments; returns a
@@ -110,7 +111,7 @@ class AsyncTransformer:
         types = [t.with_optional(True) for t in self.output_schema._dtypes().values()]
         call = udfs.udf(
             _invocation(self, self._input_table.column_names()[:-1], names),
-            return_type=DType("tuple", (dt.STR, *types)), cache_strategy=self._cache_strategy,
+            return_type=DType("tuple", (dt.STR, *types)),
         )
         columns = [this[c] for c in self._input_table.column_names()[:-1]]
         rows = self._input_table.with_columns(**{_RESULT: call(*columns)})
@@ -148,8 +149,12 @@ def _invocation(transformer: AsyncTransformer, arguments: list[str], outputs: li
     opened: list[bool] = []
     executor = transformer._executor
     call = udfs.awaiting(transformer.invoke, executor.timeout, executor.retry_strategy or udfs.NoRetryStrategy())
+    if executor.capacity is not None:
+        call = udfs.with_capacity(call, executor.capacity)
+    if transformer._cache_strategy is not None:  # successful results only: failures are retried
+        call = udfs.with_cache_strategy(call, transformer._cache_strategy)
 
-    async def invoke(*values: Any) -> tuple[Any, ...]:
+    async def invoke(*values: Any):  # noqa: ANN202 - its type is given to the UDF
         if not opened:
             transformer.open()
             opened.append(True)

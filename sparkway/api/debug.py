@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import os
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from sparkway.core import changes
 from sparkway.core import dtypes as dt
 from sparkway.core.changes import DIFF, ID
 from sparkway.core.dtypes import DType
-from sparkway.errors import UnknownColumnError, traced
+from sparkway.errors import PlanTypeError, UnknownColumnError, traced
 from sparkway.plan import nodes as n
 
 # A hidden column holding each row's label (its markdown label, pandas index, or position):
@@ -92,17 +93,35 @@ def _column_type(values: list[Any]) -> DType:
         base = dt.FLOAT
     elif kinds <= {dict, dt.Json}:  # pandas cells holding JSON objects
         base = dt.JSON
-    elif kinds <= {datetime.datetime}:
+    elif all(isinstance(v, datetime.datetime) for v in present):  # pandas Timestamps too
         base = dt.dtype_of_value(present[0])  # naive or UTC, by the first value
-    elif kinds <= {datetime.timedelta}:
+    elif all(isinstance(v, datetime.timedelta) for v in present):
         base = dt.DURATION
     elif kinds <= {list, tuple}:
-        base = dt.dtype_of_value(present[0])
+        base = _sequence_type(present)
     elif kinds <= {np.ndarray}:  # numpy arrays: the dimensions and element type they share
         base = functools.reduce(dt.unify, (dt.dtype_of_value(v) for v in present))
     else:
         base = dt.STR
     return base.with_optional(len(present) < len(values))
+
+
+def _sequence_type(values: list[Any]) -> DType:
+    """The type of a column of lists and tuples, from all its values: tuples of one
+    length give a tuple type, anything else a list of what the items have in common
+    (as Pathway infers them)."""
+    if all(isinstance(v, tuple) for v in values) and len({len(v) for v in values}) == 1:
+        return DType("tuple", tuple(_common_type([v[i] for v in values]) for i in range(len(values[0]))))
+    return DType("list", (_common_type([item for v in values for item in v]),))
+
+
+def _common_type(values: list[Any]) -> DType:
+    """The type holding all the values (Any when they have none in common)."""
+    kinds = [dt.dtype_of_value(v) for v in values]
+    try:
+        return functools.reduce(dt.unify, kinds) if kinds else dt.ANY
+    except PlanTypeError:
+        return dt.ANY
 
 
 def _convert(value: Any, kind: DType) -> Any:
@@ -117,9 +136,12 @@ def _convert(value: Any, kind: DType) -> Any:
         return dt.Json.dumps(value)
     if base.is_array:
         return dt.array_from_python(value, base.items[0])
-    if base.name in ("list", "tuple") or base in (dt.ANY, dt.PY_OBJECT):  # stored as their types are
+    if base.name in ("list", "tuple") or base in (dt.ANY, dt.PY_OBJECT, *_TIMES):  # stored as their types are
         return dt.from_python(base)(value)
     return value
+
+
+_TIMES = (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC, dt.DURATION)
 
 
 class _DebugSource(MemorySource):
@@ -196,7 +218,10 @@ def _rows_table(
     stream = ("__time__", "__diff__")
     ids_key = tuple(sorted(repr([row.get(k) for k in (*keys, *stream)]) for row in rows))
     table = graph.table_from_source(source, ids_key=(tuple(keys) if id_from else None, ids_key))
-    return table if stored is columns else table.select(*(table[c] for c in columns))
+    if stored is columns:
+        return table
+    # ids made from labels are ids of any origin, as Pathway's debug tables' are
+    return table.select(*(table[c] for c in columns)).update_id_type(dt.Pointer)
 
 
 @traced
@@ -238,6 +263,7 @@ def table_from_markdown(
     data_names = [c for c in names if c not in ("__time__", "__diff__")]
     if schema is not None:
         columns = schema._dtypes()
+        id_from = id_from or schema.primary_key_columns() or None  # as Pathway: ids from the primary key
         for name, kind in columns.items():
             if kind.with_optional(False) == dt.JSON:  # a JSON cell is JSON text, not a string
                 for record, cells in zip(records, raw):
@@ -281,16 +307,41 @@ def table_from_pandas(df: pd.DataFrame, id_from: list[str] | None = None, schema
 
 
 def _python(value: Any) -> Any:
-    """A pandas cell as a plain Python value (missing values, NaN too, are None)."""
+    """A pandas cell as a plain Python value (missing values, NaN too, are None);
+    Timestamps and Timedeltas stay, with their nanoseconds."""
     if isinstance(value, float) and value != value:
         return None
-    if isinstance(value, pd.Timestamp):
-        return value.to_pydatetime()
-    if isinstance(value, pd.Timedelta):
-        return value.to_pytimedelta()
     if value is pd.NA or value is pd.NaT:
         return None
     return value.item() if isinstance(value, np.generic) else value
+
+
+@traced
+def table_from_parquet(path: str | os.PathLike, id_from: list[str] | None = None, unsafe_trusted_ids: bool = False) -> Table:
+    """A table from a Parquet file (read with pandas, as ``table_from_pandas`` reads a frame).
+
+    >>> import sparkway as pw, tempfile, os, pandas as pd
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+    >>> pd.DataFrame({"a": [1, 2]}).to_parquet(path)
+    >>> pw.debug.compute_and_print(pw.debug.table_from_parquet(path), include_id=False)
+    a
+    1
+    2
+    """
+    return table_from_pandas(pd.read_parquet(path), id_from=id_from)
+
+
+def table_to_parquet(table: Table, filename: str | os.PathLike) -> None:
+    """Writes the table's contents after all its input was processed to a Parquet file
+    (through pandas; ids are not written).
+
+    >>> import sparkway as pw, tempfile, os, pandas as pd
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+    >>> pw.debug.table_to_parquet(pw.debug.table_from_markdown("a\\n1"), path)
+    >>> pd.read_parquet(path)["a"].tolist()
+    [1]
+    """
+    table_to_pandas(table, include_id=False).to_parquet(filename)
 
 
 @traced
@@ -345,16 +396,15 @@ def table_to_pandas(table: Table, *, include_id: bool = True, **run_kwargs: Any)
     [1, 2]
     """
     types = table.schema._dtypes()
-    state = _final_state(compute(table, **run_kwargs), types)
+    # rows in the order of their ids, as Pathway gives them
+    state = dict(sorted(_final_state(compute(table, **run_kwargs), types).items()))
     values = {name: [row[name] for row, _ in state.values()] for name in types}
-    # an optional int or pointer column stays exact Python ints with None (pandas would
-    # make it float with NaN, and 64-bit pointers do not survive floats)
     frame = pd.DataFrame(
-        {name: pd.Series(v, dtype=object if _keeps_objects(types[name], v) else None) for name, v in values.items()},
+        {name: pd.Series(v, dtype=_pandas_dtype(types[name])) for name, v in values.items()},
         columns=table.column_names(),
     )
     if include_id:
-        frame.index = pd.Index(list(state.keys()), name="id")
+        frame.index = pd.Index(list(state.keys()))  # unnamed, as Pathway's
     return frame
 
 
@@ -374,8 +424,13 @@ def table_to_dicts(table: Table, **run_kwargs: Any) -> tuple[list[int], dict[str
     return ids, {name: {i: state[i][0][name] for i in ids} for name in table.column_names()}
 
 
-def _keeps_objects(kind: DType, values: list[Any]) -> bool:
-    return kind.with_optional(False) in (dt.INT, dt.POINTER) and any(v is None for v in values)
+def _pandas_dtype(kind: DType) -> Any:
+    """The pandas dtype of a column, as Pathway's: optional ints are pandas' nullable
+    ``Int64`` (exact, with ``<NA>``; not floats with NaN), pointers Python objects (64-bit
+    ids do not survive floats); other columns as pandas infers them."""
+    if kind == dt.INT.with_optional():
+        return pd.Int64Dtype()
+    return object if kind.is_pointer else None
 
 
 def _short(row_id: int) -> str:
@@ -383,8 +438,9 @@ def _short(row_id: int) -> str:
 
 
 def _printed(row: dict[str, Any], table: Table) -> list[Any]:
-    """The row's values in column order; pointers as Pathway prints them (``^`` and digits)."""
-    pointers = {c for c, kind in table.schema._dtypes().items() if kind.with_optional(False) == dt.POINTER}
+    """The row's values in column order; pointers as Pathway prints them (``^`` and digits),
+    and so the values of method columns (the ids of the rows whose method they call)."""
+    pointers = {c for c, kind in table.schema._dtypes().items() if kind.name == "Callable" or kind.is_pointer}
     return [_short(row[c]) if c in pointers and row[c] is not None else row[c] for c in table.column_names()]
 
 

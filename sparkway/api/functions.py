@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable
 
 from sparkway.core.dtypes import dtype_of
 from sparkway.core.expression import Apply, Cast, Coalesce, Expr, FillError, IfElse, MakeTuple, Require, Unwrap, wrap
-from sparkway.errors import PlanTypeError
+from sparkway.api.udfs import udf
+from sparkway.errors import warn_user
 
 
 def if_else(condition: Any, then: Any, otherwise: Any) -> IfElse:
@@ -73,7 +73,9 @@ def make_tuple(*args: Any) -> MakeTuple:
 
 
 def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Apply:
-    """``fn`` called on each row's values; the result type is ``fn``'s return annotation.
+    """``fn`` called on each row's values (``pw.udf(fn)(*args)``); the result type is
+    ``fn``'s return annotation.  As in Pathway, ``fn`` is taken as non-deterministic: each row's result is stored until
+    the row is deleted (use ``@pw.udf(deterministic=True)`` to save that).
 
     >>> import sparkway as pw
     >>> def shout(s: str) -> str:
@@ -81,17 +83,23 @@ def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Apply:
     >>> type(pw.apply(shout, pw.this.word)).__name__
     'Apply'
     """
-    return Apply(_bind_kwargs(fn, kwargs), tuple(wrap(a) for a in args), None)
+    return udf(fn)(*args, **_keywords(kwargs))
 
 
 def apply_with_type(fn: Callable[..., Any], ret_type: Any, *args: Any, **kwargs: Any) -> Apply:
-    """Like ``apply``, with the result type given."""
-    return Apply(_bind_kwargs(fn, kwargs), tuple(wrap(a) for a in args), dtype_of(ret_type))
+    """Like ``apply``, with the result type given.
+
+    >>> import sparkway as pw
+    >>> type(pw.apply_with_type(len, int, pw.this.word)).__name__
+    'Apply'
+    """
+    return udf(fn, return_type=ret_type)(*args, **_keywords(kwargs))
 
 
-def _bind_kwargs(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any]:
-    if not kwargs:
-        return fn
-    if any(isinstance(v, Expr) for v in kwargs.values()):
-        raise PlanTypeError("pass columns to pw.apply positionally")
-    return functools.partial(fn, **kwargs)
+def _keywords(kwargs: dict[str, Any]) -> dict[str, Any]:
+    if kwargs:
+        warn_user(
+            "Passing keyword arguments to the function in pw.apply is deprecated. Use positional arguments instead.",
+            DeprecationWarning,
+        )
+    return kwargs

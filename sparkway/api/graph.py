@@ -6,17 +6,22 @@ Every connector's ``read`` ends in ``table_from_source`` and every ``write`` in
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
 from collections.abc import Iterator
 
+from sparkway.api import row_transformer
 from sparkway.api.schema import Schema
 from sparkway.api.table import Table, Universe, built_nodes, forget_built
 from sparkway.connectors.base import Sink, Source
 from sparkway.connectors.writers import NullSink
+from sparkway.core import dtypes as dt
+from sparkway.errors import warn_user
 from sparkway.plan import nodes as n
 
 _outputs: list[n.Output] = []
+_ran: set[int] = set()  # the plan nodes (by identity) a run has computed
 _global_error_log: list[Table] = []  # made on first use
 _source_sequence = itertools.count()
 # static tables with the same ids share one universe (as in Pathway), by a key of their ids
@@ -33,7 +38,8 @@ def table_from_source(source: Source, label: str = "table", ids_key: object = No
     """
     source.sequence = next(_source_sequence)
     universe = None if ids_key is None else _static_universes.setdefault(ids_key, Universe())
-    return Table(n.Input(dict(source.columns), source), label, universe=universe)
+    keys = [source.columns[k] for k in source.key_columns]
+    return Table(n.Input(dict(source.columns), source), label, universe=universe, id_type=dt.pointer_to(*keys))
 
 
 def write_to_sink(table: Table, sink: Sink) -> None:
@@ -59,6 +65,29 @@ def outputs_and_unused_tables() -> list[n.Output]:
             pending.extend(node.inputs)
     unused = [node for node in built if id(node) not in read]
     return outputs() + [n.Output(dict(node.columns), node, NullSink()) for node in unused]
+
+
+def mark_ran(selected: list[n.Output]) -> None:
+    """Remembers that a run computes these outputs and everything they read."""
+    pending: list[n.Node] = list(selected)
+    while pending:
+        node = pending.pop()
+        if id(node) not in _ran:
+            _ran.add(id(node))
+            pending.extend(node.inputs)
+
+
+def warn_if_some_operators_unused() -> None:
+    """Warns when tables were built that no run computed (a program that forgot
+    ``pw.run()``, or built tables nothing reads), as Pathway does when the program exits."""
+    if any(id(node) not in _ran for node in built_nodes()):
+        warn_user(  # Pathway's words
+            "There are operators in the computation graph that haven't been used. "
+            "Use pathway.run() (or similar) to run the computation involving these nodes."
+        )
+
+
+atexit.register(warn_if_some_operators_unused)
 
 
 class ErrorLogSchema(Schema):
@@ -112,6 +141,8 @@ def _error_log_columns() -> dict:
 def clear() -> None:
     """Forget every table and output built so far (tests build several programs in one process)."""
     _outputs.clear()
+    _ran.clear()
     _static_universes.clear()
     _global_error_log.clear()
+    row_transformer.clear()
     forget_built()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import enum
+import inspect
 import logging
 import os
 import sys
 from typing import Any
 
-from sparkway.api.graph import outputs, outputs_and_unused_tables
+from sparkway.api.graph import mark_ran, outputs, outputs_and_unused_tables
 from sparkway.engine.runner import Runner, RunOptions
 from sparkway.persistence.config import Config
 from sparkway.plan import nodes as n
@@ -41,22 +42,51 @@ def run_outputs(
     *,
     persistence_config: Config | None = None,
     spark_master: str | None = None,
-    **options: Any,
+    terminate_on_error: bool | None = None,
 ) -> None:
     _configure_logging()
     run_options = RunOptions(spark_master=spark_master, persistence=persistence_config)
-    terminate = options.get("terminate_on_error")
-    if terminate is None:  # Pathway's environment variable sets the default
-        terminate = os.environ.get("PATHWAY_TERMINATE_ON_ERROR", "true").lower() not in ("0", "false", "no", "off")
-    run_options.terminate_on_error = bool(terminate)
-    if "poll_interval_ms" in options:
-        run_options.poll_interval_s = options["poll_interval_ms"] / 1000
+    if terminate_on_error is None:  # Pathway's environment variable sets the default
+        terminate_on_error = os.environ.get("PATHWAY_TERMINATE_ON_ERROR", "true").lower() not in ("0", "false", "no", "off")
+    run_options.terminate_on_error = bool(terminate_on_error)
+    mark_ran(selected)
     Runner(selected, run_options).run()
 
 
+def run(
+    *,
+    debug: bool = False,
+    monitoring_level: MonitoringLevel = MonitoringLevel.AUTO,
+    with_http_server: bool = False,
+    default_logging: bool = True,
+    persistence_config: Config | None = None,
+    runtime_typechecking: bool | None = None,
+    terminate_on_error: bool | None = None,
+    max_expression_batch_size: int = 1024,
+    event_loop: Any = None,
+    udf_cache_directory: str | None = None,
+    spark_master: str | None = None,
+) -> None:
+    """Runs the program: reads the sources, computes, writes every output.
+
+    Static sources finish after reading what they found; streaming ones poll until the
+    process gets SIGINT or SIGTERM, which ends the run after the current step.
+    ``terminate_on_error=False`` (or ``$PATHWAY_TERMINATE_ON_ERROR=0``) makes a value that
+    breaks an operation an Error value (see ``pw.fill_error``, ``pw.global_error_log``)
+    instead of stopping the run.
+    ``spark_master`` (or ``$SPARKWAY_SPARK_MASTER``) selects Spark's master; an active
+    SparkSession is used as it is.  The other parameters are Pathway's; sparkway takes
+    them so that Pathway programs run, and a misspelled one is a TypeError, as in Pathway.
+
+    >>> import sparkway as pw
+    >>> pw.run(monitoring_level=pw.MonitoringLevel.NONE)  # doctest: +SKIP
+    """
+    _run(outputs(), persistence_config=persistence_config, spark_master=spark_master, terminate_on_error=terminate_on_error)
+
+
 def run_all(**kwargs: Any) -> None:
-    """``pw.run`` that also computes every table no output reads (their changes are
-    discarded; a failure in them still stops the run).
+    """``pw.run`` (with the same parameters) that also computes every table no output
+    reads (their changes are discarded; a failure in them still stops the run).
 
     >>> import sparkway as pw
     >>> t = pw.debug.table_from_markdown("a\\n2\\n0")
@@ -67,32 +97,12 @@ def run_all(**kwargs: Any) -> None:
     ...     print("a row divides by zero")
     a row divides by zero
     """
-    _run(outputs_and_unused_tables(), **kwargs)
+    given = inspect.signature(run).bind(**kwargs).arguments  # a TypeError names a wrong one
+    keep = ("persistence_config", "spark_master", "terminate_on_error")
+    _run(outputs_and_unused_tables(), **{k: v for k, v in given.items() if k in keep})
 
 
-def run(
-    *,
-    persistence_config: Config | None = None,
-    monitoring_level: MonitoringLevel = MonitoringLevel.AUTO,
-    spark_master: str | None = None,
-    with_http_server: bool = False,
-    debug: bool = False,
-    **kwargs: Any,
-) -> None:
-    """Runs the program: reads the sources, computes, writes every output.
-
-    Static sources finish after reading what they found; streaming ones poll until the
-    process gets SIGINT or SIGTERM, which ends the run after the current step.
-    ``terminate_on_error=False`` (or ``$PATHWAY_TERMINATE_ON_ERROR=0``) makes a value that
-    breaks an operation an Error value (see ``pw.fill_error``, ``pw.global_error_log``)
-    instead of stopping the run.
-    ``spark_master`` (or ``$SPARKWAY_SPARK_MASTER``) selects Spark's master; an active
-    SparkSession is used as it is.
-
-    >>> import sparkway as pw
-    >>> pw.run(monitoring_level=pw.MonitoringLevel.NONE)  # doctest: +SKIP
-    """
-    _run(outputs(), persistence_config=persistence_config, spark_master=spark_master, **kwargs)
+run_all.__signature__ = inspect.signature(run)  # type: ignore[attr-defined]
 
 
 def _run(selected: list[n.Output], **kwargs: Any) -> None:

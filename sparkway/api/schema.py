@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import csv
+import functools
+import inspect
 import itertools
 import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -92,9 +95,31 @@ class _SchemaMeta(type):
         cls.__properties__ = SchemaProperties(append_only if append_only is not None else inherited.append_only)
         return cls
 
+    # Pathway's texts, word for word (programs and doctests print schemas)
     def __repr__(cls) -> str:
-        cols = ", ".join(f"{c.name}: {c.dtype}" for c in cls.__columns__.values())
-        return f"<pw.Schema {cls.__name__}({cols})>"
+        types = ", ".join(f"{c.name!r}: {dt.pathway_annotation(c.dtype)}" for c in cls.__columns__.values())
+        return f"<pathway.Schema types={{{types}}}, id_type={cls._id_annotation()}>"
+
+    def __str__(cls) -> str:
+        """The columns and their types as a table, the id first."""
+        header = ["id", *cls.__columns__]
+        kinds = [cls._id_engine_name(), *(dt.engine_name(c.dtype) for c in cls.__columns__.values())]
+        widths = [max(len(a), len(b)) for a, b in zip(header, kinds)]
+        return "\n".join(" | ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in (header, kinds))
+
+    def _id_type(cls) -> DType:
+        """The type of the ids: a table's, or made from the primary key (none: of any origin)."""
+        given = getattr(cls, "__id_type__", None)
+        if given is not None:
+            return given
+        keys = [c.dtype for c in cls.__columns__.values() if c.primary_key]
+        return dt.pointer_to(*keys) if keys else dt.POINTER
+
+    def _id_annotation(cls) -> str:
+        return dt.pathway_annotation(cls._id_type())
+
+    def _id_engine_name(cls) -> str:
+        return dt.engine_name(cls._id_type())
 
     def __eq__(cls, other: object) -> bool:
         """Schemas are equal when their columns (in order, with types and options) and
@@ -187,6 +212,42 @@ class Schema(metaclass=_SchemaMeta):
         return {c.name: dt.python_type(c.dtype) for c in cls.__columns__.values()}
 
     @classmethod
+    def generate_class(cls, class_name: str | None = None, generate_imports: bool = False) -> str:
+        """Python source of a schema class with these columns (for code generators, or to
+        write down an inferred schema), for a program that does ``import sparkway as pw``.
+
+        >>> import sparkway as pw
+        >>> S = pw.schema_builder({"k": pw.column_definition(dtype=int, primary_key=True),
+        ...                        "v": pw.column_definition(dtype=str | None, default_value="x")})
+        >>> print(S.generate_class(class_name="Row"))
+        class Row(pw.Schema):
+            k: int = pw.column_definition(primary_key=True)
+            v: str | None = pw.column_definition(default_value='x')
+        <BLANKLINE>
+        """
+        lines = [f"class {class_name or cls.__name__}(pw.Schema):"]
+        for position, column in enumerate(cls.__columns__.values()):
+            options = {"primary_key": column.primary_key or None, "append_only": column.append_only or None}
+            if column.has_default:
+                options["default_value"] = column.default_value
+            attribute = column.name
+            if not column.name.isidentifier():  # e.g. "@timestamp": an attribute naming it
+                attribute, options["name"] = f"column_{position}", column.name
+            given = ", ".join(f"{k}={v!r}" for k, v in options.items() if v is not None)
+            definition = f" = pw.column_definition({given})" if given else ""
+            lines.append(f"    {attribute}: {dt.python_source(column.dtype)}{definition}")
+        if len(lines) == 1:
+            lines.append("    pass")
+        imports = "import typing\n\nimport numpy as np\n\nimport sparkway as pw\n\n\n" if generate_imports else ""
+        return imports + "\n".join(lines) + "\n"
+
+    @classmethod
+    def generate_class_to_file(cls, path: Any, class_name: str | None = None, generate_imports: bool = False) -> None:
+        """Writes ``generate_class``'s source to a file."""
+        with open(path, "w") as file:
+            file.write(cls.generate_class(class_name, generate_imports))
+
+    @classmethod
     def with_types(cls, **types: Any) -> type["Schema"]:
         """This schema with the given columns' types changed.
 
@@ -223,12 +284,15 @@ class Schema(metaclass=_SchemaMeta):
 
 
 def schema_from_columns(
-    columns: dict[str, Column], name: str = "Schema", properties: SchemaProperties | None = None
+    columns: dict[str, Column], name: str = "Schema", properties: SchemaProperties | None = None,
+    id_type: DType | None = None,
 ) -> type[Schema]:
-    """A Schema class holding the given resolved columns."""
+    """A Schema class holding the given resolved columns (and, for a table's schema, the
+    type of its ids)."""
     cls = _SchemaMeta(name, (Schema,), {})
     cls.__columns__ = dict(columns)
     cls.__properties__ = properties or SchemaProperties()
+    cls.__id_type__ = id_type
     return cls
 
 
@@ -348,6 +412,75 @@ def assert_table_has_schema(
     _assert_matches(table.schema, schema, allow_superset, ignore_primary_keys, allow_subtype)
 
 
+def table_transformer(
+    func: Callable[..., Any] | None = None, *, allow_superset: bool | Mapping[str, bool] = True,
+    ignore_primary_keys: bool | Mapping[str, bool] = True, allow_subtype: bool | Mapping[str, bool] = True,
+    locals: dict[str, Any] | None = None,  # noqa: A002 - Pathway's name
+) -> Any:
+    """Marks a function of tables: each argument and the return value annotated
+    ``pw.Table[S]`` is checked to have schema ``S`` (``AssertionError`` otherwise), as
+    ``assert_table_has_schema`` checks, with its options given for all tables or per
+    argument name (``"return"`` for the result).  ``locals``: the local names the
+    annotations use (a schema defined in a function).
+
+    >>> import sparkway as pw
+    >>> t1 = pw.debug.table_from_markdown('''
+    ... A | B
+    ... 1 | 6
+    ... 3 | 8
+    ... ''')
+    >>> schema = pw.schema_from_types(A=int, B=int)
+    >>> result_schema = pw.schema_from_types(A=int, B=int, C=int)
+    >>> @pw.table_transformer
+    ... def sum_columns(t: pw.Table[schema]) -> pw.Table[result_schema]:
+    ...     return t.with_columns(C=pw.this.A + pw.this.B)
+    >>> pw.debug.compute_and_print(sum_columns(t1), include_id=False)
+    A | B | C
+    1 | 6 | 7
+    3 | 8 | 11
+    >>> sum_columns(t1.select(pw.this.A))
+    Traceback (most recent call last):
+    ...
+    AssertionError: argument t of sum_columns has incorrect schema: the table has no column 'B'; its columns: A
+    """
+
+    def decorator(f: Callable[..., Any]) -> Callable[..., Any]:
+        from sparkway.api.table import Table  # tables build on schemas
+
+        hints = typing.get_type_hints(f, localns=locals)
+        signature = inspect.signature(f)
+
+        def check(name: str, value: Any) -> None:
+            annotation = hints.get(name)
+            if typing.get_origin(annotation) is not Table or not typing.get_args(annotation):
+                return
+            try:
+                _assert_matches(
+                    value.schema, typing.get_args(annotation)[0], _option(allow_superset, name),
+                    _option(ignore_primary_keys, name), _option(allow_subtype, name),
+                )
+            except AssertionError as error:
+                what = "the return value" if name == "return" else f"argument {name}"
+                raise AssertionError(f"{what} of {f.__name__} has incorrect schema: {error}") from error
+
+        @functools.wraps(f)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            for name, value in signature.bind(*args, **kwargs).arguments.items():
+                check(name, value)
+            result = f(*args, **kwargs)
+            check("return", result)
+            return result
+
+        return checked
+
+    return decorator(func) if func is not None else decorator
+
+
+def _option(value: bool | Mapping[str, bool], name: str) -> bool:
+    """A ``table_transformer`` option for one argument: the same for all, or by name."""
+    return value if isinstance(value, bool) else value.get(name, True)
+
+
 def _assert_matches(
     actual: type[Schema], schema: type[Schema], allow_superset: bool, ignore_primary_keys: bool, allow_subtype: bool,
 ) -> None:
@@ -371,5 +504,7 @@ def _assert_matches(
 def _is_subtype(given: DType, wanted: DType) -> bool:
     if given.optional and not wanted.optional:
         return False
+    if given == dt.NONE:  # None alone is a value of every optional type
+        return True
     base_given, base_wanted = given.with_optional(False), wanted.with_optional(False)
     return base_given == base_wanted or base_wanted.name == "Any" or (base_given.name, base_wanted.name) == ("int", "float")

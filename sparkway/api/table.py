@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import copy
 import enum
+import functools
 import re
-from types import MappingProxyType
-from typing import Any, Callable, Iterable
+from types import GenericAlias, MappingProxyType
+from typing import Any, Callable, Iterable, Iterator
 
 from sparkway.api.schema import Schema, schema_from_columns
 from sparkway.api.temporal import check_time_types, check_window_types, with_behavior
@@ -15,9 +16,10 @@ from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
-    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, PointerFrom, ReducerExpr, Unwrap, dtype_text,
+    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, MethodCall, PointerFrom, ReducerExpr, Unwrap,
     transform, walk, wrap,
 )
+from sparkway.core.portable import portable
 from sparkway.core.type_rules import infer, reducer_type, refuse_future
 from sparkway.errors import PlanError, PlanTypeError, UnknownColumnError, traced, warn_user
 from sparkway.plan import nodes as n
@@ -39,21 +41,32 @@ class Universe:
     operation when the other's universe is a subset of theirs, as in Pathway.
     """
 
-    __slots__ = ("supersets",)
+    __slots__ = ("supersets", "disjoint", "empty")
 
-    def __init__(self, parent: "Universe | None" = None) -> None:
+    def __init__(self, parent: "Universe | None" = None, empty: bool = False) -> None:
         self.supersets: list[Universe] = [parent] if parent is not None else []
+        self.disjoint: list[Universe] = []  # promised to share no id with this one
+        self.empty = empty  # a table that never has rows (Table.empty)
 
     def is_subset_of(self, other: "Universe") -> bool:
+        return any(u is other for u in self.with_supersets())
+
+    def with_supersets(self) -> Iterator["Universe"]:
+        """This universe and every universe known to include it."""
         todo, seen = [self], set()
         while todo:
             universe = todo.pop()
-            if universe is other:
-                return True
             if id(universe) not in seen:
                 seen.add(id(universe))
+                yield universe
                 todo.extend(universe.supersets)
-        return False
+
+    def is_disjoint_from(self, other: "Universe") -> bool:
+        """Whether a promise says the two share no id (or supersets of them share none)."""
+        if self.empty or other.empty:
+            return True
+        theirs = {id(u) for u in other.with_supersets()}
+        return any(id(d) in theirs for u in self.with_supersets() for d in u.disjoint)
 
 
 class _Promises:
@@ -67,7 +80,13 @@ class _Promises:
         return self
 
     def promise_universes_are_disjoint(self, other: Any) -> Any:
-        """Promises that no id is also ``other``'s (sparkway does not use this promise)."""
+        """Promises that no id is also ``other``'s (so that they can be concatenated); returns self."""
+        mine, theirs = self._universe, other._universe
+        if (mine.is_subset_of(theirs) or theirs.is_subset_of(mine)) and not (mine.empty or theirs.empty):
+            warn_user("Found universe that is always empty, but wasn't declared as such -- this is potentially a bug.")
+            mine.empty = theirs.empty = True  # what the promise implies; warned once
+        mine.disjoint.append(theirs)
+        theirs.disjoint.append(mine)
         return self
 
     def promise_universe_is_equal_to(self, other: Any) -> Any:
@@ -112,7 +131,8 @@ class Table(_Promises):
     """
 
     def __init__(
-        self, node: n.Node, label: str = "table", equivalents: tuple[int, ...] = (), universe: Universe | None = None
+        self, node: n.Node, label: str = "table", equivalents: tuple[int, ...] = (), universe: Universe | None = None,
+        id_type: DType = dt.POINTER,
     ) -> None:
         self._node = node
         self._label = label
@@ -120,6 +140,21 @@ class Table(_Promises):
         # plan nodes whose columns this table also answers for (a window's source table)
         self._equivalents = equivalents
         self._universe = universe or Universe()
+        # what the ids are made from (``Pointer[int]``: an int key), checked where ids meet
+        self._id_type = id_type
+
+    def __class_getitem__(cls, schema: Any) -> Any:
+        """``pw.Table[Schema]``: the annotation of a table with that schema, which
+        ``pw.table_transformer`` checks.
+
+        >>> import typing
+        >>> import sparkway as pw
+        >>> class S(pw.Schema):
+        ...     a: int
+        >>> typing.get_args(pw.Table[S]) == (S,)
+        True
+        """
+        return GenericAlias(cls, schema)
 
     # -- columns -------------------------------------------------------------------------
     def __getattr__(self, name: str) -> ColumnRef:
@@ -295,7 +330,31 @@ class Table(_Promises):
 
     @property
     def schema(self) -> type[Schema]:
-        return schema_from_columns({k: Column(k, v) for k, v in self._node.columns.items()})
+        """The columns, their types and the type of the ids; a table read with a primary key
+        has it in its schema (as in Pathway, tables computed from it do not).
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("a | b\\n1 | x")
+        >>> print(t.groupby(t.b).reduce(t.b).schema)
+        id           | b
+        Pointer(STR) | STR
+        """
+        keys = set(self._node.source.key_columns) if isinstance(self._node, n.Input) else set()
+        columns = {k: Column(k, v, primary_key=k in keys) for k, v in self._node.columns.items()}
+        return schema_from_columns(columns, id_type=self._id_type)
+
+    def update_id_type(self, id_type: Any, *, id_append_only: bool | None = None) -> "Table":
+        """The same table, its ids declared to be of ``id_type`` (e.g. ``pw.Pointer[int]``).
+
+        >>> import sparkway as pw
+        >>> t = pw.Table.empty(a=int).update_id_type(pw.Pointer[int])
+        >>> t.schema.typehints() == {"a": int}, repr(t.schema).endswith("id_type=pathway.engine.Pointer[int]>")
+        (True, True)
+        """
+        kind = dt.dtype_of(id_type)
+        if not kind.is_pointer:
+            raise PlanTypeError(f"update_id_type() takes a pointer type such as pw.Pointer[int], not {id_type!r}")
+        return Table(self._node, self._label, self._equivalents, self._universe, kind)
 
     def column_names(self) -> list[str]:
         return list(self._node.columns)
@@ -453,7 +512,7 @@ class Table(_Promises):
                 if not dt.related(old, new):
                     raise PlanTypeError(
                         f"update_types({name}=...): to convert values, use cast_to_types().\n"
-                        f"Cannot change type from {dtype_text(old)} to {dtype_text(new)}.\n"
+                        f"Cannot change type from {dt.engine_name(old)} to {dt.engine_name(new)}.\n"
                         "Table.update_types() should be used only for type narrowing or type extending."
                     )
                 if old.with_optional(False) != new.with_optional(False):
@@ -479,7 +538,9 @@ class Table(_Promises):
         from sparkway.api.debug import table_from_rows  # debug builds on Table
         from sparkway.api.schema import schema_from_types
 
-        return table_from_rows(schema_from_types(**types), [])
+        table = table_from_rows(schema_from_types(**types), [])
+        table._universe = Universe(empty=True)  # disjoint from every table: it can be concatenated
+        return table
 
     def flatten(self, to_flatten: Any, *, origin_id: str | None = None) -> "Table":
         """One row per element of a list (or JSON array) column; ``origin_id`` names a
@@ -504,7 +565,8 @@ class Table(_Promises):
         args = (*args, instance) if instance is not None else args
         base, exprs = self._with_lookups([(str(k), wrap(a)) for k, a in enumerate(args)])
         keys = tuple(base._bind(e) for _, e in exprs)
-        return self._derive(n.Reindex(dict(self._node.columns), base._node, keys))
+        id_type = dt.pointer_to(*(infer(k, [base._node.columns]) for k in keys))
+        return self._derive(n.Reindex(dict(self._node.columns), base._node, keys), id_type=id_type)
 
     def with_id(self, new_id: Expr) -> "Table":
         """Same rows, with ids taken from a pointer column (its values must be distinct).
@@ -519,15 +581,16 @@ class Table(_Promises):
         base, [(_, looked_up)] = self._with_lookups([("id", wrap(new_id))])  # a column of a table with the same rows
         pointer = base._bind(looked_up)
         kind = infer(pointer, [base._node.columns])
-        if kind.with_optional(False) not in (dt.POINTER, dt.ANY):
+        if not (kind.is_pointer or kind.with_optional(False) == dt.ANY):
             raise PlanTypeError(f"with_id needs a pointer column (e.g. t.pointer_from(...)), got one of type {kind}")
-        return self._derive(n.Reindex(dict(self._node.columns), base._node, (pointer,), use_pointer=True))
+        id_type = kind.with_optional(False) if kind.is_pointer else dt.POINTER
+        return self._derive(n.Reindex(dict(self._node.columns), base._node, (pointer,), use_pointer=True), id_type=id_type)
 
     def pointer_from(self, *args: Any, optional: bool = False, instance: Any = None) -> PointerFrom:
         """The id that ``groupby(...).reduce`` or ``with_id_from`` give to these values;
         with ``optional``, None where a value is None."""
         args = (*args, instance) if instance is not None else args
-        return PointerFrom(tuple(wrap(a) for a in args), optional)
+        return PointerFrom(tuple(wrap(a) for a in args), optional, self)
 
     @staticmethod
     def from_columns(*args: ColumnRef, **kwargs: ColumnRef) -> "Table":
@@ -556,7 +619,16 @@ class Table(_Promises):
         return base.select(*args, **kwargs)
 
     def concat(self, *others: "Table") -> "Table":
-        """Rows of all tables; their ids must be disjoint."""
+        """Rows of all tables, with their ids; a promise must say that no two tables share
+        an id (``pw.universes.promise_are_pairwise_disjoint``), as in Pathway.
+
+        >>> import sparkway as pw
+        >>> a = pw.debug.table_from_markdown("  | v\\n1 | x")
+        >>> b = pw.debug.table_from_markdown("  | v\\n2 | y")
+        >>> pw.universes.promise_are_pairwise_disjoint(a, b)
+        >>> a.concat(b).column_names()
+        ['v']
+        """
         return self._concat(others, reindex=False)
 
     def concat_reindex(self, *others: "Table") -> "Table":
@@ -565,6 +637,15 @@ class Table(_Promises):
 
     def _concat(self, others: Iterable["Table"], reindex: bool) -> "Table":
         columns = dict(self._node.columns)
+        others = tuple(others)
+        if not reindex:
+            universes = [t._universe for t in (self, *others)]
+            if any(not a.is_disjoint_from(b) for i, a in enumerate(universes) for b in universes[i + 1:]):
+                raise ValueError(
+                    "Universes of the arguments of Table.concat() have to be disjoint.\n"
+                    "Consider using Table.promise_universes_are_disjoint() to assert it.\n"
+                    "(However, untrue assertion might result in runtime errors.)"
+                )
         tables = (self, *(_in_order(t, list(columns)) for t in others))
         for t in tables[1:]:
             if list(t._node.columns) != list(columns):
@@ -572,7 +653,7 @@ class Table(_Promises):
                     f"concat needs tables with the same columns: {list(columns)} != {list(t._node.columns)}"
                 )
             columns = {k: dt.unify(v, t._node.columns[k]) for k, v in columns.items()}
-        return self._derive(n.Concat(columns, tuple(t._node for t in tables), reindex))
+        return self._derive(n.Concat(columns, tuple(t._node for t in tables), reindex), id_type=_concat_id_type(tables, reindex))
 
     # -- stateful operators ----------------------------------------------------------------
     def groupby(
@@ -586,6 +667,7 @@ class Table(_Promises):
         >>> t.groupby(t.w).reduce(t.w, count=pw.reducers.count()).column_names()
         ['w', 'count']
         """
+        args = tuple(c for a in args for c in (_all_columns(a, [self]).values() if isinstance(a, AllColumns) else (a,)))
         extra = set(kwargs) - {"_skip_errors"}
         if extra:
             raise PlanError(
@@ -616,7 +698,8 @@ class Table(_Promises):
         id_key = None
         if id is not None:
             id_key = id.name
-            if infer(self._bind(id), [self._node.columns]).with_optional(False) not in (dt.POINTER, dt.ANY):
+            kind = infer(self._bind(id), [self._node.columns])
+            if not (kind.is_pointer or kind.with_optional(False) == dt.ANY):
                 raise PlanTypeError(f"groupby(id=...) needs a pointer column (e.g. t.pointer_from(...)), got {id!r}")
         order = self._bind(sort_by) if sort_by is not None else None
         return GroupedTable(
@@ -636,13 +719,24 @@ class Table(_Promises):
         persistent_id: str | None = None,
         name: str | None = None,
     ) -> "Table":
-        """Per instance, the last row whose value ``acceptor(new, old)`` accepted."""
+        """Per instance, the last row whose value ``acceptor(new, old)`` accepted: each
+        inserted row meets the accepted one (a step's rows in the order of their values);
+        deletions do not change the result, as in Pathway.  The state (the accepted rows)
+        is kept across runs with persistence, also when the acceptor's code changes.
+
+        >>> import sparkway as pw
+        >>> t = pw.debug.table_from_markdown("v | __time__\\n1 | 2\\n2 | 4\\n4 | 6")
+        >>> r = t.deduplicate(value=pw.this.v, acceptor=lambda new, old: new >= old + 2)
+        >>> pw.debug.compute_and_print(r, include_id=False)
+        v
+        4
+        """
         node = n.Deduplicate(
             dict(self._node.columns),
             self._node,
             self._key(wrap(value)),
             self._key(instance) if instance is not None else None,
-            acceptor,
+            portable(acceptor),
         )
         return self._derive(node)
 
@@ -869,6 +963,12 @@ class Table(_Promises):
     def _lookup(self, holder: "Table", pointer: Expr, optional: bool) -> "Table":
         """For each row of ``holder``, this table's row whose id ``pointer`` gives."""
         bound = holder._bind(pointer)
+        kind = infer(bound, [holder._node.columns]).with_optional(False)
+        if kind.is_pointer and not dt.related(kind, self._id_type):  # Pathway's words
+            raise PlanTypeError(
+                "Indexing a table with a Pointer type with probably mismatched primary keys. Type used was "
+                f"{dt.engine_name(kind)}. Indexed id type was {dt.engine_name(self._id_type)}."
+            )
         columns = {k: v.with_optional(v.optional or optional) for k, v in self._node.columns.items()}
         node = n.KeyedMerge(columns, (holder._node, self._node), "ix", (bound, None), optional)
         return self._derive(node, universe=holder._universe)  # a row per row of the holder
@@ -900,9 +1000,15 @@ class Table(_Promises):
         Pathway lets such columns be read like ``t``'s own.  The result is a table holding
         this table's columns plus the looked-up ones (under a prefix), and the expressions
         rewritten to read it.  Columns of tables whose universe may lack some of this
-        table's rows are left alone: ``bind`` refuses them.
+        table's rows are left alone: ``bind`` refuses them.  Calls of method columns
+        (``t.method(10)``) become such columns too: the results of a row transformer
+        computing them for this table's rows.
         """
         exprs = [(name, self._resolve_ix(e)) for name, e in exprs]
+        if any(isinstance(x, MethodCall) for _, e in exprs for x in walk(e)):
+            from sparkway.api.row_transformer import with_method_calls  # transformers build on Table
+
+            exprs = with_method_calls(self, exprs)
         lookups: dict[int, tuple[tuple[Expr | None, ...], n.Node, bool]] = {}
         own = {id(self._node), *self._equivalents}
         for _, e in exprs:
@@ -999,7 +1105,7 @@ class Table(_Promises):
             raise PlanError(f"an interval's lower bound ({lower}) must not exceed its upper bound ({upper})")
         mode = getattr(how, "value", how) or "inner"
         left, right = with_behavior(self, self_time, behavior), with_behavior(other, other_time, behavior)
-        return JoinResult(left, right, on, mode, None, (self_time, other_time, lower, upper))
+        return IntervalJoinResult(left, right, on, mode, None, (self_time, other_time, lower, upper))
 
     def interval_join_inner(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
         return self.interval_join(other, *args, how="inner", **kwargs)
@@ -1038,7 +1144,7 @@ class Table(_Promises):
         left, right = window.join_sides(self, other, self_time, other_time, on)
         same_window = tuple(ColumnRef(left, c) == ColumnRef(right, c) for c in ("_pw_window_start", "_pw_window_end"))
         mode = getattr(how, "value", how) or "inner"
-        return JoinResult(left, right, (*on, *same_window), mode, None, shared=("_pw_window",))
+        return WindowJoinResult(left, right, (*on, *same_window), mode, None, shared=("_pw_window",))
 
     def window_join_inner(self, other: "Table", *args: Any, **kwargs: Any) -> "JoinResult":
         return self.window_join(other, *args, how="inner", **kwargs)
@@ -1165,10 +1271,17 @@ class Table(_Promises):
         return window.assign(self, time_expr, instance, behavior)
 
     # -- plumbing ------------------------------------------------------------------------------
-    def _derive(self, node: n.Node, equivalent: "Table | None" = None, universe: Universe | None = None) -> "Table":
-        """A table of ``node``; a new universe unless ``universe`` says which it shares."""
+    def _derive(
+        self, node: n.Node, equivalent: "Table | None" = None, universe: Universe | None = None,
+        id_type: DType | None = None,
+    ) -> "Table":
+        """A table of ``node``; a new universe unless ``universe`` says which it shares (the
+        ids then keep their type, unless ``id_type`` says otherwise)."""
         same = (id(equivalent._node), *equivalent._equivalents) if equivalent is not None else ()
-        return Table(node, self._label, same, universe)
+        if id_type is None:
+            kept = universe is not None and universe.is_subset_of(self._universe)
+            id_type = self._id_type if kept else dt.POINTER
+        return Table(node, self._label, same, universe, id_type)
 
     def _bind(self, expr: Any) -> Expr:
         """The expression with its column references pointing at input 0."""
@@ -1338,15 +1451,21 @@ def _types(exprs: Iterable[tuple[str, Expr]], inputs: list[dict]) -> dict[str, D
 
 
 @traced
-class GroupedTable:
-    """A table grouped by key columns; ``reduce`` gives one row per group."""
+class GroupedTable(_Promises):
+    """A table grouped by key columns; ``reduce`` gives one row per group.  Promises
+    about it (``pw.universes``) are about the ids of its groups, i.e. of ``reduce``'s rows."""
 
     def __init__(
         self, table: Table, keys: list[tuple[str, Expr]], aliases: dict[str, str] | None = None,
         bind: Callable[[Expr], Expr] | None = None, id_key: str | None = None, sort_by: Expr | None = None,
-        skip_errors: bool = True,
+        skip_errors: bool = True, row_ids: str | None = None, windows: bool = False,
     ) -> None:
         self._table = table
+        self._universe = Universe()  # the ids of the groups, which reduce's rows get
+        self._windows = windows  # grouped by windowby: rows have a data time
+        # a column holding the ids the rows had before they were copied into windows:
+        # reducers (argmin, pw.this.id) see those, as in Pathway
+        self._row_ids = row_ids
         self._skip_errors = skip_errors  # reducers leave out Error values (else give an Error)
         self._keys = keys
         self._id_key = id_key  # groupby(id=p): the groups' ids are the values of key p
@@ -1355,6 +1474,12 @@ class GroupedTable:
         # how the expressions of reduce() are read (a join's: from the joined pairs)
         self._bind = bind or (lambda e: e)
         self._bind_is_own = bind is None
+
+    def __getattr__(self, name: str) -> ColumnRef:
+        """A column of the grouped rows, for reducers: ``grouped.reduce(pw.reducers.sum(grouped.x))``."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._table, name)
 
     def reduce(self, *args: Any, **kwargs: Any) -> Table:
         """One row per group: group columns and reducers such as ``pw.reducers.count()``.
@@ -1373,12 +1498,20 @@ class GroupedTable:
 
         def lift(e: Expr) -> Expr | None:
             if isinstance(e, ReducerExpr):
-                if e.kind in ("latest", "earliest") and not n.is_append_only(table._node):
+                if e.kind in ("latest", "earliest") and self._windows:  # Pathway's words
+                    warn_user(
+                        f"{e.kind} reducer uses processing time to choose elements while windowby uses data time "
+                        "to assign entries to windows. Maybe it is not the behavior you want. To choose elements "
+                        f"according to their data time, you may use {'max' if e.kind == 'latest' else 'min'} reducer."
+                    )
+                elif e.kind in ("latest", "earliest") and not n.is_append_only(table._node):
                     warn_user(
                         f"the {e.kind} reducer requires an append-only input, and this one's rows may be "
                         "updated or deleted: to choose a row by value, use pw.reducers.argmax/argmin instead"
                     )
                 args_bound = tuple(table._bind(a) for a in e.args)
+                if self._row_ids is not None:
+                    args_bound = _with_row_ids(e.kind, args_bound, self._row_ids)
                 params = e.params
                 if self._sort_by is not None and e.kind in _ORDERED_BY_SORT_BY:
                     args_bound, params = (*args_bound, self._sort_by), (*params, "sort_by")
@@ -1404,15 +1537,17 @@ class GroupedTable:
         reduce_node: n.Node = n.Reduce(
             {**key_types, **agg_types}, table._node, tuple(self._keys), tuple(aggregates), self._skip_errors
         )
+        id_type = dt.pointer_to(*key_types.values())
         if self._id_key is not None:
             new_id = (ColumnRef(n.InputRef(0), self._id_key),)
             reduce_node = n.Reindex(dict(reduce_node.columns), reduce_node, new_id, use_pointer=True)
+            id_type = key_types[self._id_key].with_optional(False)
         if not any(isinstance(x, IxRef) for _, e in lifted for x in walk(e)):
             select = n.Select(_types(lifted, [reduce_node.columns]), reduce_node, tuple(lifted))
-            return Table(select, table._label)
+            return Table(select, table._label, universe=self._universe, id_type=id_type)
         # lookups by pointers computed per group (t.ix(pw.reducers.argmax(...)).name): a
         # select over the groups' table, where a placeholder target is the grouped table
-        groups = Table(reduce_node, table._label)
+        groups = Table(reduce_node, table._label, universe=self._universe, id_type=id_type)
 
         def on_groups(e: Expr) -> Expr | None:
             if isinstance(e, ColumnRef) and isinstance(e.table, n.InputRef):
@@ -1422,6 +1557,27 @@ class GroupedTable:
             return None
 
         return groups.select(**{name: transform(e, on_groups) for name, e in lifted})
+
+
+def _with_row_ids(kind: str, args: tuple[Expr, ...], row_ids: str) -> tuple[Expr, ...]:
+    """A reducer's arguments reading the rows' own ids from ``row_ids``."""
+    own = ColumnRef(n.InputRef(0), row_ids)
+    args = tuple(transform(a, lambda x: own if isinstance(x, ColumnRef) and x.name == "id" else None) for a in args)
+    return (*args, own) if kind in ("argmin", "argmax") and len(args) == 1 else args
+
+
+def _concat_id_type(tables: tuple[Table, ...], reindex: bool) -> DType:
+    """The ids' type of a concatenation: new ids of any origin, or what all tables' have."""
+    if reindex:
+        return dt.POINTER
+    kinds = [t._id_type for t in tables]
+    try:
+        return functools.reduce(dt.unify, kinds)
+    except PlanTypeError:  # Pathway's words
+        raise PlanTypeError(
+            f"Incompatible types for a concat operation.\nThe types are: ({', '.join(map(dt.engine_name, kinds))}). "
+            "You might try casting the id type to pw.Pointer to circumvent this, but this is most probably an error."
+        ) from None
 
 
 def _flattened_item(kind: DType) -> DType:
@@ -1434,7 +1590,7 @@ def _flattened_item(kind: DType) -> DType:
         return kind
     if kind.name in ("tuple", "Any"):
         return dt.ANY
-    raise PlanTypeError(f"Cannot flatten column of type {dtype_text(kind)}. Flatten takes lists, tuples, strings, JSON and numpy arrays.")
+    raise PlanTypeError(f"Cannot flatten column of type {dt.engine_name(kind)}. Flatten takes lists, tuples, strings, JSON and numpy arrays.")
 
 
 # reducers whose values come in the order of groupby's sort_by (an extra last argument,
@@ -1496,6 +1652,7 @@ class JoinResult(_Promises):
             keep_left,
         )
         self._universe = _join_universe(left_table, right_table, how, id_side)
+        self._id_type = {"left": left_table._id_type, "right": right_table._id_type}.get(id_side, dt.POINTER)
 
     @property
     def _join_mode(self) -> JoinMode:
@@ -1506,7 +1663,7 @@ class JoinResult(_Promises):
         exprs = _named_exprs(args, kwargs, [self._left, self._right], self._this_columns())
         bound = [(name, self._bind_pair(e)) for name, e in exprs]
         node = n.Select(_types(bound, [self._node.columns]), self._node, tuple(bound))
-        return Table(node, self._left._label, universe=self._universe)
+        return Table(node, self._left._label, universe=self._universe, id_type=self._id_type)
 
     def groupby(self, *args: Any, instance: Any = None, **kwargs: Any) -> GroupedTable:
         """Groups the joined pairs by the given columns (of either table); ``reduce`` follows.
@@ -1667,6 +1824,27 @@ class JoinResult(_Promises):
 _JOIN_MODES = "JoinMode.INNER, JoinMode.LEFT, JoinMode.RIGHT or JoinMode.OUTER values."
 
 
+class IntervalJoinResult(JoinResult):
+    """The pairs of an interval join (``pw.temporal.IntervalJoinResult``); ``select``
+    builds the output.
+
+    >>> import sparkway as pw
+    >>> a = pw.debug.table_from_markdown("t\\n3")
+    >>> isinstance(a.interval_join(a.copy(), a.t, pw.this.t, pw.temporal.interval(-1, 1)), pw.temporal.IntervalJoinResult)
+    True
+    """
+
+
+class WindowJoinResult(JoinResult):
+    """The pairs of a window join (``pw.temporal.WindowJoinResult``); ``select`` builds the output.
+
+    >>> import sparkway as pw
+    >>> a = pw.debug.table_from_markdown("t\\n3")
+    >>> isinstance(a.window_join(a.copy(), a.t, pw.this.t, pw.temporal.tumbling(2)), pw.temporal.WindowJoinResult)
+    True
+    """
+
+
 def _fixed_mode(mode: JoinMode, kwargs: dict[str, Any]) -> JoinMode:
     """The mode of ``join_left`` and its siblings, which take no ``how``."""
     if "how" in kwargs:
@@ -1707,11 +1885,45 @@ def _joined(
         )
     if id_from is not None and not isinstance(id_from, ColumnRef):
         raise PlanError("The id argument of a join has to be a ColumnReference.")
+    if id_from is not None and id_from.name != "id":
+        raise AssertionError(f"the id of a join's rows is one side's id (left.id or right.id), not {id_from.name!r}")
     mode = _join_mode(how)
     if isinstance(right, JoinResult):  # t1.join(t2.join(t3, ...), ...)
         right, more = right._as_table()
         aliases = {**aliases, **more}
+    elif not aliases:
+        for cond in on:
+            _check_condition(cond, left, right)
     return JoinResult(left, right, on, mode, id_from, aliases=aliases)
+
+
+def _check_condition(cond: Any, left_table: Table, right_table: Table) -> None:
+    """Pathway's form of a join condition: ``<left>.<column> == <right>.<column>``, in that order."""
+    shape = "join condition should be of form <left_table>.<column> == <right_table>.<column>"
+    if not isinstance(cond, BinOp) or cond.op != "==":
+        raise PlanError(shape)
+    if not (isinstance(cond.left, ColumnRef) and isinstance(cond.right, ColumnRef)):
+        raise PlanError(shape)
+    if left_table is right_table:  # a table joined with itself: its columns are on both sides
+        return
+
+    def side(ref: ColumnRef) -> int | None:
+        if ref.table is left or ref.table is left_table:
+            return 0
+        if ref.table is right or ref.table is right_table:
+            return 1
+        return None  # another table with the same ids, read through it
+
+    sides = (side(cond.left), side(cond.right))
+    if sides == (1, 0):
+        raise PlanError(
+            "The boolean condition is not properly ordered.\nThe left part should refer to left joinable "
+            "and the right one should refer to the right joinable, e.g. t1.join(t2, t1.bar==t2.foo)."
+        )
+    if sides[1] == 0:
+        raise PlanError("Right part of a join condition has to be a reference to a table on the right side of a join")
+    if sides[0] == 1:
+        raise PlanError("Left part of a join condition has to be a reference to a table on the left side of a join")
 
 
 def _join_universe(left: Table, right: Table, how: str, id_side: str | None) -> Universe:
@@ -1740,10 +1952,11 @@ def _condition_sides(cond: Any, sides: dict[int, int], cols: list[dict]) -> tupl
     a, b = bind(cond.left, sides, None, cols), bind(cond.right, sides, None, cols)
     a, b = (b, a) if _input_of(a) == 1 else (a, b)
     kinds = infer(_to_side(a, 0), [cols[0]]), infer(_to_side(b, 1), [cols[1]])
-    if not dt.related(*kinds):
+    if not dt.related(*kinds):  # Pathway's words
         raise PlanTypeError(
-            f"a join condition compares values of types {kinds[0]} and {kinds[1]}: "
-            "convert one side (pw.cast, .to_string()) so that both sides have one type"
+            f"Incompatible types in a join condition.\nThe types are: {dt.engine_name(kinds[0])} and "
+            f"{dt.engine_name(kinds[1])}. You might try casting the respective columns to Any type to circumvent "
+            "this, but this is most probably an error."
         )
     return a, b
 

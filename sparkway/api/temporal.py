@@ -11,7 +11,7 @@ from typing import Any, Callable
 from sparkway.core import dtypes as dt
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
-    BinOp, Call, ColumnRef, Const, Expr, IfElse, MakeTuple, dtype_text, transform, wrap,
+    BinOp, Call, ColumnRef, Const, Expr, IfElse, MakeTuple, transform, wrap,
 )
 from sparkway.core.type_rules import infer
 from sparkway.errors import PlanError, PlanTypeError
@@ -34,7 +34,12 @@ def _grouped(windowed: Any, original: Any, instance: Any) -> Any:
         names = ("_pw_instance", "_pw_window_start", "_pw_window_end")
     keys = [(name, ColumnRef(n.InputRef(0), name)) for name in names]
     aliases = {instance.name: "_pw_instance"} if isinstance(instance, ColumnRef) else {}
-    return GroupedTable(windowed, keys, aliases)
+    row_ids = _ROW_IDS if _ROW_IDS in windowed._node.columns else None
+    return GroupedTable(windowed, keys, aliases, row_ids=row_ids, windows=True)
+
+
+#: the column of a copy of a row in a window that holds the row's own id
+_ROW_IDS = "_pw_row_id"
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,7 @@ class SlidingWindow:
     hop: Any
     duration: Any
     origin: Any = None
+    ratio: int | None = None  # given as a number of hops (tumbling: 1): each time is in that many
 
     def assign(self, table: Any, time_expr: Expr, instance: Any, behavior: Any = None) -> Any:
         """Each row once per window it is in, grouped by window, through ``behavior``'s gates."""
@@ -101,7 +107,7 @@ class SlidingWindow:
     def _windowed(self, table: Any, time_expr: Expr, instance: Any) -> Any:
         time = table._bind(time_expr)
         time_type = infer(time, [table._node.columns]).with_optional(False)
-        starts = Call("window.starts", (time,), (self.hop, self.duration, self.origin))
+        starts = Call("window.starts", (time,), (self.hop, self.duration, self.origin, self.ratio))
         instance_expr = table._bind(instance) if instance is not None else Const(None)
         with_starts = table._derive(
             n.Select(
@@ -112,7 +118,7 @@ class SlidingWindow:
                 + (("_pw_instance", instance_expr), ("_pw_window_start", starts)),
             )
         )
-        flat = with_starts.flatten("_pw_window_start")
+        flat = with_starts.flatten("_pw_window_start", origin_id=_ROW_IDS)
         end = BinOp("+", ColumnRef(n.InputRef(0), "_pw_window_start"), Const(self.duration))
         columns = {**flat._node.columns, "_pw_window_end": time_type}
         exprs = tuple((c, ColumnRef(n.InputRef(0), c)) for c in flat._node.columns) + (("_pw_window_end", end),)
@@ -158,11 +164,12 @@ class IntervalsOverWindow:
             _pw_window_end=location + self.upper_bound,
             _pw_instance=_on_side(instance, table) if instance is not None else None,
             _pw_key=_on_side(time_expr, table),
+            **{_ROW_IDS: ColumnRef(table, "id")},
         )
         names = ("_pw_window_location", "_pw_window_start", "_pw_window_end", "_pw_instance")
         keys = [(name, ColumnRef(n.InputRef(0), name)) for name in names]
         aliases = {instance.name: "_pw_instance"} if isinstance(instance, ColumnRef) else {}
-        return GroupedTable(windows, keys, aliases, sort_by=ColumnRef(n.InputRef(0), "_pw_key"))
+        return GroupedTable(windows, keys, aliases, sort_by=ColumnRef(n.InputRef(0), "_pw_key"), row_ids=_ROW_IDS, windows=True)
 
     def type_parameters(self) -> dict[str, Any]:
         return {"lower_bound": self.lower_bound, "upper_bound": self.upper_bound}
@@ -326,10 +333,10 @@ def check_time_types(times: dict[str, tuple[Any, Expr]], parameters: dict[str, A
     def allowed(time_kind: DType) -> str:
         parameter_kind = dt.DURATION if time_kind in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC) else time_kind
         kinds_in_order = [time_kind] * len(times) + [time_kind if p.endswith("origin") else parameter_kind for p in parameters]
-        return f"({', '.join(dtype_text(k) for k in kinds_in_order)})"
+        return f"({', '.join(dt.engine_name(k) for k in kinds_in_order)})"
 
     wanted = " or ".join(allowed(k) for k in (dt.INT, dt.FLOAT, dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC))
-    found = ", ".join(dtype_text(k) for k in (*kinds, *given.values()))
+    found = ", ".join(dt.engine_name(k) for k in (*kinds, *given.values()))
     raise PlanTypeError(f"Arguments ({', '.join([*times, *parameters])}) have to be of types {wanted} but are of types ({found}).")
 
 
@@ -447,7 +454,7 @@ def session(*, max_gap: Any = None, predicate: Callable[[Any, Any], bool] | None
 
 def tumbling(duration: Any, origin: Any = None) -> SlidingWindow:
     """Consecutive windows of length ``duration``."""
-    return SlidingWindow(duration, duration, origin)
+    return SlidingWindow(duration, duration, origin, ratio=1)
 
 
 def sliding(hop: Any, duration: Any = None, ratio: int | None = None, origin: Any = None) -> SlidingWindow:
@@ -456,4 +463,14 @@ def sliding(hop: Any, duration: Any = None, ratio: int | None = None, origin: An
         if ratio is None:
             raise PlanError("sliding windows need duration= or ratio=")
         duration = hop * ratio
-    return SlidingWindow(hop, duration, origin)
+    return SlidingWindow(hop, duration, origin, ratio)
+
+
+def __getattr__(name: str) -> Any:
+    """``pw.temporal.IntervalJoinResult`` and ``WindowJoinResult``: join results, defined
+    with the other join results in the table module (which builds on this one)."""
+    if name in ("IntervalJoinResult", "WindowJoinResult"):
+        from sparkway.api import table
+
+        return getattr(table, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

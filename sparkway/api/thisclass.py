@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from sparkway.core.expression import ColumnRef, Expr, IxRef, PointerFrom, wrap
-from sparkway.errors import PlanError, traced
+from sparkway.errors import PlanError, UnknownColumnError, traced
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,11 @@ class TableSlice:
     def __getattr__(self, name: str) -> ColumnRef:
         if name.startswith("_"):
             raise AttributeError(name)
+        if name in _table_methods():  # Pathway's words
+            raise PlanError(
+                f"{name!r} is a method name. It is discouraged to use it as a column name. "
+                f"If you really want to use it, use [{name!r}]."
+            )
         return ColumnRef(self._columns.table, self._columns.source_of(name))
 
     def __getitem__(self, name: Any) -> Any:
@@ -132,7 +137,10 @@ class TableSlice:
                 raise PlanError("TableSlice expects 'col' or this.col argument as column reference.")
             if not getattr(owner, "is_placeholder", False):
                 raise PlanError("TableSlice method arguments should refer to table of which the slice was created.")
-        return _name(column)
+        name = _name(column)
+        if not getattr(table, "is_placeholder", False) and name not in dict(self._columns.resolve(list(table._node.columns))):
+            raise UnknownColumnError(f"Column name {name!r} not found in a {self!r}.")
+        return name
 
     def __repr__(self) -> str:
         table = self._columns.table

@@ -30,4 +30,8 @@ def promise_are_equal(table: Table, *others: Table) -> None:
 
 
 def promise_are_pairwise_disjoint(table: Table, *others: Table) -> None:
-    """No two of the tables share an id (sparkway does not use this promise)."""
+    """No two of the tables share an id (``Table.concat`` needs this promise)."""
+    tables = (table, *others)
+    for i, one in enumerate(tables):
+        for other in tables[i + 1:]:
+            one.promise_universes_are_disjoint(other)

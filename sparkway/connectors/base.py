@@ -51,6 +51,11 @@ class Source(ABC):
     connector_label: str = "Reader"
     #: whether the source only ever inserts rows (``Table.is_append_only``)
     append_only: bool = False
+    #: set by the step loop before ``open`` in a run keeping Error values: a value that
+    #: does not fit its column is then an Error value, and ``read()`` gives ``ERRORS`` and
+    #: ``LOGGED`` columns too (``core.changes.error_fields``; a change with ``_diff`` 0
+    #: only logs its messages); else such a row is skipped, with a logged error
+    keep_errors: bool = False
 
     @property
     def label(self) -> str:

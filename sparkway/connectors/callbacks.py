@@ -21,19 +21,25 @@ class CallbackSink(Sink):
         on_change: Callable[..., Any] | None,
         on_time_end: Callable[[int], Any] | None,
         on_end: Callable[[], Any] | None,
+        sort_by: list[str] | None = None,
     ) -> None:
         self.converters = {c: to_python(d) for c, d in columns.items()}
         self.on_change = on_change
         self.on_time_end = on_time_end
         self.on_end = on_end
+        self.sort_by = sort_by or []  # the order of the changes of one time: by these columns
 
     def write(self, batch: OutputBatch) -> None:
         if self.on_change is not None and batch.table.num_rows:
             values = {c: [convert(v) for v in batch.table.column(c).to_pylist()] for c, convert in self.converters.items()}
             ids = batch.ids.to_pylist() if batch.ids is not None else [None] * batch.table.num_rows
-            for i, (key, diff) in enumerate(zip(ids, batch.diffs.to_pylist())):
+            diffs = batch.diffs.to_pylist()
+            order = range(len(diffs))
+            if self.sort_by:
+                order = sorted(order, key=lambda i: tuple(values[c][i] for c in self.sort_by))
+            for i in order:
                 row = {c: column[i] for c, column in values.items()}
-                self.on_change(key=key, row=row, time=batch.time, is_addition=diff > 0)
+                self.on_change(key=ids[i], row=row, time=batch.time, is_addition=diffs[i] > 0)
         if self.on_time_end is not None:
             self.on_time_end(batch.time)
 

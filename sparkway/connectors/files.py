@@ -68,7 +68,7 @@ from sparkway.connectors.formats.jsonlines import parse_json_lines
 from sparkway.connectors.formats.plaintext import parse_plaintext
 from sparkway.connectors.formats.values import ParsedRows, decode, gc_paused
 from sparkway.core import changes
-from sparkway.core.changes import DIFF
+from sparkway.core.changes import DIFF, ID
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import BYTES, JSON, STR, DType
 from sparkway.errors import PlanError
@@ -447,38 +447,60 @@ class FileSource(Source):
             retract = segment.get("retract")
             if retract is not None:
                 for table in self._store.committed(segment["file"], retract["generation"], retract["offset"]):
-                    parts.append(_with_diff(table.select(self._chunk_schema.names), -1))
+                    parts.append(self._changes(table, -1))
             if segment["kind"] != "delete":
-                chunk = self._read_chunk(segment)
+                chunk, logged = self._read_chunk(segment)
                 self._store.put(segment["file"], segment["generation"], segment["start"], chunk)
-                parts.append(_with_diff(chunk, 1))
+                parts.append(self._changes(chunk, 1))
+                if logged is not None:
+                    parts.append(logged)
         if not parts:
-            return self.arrow_schema.empty_table()
+            return self._output_schema().empty_table()
         return pa.concat_tables(parts)
 
-    def _read_chunk(self, segment: Segment) -> pa.Table:
+    def _output_schema(self) -> pa.Schema:
+        """What ``read`` gives: the changes, and keeping Error values their columns."""
+        if not self.keep_errors:
+            return self.arrow_schema
+        return pa.schema([*self.arrow_schema, *changes.error_fields()])
+
+    def _stored_schema(self) -> pa.Schema:
+        """A chunk's rows as they are kept for a later retraction (with ERRORS, keeping
+        Error values)."""
+        if not self.keep_errors:
+            return self._chunk_schema
+        return self._chunk_schema.append(changes.error_fields()[0])
+
+    def _changes(self, chunk: pa.Table, diff: int) -> pa.Table:
+        """A chunk's rows (stored in this run or an earlier one) as changes."""
+        with_diff = chunk.append_column(DIFF, pa.array([diff] * chunk.num_rows, pa.int64()))
+        return changes.conform(with_diff, self._output_schema())
+
+    def _read_chunk(self, segment: Segment) -> tuple[pa.Table, pa.Table | None]:
+        """The chunk's rows, and the changes logging its errors (None: none)."""
         start, end, path = segment["start"], segment["end"], segment["path"]
         if end <= start:
-            return self._chunk_schema.empty_table()
+            return self._stored_schema().empty_table(), None
         try:
             data = self.files.read(path, start, end)
         except OSError as exc:
             log.warning("%s: cannot read the file (%s); its new rows are skipped", path, exc)
-            return self._chunk_schema.empty_table()
+            return self._stored_schema().empty_table(), None
         if _digest(data) != segment["chunk_digest"]:
             log.warning("%s: changed after it was listed; it will be read again", path)
         with gc_paused():
-            return self._chunk_table(segment, self._parse(segment, data))
+            parsed = self._parse(segment, data)
+            return self._chunk_table(segment, parsed), self._logged(segment, parsed)
 
     def _parse(self, segment: Segment, data: bytes) -> ParsedRows:
         path, line = segment["path"], segment["line"]
         if self.format == "csv":
             return parse_csv(
                 data, path=path, first_line=line, header=segment["header"],
-                columns=self.schema, settings=self.csv_settings,
+                columns=self.schema, settings=self.csv_settings, keep_errors=self.keep_errors,
             )
         if self.format == "json":
-            return parse_json_lines(data, path=path, first_line=line, columns=self.schema)
+            return parse_json_lines(data, path=path, first_line=line, columns=self.schema, keep_errors=self.keep_errors)
         column = next(iter(self.schema))
         if self.format == "plaintext":
             return parse_plaintext(data, path=path, first_line=line, column=column)
@@ -491,7 +513,22 @@ class FileSource(Source):
             arrays.append(pa.array(parsed.columns[name], column.dtype.arrow_type()))
         if self.with_metadata:
             arrays.append(pa.array([_metadata_text(segment)] * len(parsed), pa.string()))
-        return pa.Table.from_arrays(arrays, schema=self._chunk_schema)
+        if self.keep_errors:
+            errors = parsed.errors if parsed.errors is not None else [[]] * len(parsed)
+            arrays.append(pa.array([e or None for e in errors], pa.list_(pa.string())))
+        return pa.Table.from_arrays(arrays, schema=self._stored_schema())
+
+    def _logged(self, segment: Segment, parsed: ParsedRows) -> pa.Table | None:
+        """Changes (of ``_diff`` 0) that log the chunk's errors, one per row with errors."""
+        if not parsed.messages:
+            return None
+        ordinals = list(parsed.messages)
+        logged = pa.table({
+            ID: pa.array(record_ids(self.name or "", segment["file"], ordinals), pa.int64()),
+            DIFF: pa.array([0] * len(ordinals), pa.int64()),
+            changes.LOGGED: pa.array([parsed.messages[o] for o in ordinals], pa.list_(pa.string())),
+        })
+        return changes.conform(logged, self._output_schema())
 
     def _ids(self, segment: Segment, parsed: ParsedRows) -> list[int]:
         if self.key_columns:
@@ -578,6 +615,3 @@ def _metadata_text(segment: Segment) -> str:
 def _segment_key(segment: Segment) -> str:
     return json.dumps(segment, sort_keys=True)
 
-
-def _with_diff(table: pa.Table, diff: int) -> pa.Table:
-    return table.append_column(DIFF, pa.array([diff] * table.num_rows, pa.int64()))

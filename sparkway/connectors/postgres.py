@@ -22,6 +22,7 @@ replays it once the cause is fixed.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time as _time
 from collections.abc import Callable, Iterator
@@ -33,7 +34,6 @@ from psycopg import sql
 
 from sparkway.connectors.base import OutputBatch, Sink
 from sparkway.core.dtypes import DType
-from sparkway.core.durations import micros
 from sparkway.errors import ConnectorError, PlanTypeError
 
 log = logging.getLogger("sparkway")
@@ -53,7 +53,7 @@ _SQL_TYPES = {
     "Json": "JSONB",
     "DateTimeNaive": "TIMESTAMP",
     "DateTimeUtc": "TIMESTAMPTZ",
-    "Duration": "BIGINT",  # microseconds, as Pathway and the file sinks write durations
+    "Duration": "BIGINT",  # microseconds (cut toward zero), as Pathway writes durations there
     "Pointer": "BIGINT",  # sparkway's row ids are 64-bit integers
     "Any": "BYTEA",  # the pickled object
 }
@@ -88,13 +88,36 @@ def _converter(dtype: DType) -> Callable[[Any], Any]:
     """From the Python value Arrow gives to the value handed to psycopg."""
     base = dtype.with_optional(False)
     if base.name == "Duration":
-        convert: Callable[[Any], Any] = micros
+        convert: Callable[[Any], Any] = _micros_toward_zero
+    elif base.name in ("DateTimeNaive", "DateTimeUtc"):
+        zone = dt.timezone.utc if base.name == "DateTimeUtc" else None
+        convert = lambda v: _postgres_timestamp(v, zone)  # noqa: E731
     elif base.name in ("list", "tuple"):
         item = _converter(base.items[0])
         convert = lambda v: [item(x) for x in (v.values() if isinstance(v, dict) else v)]  # noqa: E731
     else:
         return lambda v: v  # JSON text, bytes, datetimes... psycopg adapts them as they are
     return lambda v: None if v is None else convert(v)
+
+
+def _micros_toward_zero(count: int) -> int:
+    """Nanoseconds as whole microseconds, cut toward zero (PostgreSQL keeps microseconds;
+    Pathway writes a duration's microseconds so)."""
+    return count // 1000 if count >= 0 else -(-count // 1000)
+
+
+_POSTGRES_EPOCH = 946_684_800 * 10**9  # 2000-01-01, PostgreSQL's epoch, in nanoseconds since 1970
+
+
+def _postgres_timestamp(count: int, zone: dt.timezone | None) -> dt.datetime:
+    """A date-time in nanoseconds as a datetime of microseconds, as PostgreSQL keeps it:
+    cut toward its epoch (2000-01-01), as Pathway's PostgreSQL driver cuts them.
+
+    >>> _postgres_timestamp(1_704_067_200_000_001_999, None)  # 2024-01-01 00:00:00.000001999
+    datetime.datetime(2024, 1, 1, 0, 0, 0, 1)
+    """
+    since = _micros_toward_zero(count - _POSTGRES_EPOCH)
+    return dt.datetime(2000, 1, 1, tzinfo=zone) + dt.timedelta(microseconds=since)
 
 
 def conninfo(settings: dict[str, Any]) -> str:

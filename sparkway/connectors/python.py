@@ -10,19 +10,22 @@ and a batch committed but not yet in a step is picked up by the next run.
 
 from __future__ import annotations
 
+import datetime
+import json
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from sparkway.connectors.base import Segment, Source, record_ids
-from sparkway.connectors.formats.values import RowError, json_converter, stored_default
+from sparkway.connectors.formats.values import RowError, json_converter, pathway_type_name, stored_default
 from sparkway.core import changes
 from sparkway.core.columns import Column
-from sparkway.core.dtypes import DType, from_python
-from sparkway.errors import ConnectorError, InputDataError, PersistenceError, PlanError
+from sparkway.core.dtypes import DATE_TIME_NAIVE, DATE_TIME_UTC, DType, from_python
+from sparkway.errors import ConnectorError, PersistenceError, PlanError
 from sparkway.persistence.storage import BlobStorage
 
 log = logging.getLogger("sparkway")
@@ -104,7 +107,7 @@ class PythonSource(Source):
         self.autocommit_s = None if autocommit_duration_ms is None else autocommit_duration_ms / 1000
         self.key_columns = [c for c, col in schema.items() if col.primary_key]
         self.arrow_schema = changes.arrow_schema(self.columns)
-        self._python_converters = {c: from_python(d) for c, d in self.columns.items()}
+        self._python_converters = {c: _python_converter(d) for c, d in self.columns.items()}
         self._json_converters = {c: json_converter(d) for c, d in self.columns.items()}
         self._lock = threading.Lock()
         self.open(None)
@@ -113,7 +116,7 @@ class PythonSource(Source):
 
     def open(self, storage: BlobStorage | None) -> None:
         self._storage = storage
-        self._rows: list[list[Any]] = []  # the open transaction
+        self._rows: list[_Row] = []  # the open transaction
         self._opened_at: float | None = None
         self._batches: dict[int, pa.Table | None] = {}  # committed, not advanced past; None = in storage
         self._next_batch = 0  # the first batch not advanced past
@@ -147,8 +150,25 @@ class PythonSource(Source):
     # ----------------------------------------------------------- the subject's side
 
     def add(self, fields: dict[str, Any], *, parse_json: bool) -> None:
+        """A row the subject emitted.  A value that does not fit its column is an Error
+        value keeping Error values (a row whose primary key does not fit is left out),
+        else its row is skipped; either way the error is logged, as Pathway does."""
         converters = self._json_converters if parse_json else self._python_converters
-        row = [self._value(fields, c, converters[c]) for c in self.schema]
+        values, failed, messages = [], [], []
+        for name in self.schema:
+            try:
+                values.append(self._value(fields, name, converters[name], parse_json))
+            except _ValueFailure as failure:
+                values.append(None)
+                failed.append(name)
+                messages.append(str(failure))
+        if messages and not self.keep_errors:
+            log.error("%s: parse error: %s; row skipped", self.label, messages[0])
+            return
+        in_key = [m for name, m in zip(failed, messages) if name in self.key_columns]
+        row = _Row(values, failed, messages)
+        if in_key:  # left out, only logged
+            row = _Row(values, [], [f"error in primary key, skipping the row: {in_key[0]}"], logs_only=True)
         with self._lock:
             if self._input_closed:
                 raise PlanError("the subject emitted a row after close()")
@@ -161,18 +181,26 @@ class PythonSource(Source):
             raise PlanError(f"next_str/next_bytes need a one-column schema; this one has {list(self.schema)}")
         self.add({next(iter(self.schema)): value}, parse_json=False)
 
-    def _value(self, fields: dict[str, Any], name: str, convert: Any) -> Any:
+    def _value(self, fields: dict[str, Any], name: str, convert: Any, parsed_json: bool) -> Any:
         column = self.schema[name]
         if name not in fields:
             if column.has_default:
                 return stored_default(column)
             if column.dtype.optional:
                 return None
-            raise InputDataError(f"the subject emitted a row without column {name!r}: {fields!r}")
+            raise _ValueFailure(f'no value for "{name}" field and no default specified')
         try:
             return convert(fields[name])
         except (RowError, TypeError, ValueError) as exc:
-            raise InputDataError(f"the subject emitted {name}={fields[name]!r}, which does not fit {column.dtype}: {exc}") from exc
+            kind = pathway_type_name(column.dtype)
+            if parsed_json:
+                raise _ValueFailure(
+                    f'failed to create a field "{name}" with type {kind} from json payload: {json.dumps(fields[name])}'
+                ) from exc
+            raise _ValueFailure(
+                f'cannot create a field "{name}" with type {kind} from value {fields[name]}. '
+                f"Original error: {type(exc).__name__}: {exc}"
+            ) from exc
 
     def commit(self) -> None:
         with self._lock:
@@ -198,16 +226,24 @@ class PythonSource(Source):
         self._sequence += 1
         self._rows, self._opened_at = [], None
 
-    def _table(self, number: int, rows: list[list[Any]]) -> pa.Table:
-        columns = list(zip(*rows))
-        if self.key_columns:
-            ids = [0] * len(rows)  # made from the key by the engine (Source.key_columns)
-        else:
-            ids = record_ids(self.name or "", f"batch-{number}", range(len(rows)))
+    def _table(self, number: int, rows: list["_Row"]) -> pa.Table:
+        columns = list(zip(*(row.values for row in rows)))
+        ids = record_ids(self.name or "", f"batch-{number}", range(len(rows)))
+        if self.key_columns:  # made from the key by the engine (Source.key_columns), but for a row that only logs
+            ids = [i if row.logs_only else 0 for i, row in zip(ids, rows)]
         arrays = [pa.array(ids, pa.int64())]
         arrays += [pa.array(list(values), d.arrow_type()) for values, d in zip(columns, self.columns.values())]
-        arrays.append(pa.array([1] * len(rows), pa.int64()))
-        return pa.Table.from_arrays(arrays, schema=self.arrow_schema)
+        arrays.append(pa.array([0 if row.logs_only else 1 for row in rows], pa.int64()))
+        if self.keep_errors:
+            arrays.append(pa.array([row.failed or None for row in rows], pa.list_(pa.string())))
+            arrays.append(pa.array([row.messages or None for row in rows], pa.list_(pa.string())))
+        return pa.Table.from_arrays(arrays, schema=self._output_schema())
+
+    def _output_schema(self) -> pa.Schema:
+        """What ``read`` gives: the changes, and keeping Error values their columns."""
+        if not self.keep_errors:
+            return self.arrow_schema
+        return pa.schema([*self.arrow_schema, *changes.error_fields()])
 
     def _notify(self) -> None:
         if self.wakeup is not None:
@@ -227,7 +263,7 @@ class PythonSource(Source):
 
     def read(self, segments: list[Segment]) -> pa.Table:
         parts = [self._batch(s["batch"]) for s in segments]
-        return pa.concat_tables(parts) if parts else self.arrow_schema.empty_table()
+        return pa.concat_tables(parts) if parts else self._output_schema().empty_table()
 
     def _batch(self, number: int) -> pa.Table:
         with self._lock:
@@ -236,7 +272,7 @@ class PythonSource(Source):
             return table
         if self._storage is None:
             raise PersistenceError(f"{self.label}: batch {number} is gone")
-        return self._storage.read_arrow(_batch_file(number))
+        return changes.conform(self._storage.read_arrow(_batch_file(number)), self._output_schema())
 
     def advance(self, segments: list[Segment]) -> None:
         if not segments:
@@ -292,4 +328,39 @@ class PythonSource(Source):
 
 def _batch_file(number: int) -> str:
     return f"batches/{number:012d}.arrow"
+
+
+class _ValueFailure(Exception):
+    """A value of a row that does not fit its column; the message is Pathway's."""
+
+
+@dataclass
+class _Row:
+    """A row the subject emitted: its stored values, the columns whose value is an
+    Error and the errors to log; ``logs_only``: the row is left out, its errors logged."""
+
+    values: list[Any]
+    failed: list[str]
+    messages: list[str]
+    logs_only: bool = False
+
+
+def _python_converter(dtype: DType) -> Any:
+    """``from_python``, with Pathway's checks of date-times' time zones."""
+    convert = from_python(dtype)
+    kind = dtype.with_optional(False)
+    if kind not in (DATE_TIME_NAIVE, DATE_TIME_UTC):
+        return convert
+    zoned = kind == DATE_TIME_UTC
+    this, other = ("DateTimeUtc", "DateTimeNaive") if zoned else ("DateTimeNaive", "DateTimeUtc")
+    having, wanted = ("without", "with") if zoned else ("with", "without")
+
+    def checked(value: Any) -> Any:
+        if isinstance(value, datetime.datetime) and (value.tzinfo is not None) != zoned:
+            raise ValueError(
+                f"cannot create {this} from a datetime {having} timezone information. Pass a datetime "
+                f"{wanted} timezone information or change the type to {other}"
+            )
+        return convert(value)
+    return checked
 

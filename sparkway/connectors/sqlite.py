@@ -43,8 +43,8 @@ from sparkway.connectors.formats.values import RowError, json_converter
 from sparkway.core import changes
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType, array_from_python, array_to_python
-from sparkway.core.durations import duration, micros
-from sparkway.core.text import text_of
+from sparkway.core.durations import nanos
+from sparkway.core.text import nanos_text
 from sparkway.errors import ConnectorError
 from sparkway.persistence.storage import BlobStorage
 
@@ -210,9 +210,7 @@ def _plain(value: Any, dtype: DType) -> Any:
     if name == "bytes":
         return base64.b64encode(value).decode()
     if name in ("DateTimeNaive", "DateTimeUtc"):
-        return text_of(value)
-    if name == "Duration":
-        return micros(value) * 1000
+        return _date_time_text(value, name)
     if name == "Json":
         return json.loads(value)
     if name == "Array":
@@ -232,9 +230,7 @@ def encoder(dtype: DType) -> Callable[[Any], Any]:
     if name == "bool":
         convert = int
     elif name in ("DateTimeNaive", "DateTimeUtc"):
-        convert = text_of
-    elif name == "Duration":
-        convert = lambda v: micros(v) * 1000  # noqa: E731 - nanoseconds, as Pathway
+        convert = lambda v: _date_time_text(v, name)  # noqa: E731
     elif name == "Pointer":
         convert = str
     elif name == "Json":  # compact, as Pathway writes it
@@ -251,25 +247,32 @@ def encoder(dtype: DType) -> Callable[[Any], Any]:
 _DATETIME = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d(?::\d\d)?)(?:\.(\d+))?\s*(Z|[+-]\d\d:?\d\d)?$")
 
 
-def parse_datetime(text: str) -> dt.datetime:
-    """ISO 8601 (``T``) or SQL (space) date and time, up to nanoseconds (cut to micro).
+def _date_time_text(count: int, name: str) -> str:
+    """A date-time's text, as Pathway writes it to SQLite (nine fraction digits)."""
+    return nanos_text(count) + ("+0000" if name == "DateTimeUtc" else "")
 
-    >>> parse_datetime("2026-04-23 15:05:01.123")
-    datetime.datetime(2026, 4, 23, 15, 5, 1, 123000)
+
+def parse_datetime(text: str, zoned: bool) -> int:
+    """Nanoseconds since the epoch of an ISO 8601 (``T``) or SQL (space) date and time,
+    up to nanoseconds; a text without an offset is a UTC time for a ``zoned`` column, and
+    a naive column takes the wall-clock time of a text with one.
+
+    >>> parse_datetime("1970-01-01 00:00:01.000000005", zoned=False)
+    1000000005
     """
     match = _DATETIME.match(text.strip())
     if match is None:
         raise ValueError(f"{text!r} is not a date and time")
     day, clock, fraction, offset = match.groups()
     value = dt.datetime.fromisoformat(f"{day}T{clock}")
-    if fraction:
-        value = value.replace(microsecond=int(fraction[:6].ljust(6, "0")))
-    if offset:
+    digits = (fraction or "")[:9].ljust(9, "0")
+    value = value.replace(microsecond=int(digits[:6]))
+    if offset and zoned:
         offset = "+00:00" if offset == "Z" else offset
         hours, minutes = int(offset[1:3]), int(offset[-2:])
         sign = -1 if offset[0] == "-" else 1
         value = value.replace(tzinfo=dt.timezone(sign * dt.timedelta(hours=hours, minutes=minutes)))
-    return value
+    return nanos(value) + int(digits[6:])
 
 
 def _expect(value: Any, kinds: tuple[type, ...], dtype: DType) -> Any:
@@ -290,12 +293,11 @@ def decoder(dtype: DType) -> Callable[[Any], Any]:
         convert = lambda v: float(_expect(v, (int, float), base))  # noqa: E731
     elif name == "bool":
         convert = lambda v: bool(_expect(v, (int,), base))  # noqa: E731
-    elif name == "DateTimeNaive":
-        convert = lambda v: parse_datetime(_expect(v, (str,), base)).replace(tzinfo=None)  # noqa: E731
-    elif name == "DateTimeUtc":
-        convert = lambda v: _utc(parse_datetime(_expect(v, (str,), base)))  # noqa: E731
-    elif name == "Duration":
-        convert = lambda v: duration(_expect(v, (int,), base) // 1000)  # noqa: E731
+    elif name in ("DateTimeNaive", "DateTimeUtc"):
+        zoned = name == "DateTimeUtc"
+        convert = lambda v: parse_datetime(_expect(v, (str,), base), zoned)  # noqa: E731
+    elif name == "Duration":  # nanoseconds, as Pathway writes them
+        convert = lambda v: _expect(v, (int,), base)  # noqa: E731
     elif name == "Pointer":
         convert = lambda v: int(v) if isinstance(v, str) else _expect(v, (int,), base)  # noqa: E731
     elif name == "Json":
@@ -317,12 +319,6 @@ def decoder(dtype: DType) -> Callable[[Any], Any]:
         return convert(value)
 
     return decode
-
-
-def _utc(value: dt.datetime) -> dt.datetime:
-    if value.tzinfo is None:
-        return value.replace(tzinfo=dt.timezone.utc)
-    return value.astimezone(dt.timezone.utc)
 
 
 def _array(value: dict[str, Any], element: DType) -> dict[str, Any]:

@@ -13,7 +13,7 @@ Values are written as Pathway 0.33 writes them (unless said otherwise):
 * None: CSV ``None``; JSON ``null``
 * Json (declared in ``dtypes``): its compact JSON text; JSON the value itself
 * bytes: base64 text
-* DateTimeNaive / DateTimeUtc: ``2024-01-02T03:04:05.123456000`` (nine fraction digits;
+* DateTimeNaive / DateTimeUtc: ``2024-01-02T03:04:05.123456789`` (nine fraction digits;
   ``+0000`` after a UTC time); a string in JSON
 * Duration: integer nanoseconds
 * list / tuple: compact JSON array
@@ -39,8 +39,8 @@ import pyarrow as pa
 
 from sparkway.connectors.base import OutputBatch, Sink
 from sparkway.core.dtypes import DType
-from sparkway.core.durations import micros
-from sparkway.core.text import text_of
+from sparkway.core.durations import nanos
+from sparkway.core.text import nanos_text, text_of
 
 log = logging.getLogger("sparkway")
 
@@ -49,7 +49,7 @@ _compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def _plain(value: Any) -> Any:
-    """A JSON-able form of a nested value (list items, struct fields)."""
+    """A JSON-able form of a Python value of unknown type (what an Any column holds)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None  # JSON has no NaN or infinity: null, as Pathway writes them
     if isinstance(value, bytes):
@@ -57,12 +57,30 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dt.datetime):
         return text_of(value)
     if isinstance(value, dt.timedelta):
-        return micros(value) * 1000
-    if isinstance(value, list):
+        return nanos(value)
+    if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):  # an Arrow struct holds a tuple as {"_0": .., "_1": ..}
         return [_plain(v) for v in value.values()]
     return value
+
+
+def _stored_plain(dtype: DType | None) -> Formatter:
+    """From a stored value of ``dtype`` (nested in lists and tuples too) to its JSON-able
+    form: date-times (stored as nanoseconds) as text, durations as nanoseconds."""
+    base = dtype.with_optional(False) if dtype is not None else None
+    name = base.name if base is not None else None
+    if name in ("DateTimeNaive", "DateTimeUtc"):
+        zone = "+0000" if name == "DateTimeUtc" else ""
+        return lambda v: None if v is None else nanos_text(v) + zone  # noqa: E731
+    if name == "list":
+        item = _stored_plain(base.items[0])
+        return lambda v: None if v is None else [item(x) for x in v]  # noqa: E731
+    if name == "tuple":
+        items = [_stored_plain(t) for t in base.items]
+        # an Arrow struct holds a tuple as {"_0": .., "_1": ..}
+        return lambda v: None if v is None else [f(x) for f, x in zip(items, v.values())]  # noqa: E731
+    return _plain
 
 
 class _FileSink(Sink):
@@ -79,9 +97,12 @@ class _FileSink(Sink):
         self._total_ms = 0.0
 
     def open(self) -> None:
-        folder = os.path.dirname(self.path)
-        if folder:
-            os.makedirs(folder, exist_ok=True)
+        folder = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(folder):  # as Pathway: a missing directory is not created
+            raise FileNotFoundError(
+                f"cannot create the output file {self.path}: the directory {folder} does not exist; "
+                "create it before the run"
+            )
         self._file = open(self.path, "w", encoding="utf-8", newline="")
 
     def header(self) -> str:
@@ -156,9 +177,12 @@ def _text_of_object(value: Any) -> str:
     return value if isinstance(value, str) else _compact(_plain(value))
 
 
-def _csv_text(arrow_type: pa.DataType) -> Formatter:
-    """The text of a CSV field for the values of an Arrow type (before quoting)."""
+def _csv_text(dtype: DType | None, arrow_type: pa.DataType) -> Formatter:
+    """The text of a CSV field for the stored values of a column (before quoting)."""
     t = pa.types
+    if dtype is not None and dtype.with_optional(False).name in ("DateTimeNaive", "DateTimeUtc", "Duration"):
+        plain = _stored_plain(dtype)
+        return lambda v: str(plain(v))  # noqa: E731
     if t.is_string(arrow_type) or t.is_large_string(arrow_type):
         return lambda v: v  # noqa: E731
     if t.is_boolean(arrow_type):
@@ -167,10 +191,9 @@ def _csv_text(arrow_type: pa.DataType) -> Formatter:
         return text_of
     if t.is_binary(arrow_type) or t.is_large_binary(arrow_type):
         return lambda v: base64.b64encode(v).decode()  # noqa: E731
-    if t.is_timestamp(arrow_type) or t.is_date(arrow_type) or t.is_duration(arrow_type):
-        return lambda v: str(_plain(v))  # noqa: E731
     if t.is_list(arrow_type) or t.is_large_list(arrow_type) or t.is_struct(arrow_type):
-        return lambda v: _compact(_plain(v))  # noqa: E731
+        plain = _stored_plain(dtype)
+        return lambda v: _compact(plain(v))  # noqa: E731
     return str
 
 
@@ -203,7 +226,7 @@ class CsvSink(_FileSink):
             return lambda v: _text_of_object(pickle.loads(v))
         if self._is_array(name):
             return lambda v: _compact(_array_object(v))
-        return _csv_text(table.schema.field(name).type)
+        return _csv_text(self.dtypes.get(name), table.schema.field(name).type)
 
 
 def _json_float(value: float | None) -> str:
@@ -247,13 +270,12 @@ class JsonLinesSink(_FileSink):
             return [None if v is None else _plain(pickle.loads(v)) for v in values]
         if self._is_array(name):
             return [_array_object(v) for v in values]
-        arrow_type = table.schema.field(name).type
-        if pa.types.is_primitive(arrow_type) and not (
-            pa.types.is_timestamp(arrow_type) or pa.types.is_duration(arrow_type)
-            or pa.types.is_date(arrow_type)
-        ):
-            return values  # ints, floats, bools: already JSON-able
-        return [_plain(v) for v in values]
+        dtype = self.dtypes.get(name)
+        if dtype is not None and dtype.with_optional(False).name in ("DateTimeNaive", "DateTimeUtc"):
+            return list(map(_stored_plain(dtype), values))
+        if pa.types.is_primitive(table.schema.field(name).type):
+            return values  # ints (durations: nanoseconds), floats, bools: already JSON-able
+        return list(map(_stored_plain(dtype), values))
 
 
 class NullSink(Sink):

@@ -21,6 +21,26 @@ DIFF = "_diff"  # +1 or -1 (any integer before consolidation)
 # Only in a run with terminate_on_error=False: the names of the row's columns that hold an
 # Error value (whose own values are then null); null when the row has none.
 ERRORS = "_pw_errors"
+# Only in a run with terminate_on_error=False, transient: the messages of the errors a
+# change logs (array<string>).  A source's change with ``_diff`` 0 only logs them.
+LOGGED = "_pw_logged"
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table``'s columns in ``schema``'s order, null where it has none (a batch written
+    by a run that kept Error values, or did not).
+
+    >>> conform(pa.table({"b": [1]}), pa.schema([("a", pa.string()), ("b", pa.int64())])).to_pylist()
+    [{'a': None, 'b': 1}]
+    """
+    names = set(table.column_names)
+    columns = [table.column(f.name) if f.name in names else pa.nulls(table.num_rows, f.type) for f in schema]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def error_fields() -> list[pa.Field]:
+    """The Arrow fields a source's batch has in a run keeping Error values."""
+    return [pa.field(ERRORS, pa.list_(pa.string())), pa.field(LOGGED, pa.list_(pa.string()))]
 
 
 def arrow_schema(columns: dict[str, DType]) -> pa.Schema:

@@ -12,18 +12,18 @@ import json as _json
 import numbers
 import operator
 import pickle
-import re
 import types
 import typing
-import zoneinfo
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 from pyspark.sql import types as T
 
+from sparkway.core import durations
 from sparkway.errors import PlanTypeError
 
 
@@ -142,7 +142,7 @@ def _json_value(value: Any) -> Any:
         utc = value.astimezone(_dt.timezone.utc)
         return f"{utc.strftime('%Y-%m-%dT%H:%M:%S.%f')}{nanoseconds:03d}+00:00"
     if isinstance(value, _dt.timedelta):
-        return value // _dt.timedelta(microseconds=1) * 1000 + getattr(value, "nanoseconds", 0)
+        return durations.nanos(value)
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
@@ -193,98 +193,81 @@ def wrap_py_object(object: _Wrapped, *, serializer: Any = None) -> PyObjectWrapp
 
 
 class Pointer:
-    """The type of row ids (``pw.Pointer``); values are 64-bit integers."""
+    """The type of row ids (``pw.Pointer``); values are 64-bit integers.  ``Pointer[int]``
+    is the type of ids made from int values (a primary key, a groupby, ``pointer_from``):
+    as in Pathway, pointers made from values of other types do not compare.
 
-    def __class_getitem__(cls, item: Any) -> type:
-        return cls
+    >>> dtype_of(Pointer[int, str]), dtype_of(Pointer)
+    (DType(name='Pointer', items=(DType(name='int', items=(), optional=False), DType(name='str', items=(), optional=False)), optional=False), DType(name='Pointer', items=(), optional=False))
+    """
 
-
-class _DateTime(_dt.datetime):
-    """A datetime that can also be made from ISO text, as Pathway's date-times can. Its
-    digits below the microsecond are kept in ``nanosecond`` (JSON text shows them), but
-    not in columns: sparkway's times are microseconds."""
-
-    zoned: bool  # whether it has a time zone (DateTimeUtc)
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        if "tz" in kwargs:  # pandas' name (Pathway's date-times are pandas Timestamps)
-            zone = kwargs.pop("tz")
-            kwargs["tzinfo"] = zoneinfo.ZoneInfo(zone) if isinstance(zone, str) else zone
-        nanosecond = 0
-        if len(args) == 1 and not kwargs and isinstance(args[0], str):
-            text = args[0].strip()
-            below_micro = re.search(r"\.\d{6}(\d{1,3})", text)
-            nanosecond = int(below_micro.group(1).ljust(3, "0")) if below_micro else 0
-            parsed = _dt.datetime.fromisoformat(re.sub(r"(\.\d{6})\d+", r"\1", text))
-            if (parsed.tzinfo is not None) != cls.zoned:
-                raise ValueError(
-                    "DateTimeUtc must contain timezone information. Use pw.DateTimeNaive for naive datetimes."
-                    if cls.zoned else "DateTimeNaive cannot contain timezone information. "
-                    "Use pw.DateTimeUtc for datetimes with a timezone."
-                )
-            args = (*parsed.timetuple()[:6], parsed.microsecond, parsed.tzinfo)
-        value = super().__new__(cls, *args, **kwargs)
-        if nanosecond:
-            value._nanosecond = nanosecond
-        return value
-
-    @property
-    def nanosecond(self) -> int:
-        return vars(self).get("_nanosecond", 0)
-
-    def __reduce_ex__(self, protocol: Any) -> tuple:
-        rebuild, state = super().__reduce_ex__(protocol)[:2]
-        return (_with_nanosecond, (rebuild, state, self.nanosecond))
+    def __class_getitem__(cls, item: Any) -> Any:
+        return types.GenericAlias(cls, item if isinstance(item, tuple) else (item,))
 
 
-def _with_nanosecond(rebuild: Any, state: tuple, nanosecond: int) -> _DateTime:
-    value = rebuild(*state)
-    if nanosecond:
-        value._nanosecond = nanosecond
-    return value
-
-
-class DateTimeNaive(_DateTime):
-    """A timestamp without a time zone (``pw.DateTimeNaive``).
+class DateTimeNaive(pd.Timestamp):
+    """A date-time without a time zone (``pw.DateTimeNaive``): a pandas ``Timestamp``,
+    with nanoseconds; made like one (from ISO text too).
 
     >>> when = DateTimeNaive("2025-03-14T10:13:00.123456789")
     >>> when, when.nanosecond
-    (DateTimeNaive(2025, 3, 14, 10, 13, 0, 123456), 789)
+    (Timestamp('2025-03-14 10:13:00.123456789'), 789)
     """
 
-    zoned = False
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        value = super().__new__(cls, *args, **kwargs)
+        if value.tz is not None:
+            raise ValueError("DateTimeNaive cannot contain timezone information. "
+                             "Use pw.DateTimeUtc for datetimes with a timezone.")
+        return value
 
 
-class DateTimeUtc(_DateTime):
-    """A timestamp in UTC (``pw.DateTimeUtc``); its zone is given as ``tzinfo`` or ``tz``.
+class DateTimeUtc(pd.Timestamp):
+    """A date-time in UTC (``pw.DateTimeUtc``): a pandas ``Timestamp`` with a time zone,
+    given as ``tz`` or ``tzinfo`` (or in ISO text).
 
     >>> DateTimeUtc(2025, 1, 17, tz="UTC").isoformat()
     '2025-01-17T00:00:00+00:00'
     """
 
-    zoned = True
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        value = super().__new__(cls, *args, **kwargs)
+        if value.tz is None:
+            raise ValueError("DateTimeUtc must contain timezone information. "
+                             "Use pw.DateTimeNaive for naive datetimes.")
+        return value
 
 
-class Duration(_dt.timedelta):
-    """A time span (``pw.Duration``)."""
+class Duration(pd.Timedelta):
+    """A time span (``pw.Duration``): a pandas ``Timedelta``, with nanoseconds.
+
+    >>> Duration(minutes=2, nanoseconds=5)
+    Timedelta('0 days 00:02:00.000000005')
+    """
 
 
 @dataclass(frozen=True, repr=False)
 class DType:
     """One column type: a name, optionally wrapping item types; an ``Array`` (numpy
-    arrays) wraps its element type and knows its number of dimensions, when fixed."""
+    arrays) wraps its element type and knows its number of dimensions, when fixed; a
+    ``Callable`` (a method column of a row transformer) wraps its result type and says
+    which method its values call (``method``, see ``method_type``)."""
 
     name: str
     items: tuple["DType", ...] = ()
     optional: bool = False
     n_dim: int | None = None
+    method: "MethodTarget | None" = None
 
     def __repr__(self) -> str:
         dims = f", n_dim={self.n_dim}" if self.n_dim is not None else ""
-        return f"DType(name={self.name!r}, items={self.items!r}, optional={self.optional!r}{dims})"
+        method = f", method={self.method!r}" if self.method is not None else ""
+        return f"DType(name={self.name!r}, items={self.items!r}, optional={self.optional!r}{dims}{method})"
 
     def __str__(self) -> str:
-        if self.name == "Array":
+        if self.name == "Callable":
+            text = f"Callable(..., {self.items[0]})"
+        elif self.name == "Array":
             dims = [] if self.n_dim is None else [str(self.n_dim)]
             element = [] if self.items[0] == ANY else [str(self.items[0])]
             text = f"Array({', '.join(dims + element)})" if dims or element else "Array"
@@ -296,11 +279,16 @@ class DType:
     def with_optional(self, optional: bool = True) -> "DType":
         if self.is_future:  # a future of an optional value
             return DType(self.name, (self.items[0].with_optional(optional),))
-        return DType(self.name, self.items, optional, self.n_dim)
+        return replace(self, optional=optional)
 
     @property
     def is_array(self) -> bool:
         return self.name == "Array"
+
+    @property
+    def is_pointer(self) -> bool:
+        """A row id: of any origin (``POINTER``), or made from values of ``items``' types."""
+        return self.name == "Pointer"
 
     @property
     def is_future(self) -> bool:
@@ -399,6 +387,101 @@ def python_name(dtype: DType) -> str:
     return str(python_type(dtype))
 
 
+# Pathway's engine names of the types (its schemas and expressions print them)
+_ENGINE_NAMES = {
+    "int": "INT", "float": "FLOAT", "str": "STR", "bool": "BOOL", "bytes": "BYTES", "Json": "Json",
+    "Pointer": "ANY_POINTER", "DateTimeNaive": "DATE_TIME_NAIVE", "DateTimeUtc": "DATE_TIME_UTC",
+    "Duration": "DURATION", "Any": "ANY",
+}
+# the classes Pathway's annotations name (its schemas' reprs print them)
+_PATHWAY_CLASSES = {
+    "Json": "pathway.internals.json.Json",
+    "DateTimeNaive": "pathway.internals.datetime_types.DateTimeNaive",
+    "DateTimeUtc": "pathway.internals.datetime_types.DateTimeUtc",
+    "Duration": "pathway.internals.datetime_types.Duration",
+    "Pointer": "pathway.engine.Pointer",
+}
+
+
+def engine_name(dtype: "DType") -> str:
+    """A type as Pathway names it in schemas and expressions.
+
+    >>> engine_name(INT.with_optional()), engine_name(DType("tuple", (INT, JSON))), engine_name(POINTER)
+    ('Optional(INT)', 'Tuple(INT, Json)', 'ANY_POINTER')
+    """
+    if dtype == NONE:
+        return "NONE"
+    base = dtype.with_optional(False)
+    if base.name == "list":
+        text = f"List({engine_name(base.items[0])})"
+    elif base.name in ("tuple", "Future"):
+        text = f"{base.name.capitalize()}({', '.join(engine_name(t) for t in base.items)})"
+    elif base.is_array:
+        parts = [str(base.n_dim)] * (base.n_dim is not None) + [engine_name(base.items[0])] * (base.items[0] != ANY)
+        text = f"Array({', '.join(parts)})" if parts else "Array"
+    elif base.name == "PyObjectWrapper":
+        text = "PyObjectWrapper(<class 'object'>)"
+    elif base.is_pointer and base.items:
+        text = f"Pointer({', '.join(engine_name(t) for t in base.items)})"
+    else:
+        text = _ENGINE_NAMES[base.name]
+    return f"Optional({text})" if dtype.optional and base != ANY else text
+
+
+def python_source(dtype: "DType") -> str:
+    """The annotation of a type as Python source, under ``import typing``, ``import numpy
+    as np`` and ``import sparkway as pw``.
+
+    >>> python_source(DType("tuple", (INT, JSON.with_optional()))), python_source(ANY)
+    ('tuple[int, pw.Json | None]', 'typing.Any')
+    """
+    base = dtype.with_optional(False)
+    if base.name == "Any":
+        return "typing.Optional[typing.Any]" if dtype.optional else "typing.Any"
+    if base.name in ("list", "tuple"):
+        text = f"{base.name}[{', '.join(python_source(t) for t in base.items)}]"
+    elif base.is_array:
+        element = base.items[0].name if base.items[0].name in ("int", "float") else "typing.Any"
+        shape = "typing.Any" if base.n_dim is None else "None" if base.n_dim == 0 else f"tuple[{', '.join(['int'] * base.n_dim)}]"
+        text = f"np.ndarray[{shape}, np.dtype[{element}]]"
+    elif base.is_pointer and base.items:
+        text = f"pw.Pointer[{', '.join(python_source(t) for t in base.items)}]"
+    elif base.name in ("int", "float", "str", "bool", "bytes"):
+        text = base.name
+    else:
+        text = f"pw.{base.name}"
+    return f"{text} | None" if dtype.optional else text
+
+
+def pathway_annotation(dtype: "DType", nested: bool = False) -> str:
+    """The Python annotation of a type as Pathway's schema reprs print it (a bare class as
+    ``<class 'int'>``, inside a generic or a union by its name).
+
+    >>> pathway_annotation(INT), pathway_annotation(JSON.with_optional()), pathway_annotation(DType("list", (INT,)))
+    ("<class 'int'>", 'pathway.internals.json.Json | None', 'list[int]')
+    """
+    base = dtype.with_optional(False)
+    if base.name == "Any":
+        return "typing.Any"
+    if base.name == "list":
+        text = f"list[{pathway_annotation(base.items[0], True)}]"
+    elif base.name == "tuple":
+        text = f"tuple[{', '.join(pathway_annotation(t, True) for t in base.items)}]"
+    elif base.is_array:
+        element = base.items[0].name if base.items[0].name in ("int", "float") else "typing.Any"
+        text = f"numpy.ndarray[tuple[int, ...], numpy.dtype[{element}]]"
+    elif base.is_future:
+        return pathway_annotation(base.items[0], nested)
+    elif base.name == "PyObjectWrapper":
+        text = "pathway.engine.PyObjectWrapper[object]"
+    elif base.is_pointer and base.items:
+        text = f"pathway.engine.Pointer[{', '.join(pathway_annotation(t, True) for t in base.items)}]"
+    else:
+        name = _PATHWAY_CLASSES.get(base.name, base.name)
+        text = name if nested or dtype.optional else f"<class '{name}'>"
+    return f"{text} | None" if dtype.optional else text
+
+
 INT = DType("int")
 FLOAT = DType("float")
 STR = DType("str")
@@ -406,11 +489,37 @@ BOOL = DType("bool")
 BYTES = DType("bytes")
 JSON = DType("Json")
 POINTER = DType("Pointer")
+
+
+def pointer_to(*keys: "DType") -> "DType":
+    """The type of ids made from values of the ``keys`` types (``Pointer[int, str]``)."""
+    return DType("Pointer", tuple(keys))
 DATE_TIME_NAIVE = DType("DateTimeNaive")
 DATE_TIME_UTC = DType("DateTimeUtc")
 DURATION = DType("Duration")
 ANY = DType("Any")
 PY_OBJECT = DType("PyObjectWrapper")
+
+
+@dataclass(frozen=True)
+class MethodTarget:
+    """The method a method column's values call: ``method`` of the rows of class
+    ``class_arg`` in the row transformer application numbered ``application`` (the
+    values are those rows' ids)."""
+
+    application: int
+    class_arg: str
+    method: str
+
+
+def method_type(result: DType, target: MethodTarget) -> DType:
+    """The type of a method column (Pathway's ``Callable(..., result)``) whose values call
+    ``target``.
+
+    >>> str(method_type(INT, MethodTarget(0, "table", "c")))
+    'Callable(..., int)'
+    """
+    return DType("Callable", (result,), method=target)
 
 
 def Optional(wrapped: Any) -> DType:  # noqa: N802 - Pathway's name
@@ -494,11 +603,14 @@ _SPARK_SIMPLE: dict[str, T.DataType] = {
     "bytes": T.BinaryType(),
     "Json": T.StringType(),  # JSON text; parsed where it is read
     "Pointer": T.LongType(),
-    "DateTimeNaive": T.TimestampNTZType(),
-    "DateTimeUtc": T.TimestampType(),
-    "Duration": T.DayTimeIntervalType(),
+    # nanoseconds since the epoch (naive: a wall-clock reading; UTC: an instant), and
+    # nanoseconds of a duration, as Pathway keeps them (Spark's own types hold microseconds)
+    "DateTimeNaive": T.LongType(),
+    "DateTimeUtc": T.LongType(),
+    "Duration": T.LongType(),
     "Any": T.BinaryType(),  # pickled Python object
     "PyObjectWrapper": T.BinaryType(),  # a pickled PyObjectWrapper
+    "Callable": T.LongType(),  # a method column: the id of the row whose method it calls
 }
 
 _ARROW_SIMPLE: dict[str, pa.DataType] = {
@@ -509,11 +621,12 @@ _ARROW_SIMPLE: dict[str, pa.DataType] = {
     "bytes": pa.binary(),
     "Json": pa.string(),
     "Pointer": pa.int64(),
-    "DateTimeNaive": pa.timestamp("us"),
-    "DateTimeUtc": pa.timestamp("us", tz="UTC"),
-    "Duration": pa.duration("us"),
+    "DateTimeNaive": pa.int64(),
+    "DateTimeUtc": pa.int64(),
+    "Duration": pa.int64(),
     "Any": pa.binary(),
     "PyObjectWrapper": pa.binary(),
+    "Callable": pa.int64(),
 }
 
 _FROM_PYTHON: dict[Any, DType] = {
@@ -562,8 +675,10 @@ def dtype_of(annotation: Any) -> DType:
         return DType("list", (ANY,))
     if annotation in _FROM_PYTHON:
         return _FROM_PYTHON[annotation]
-    if typing.get_origin(annotation) is Pointer or annotation is Pointer:
+    if annotation is Pointer:
         return POINTER
+    if origin is Pointer:
+        return pointer_to(*(dtype_of(a) for a in args))
     if annotation is PyObjectWrapper or origin is PyObjectWrapper:
         return PY_OBJECT
     if annotation is np.ndarray or origin is np.ndarray:
@@ -589,6 +704,10 @@ def python_type(dtype: DType) -> Any:
         annotation = tuple[tuple(python_type(item) for item in base.items)]
     elif base.name == "Future":  # a value a fully async UDF computes: its value's annotation
         annotation = python_type(base.items[0])
+    elif base.is_pointer and base.items:
+        annotation = Pointer[tuple(python_type(item) for item in base.items)]
+    elif base.name == "Callable":
+        annotation = typing.Callable[..., python_type(base.items[0])]
     else:
         annotation = _TO_PYTHON[base]
     if not dtype.optional:
@@ -627,6 +746,8 @@ def unify(a: DType, b: DType) -> DType:
     base_a, base_b = a.with_optional(False), b.with_optional(False)
     if base_a == base_b:
         return base_a.with_optional(optional)
+    if base_a.is_pointer and base_b.is_pointer:
+        return _unify_pointers(base_a, base_b).with_optional(optional)
     if base_a.is_array and base_b.is_array:  # what both have in common: dimensions, element type
         n_dim = base_a.n_dim if base_a.n_dim == base_b.n_dim else None
         element = base_a.items[0] if base_a.items == base_b.items else ANY
@@ -637,7 +758,21 @@ def unify(a: DType, b: DType) -> DType:
         return base_b.with_optional(True)
     if base_b == ANY.with_optional(False) and b.optional:
         return base_a.with_optional(True)
+    if base_a.name == base_b.name == "Callable":
+        raise PlanTypeError(
+            "method columns of different transformers or methods cannot be combined in one column "
+            "(if_else, coalesce, concat): a method column calls one method of one application of a transformer"
+        )
     raise PlanTypeError(f"incompatible column types {a} and {b}")
+
+
+def _unify_pointers(a: DType, b: DType) -> DType:
+    """Ids of any origin take any ids; typed ids need the same key types (Any takes any)."""
+    if not a.items or not b.items:
+        return POINTER
+    if len(a.items) != len(b.items) or any(x != y and ANY not in (x, y) for x, y in zip(a.items, b.items)):
+        raise PlanTypeError(f"incompatible column types {engine_name(a)} and {engine_name(b)}")
+    return DType("Pointer", tuple(x if x == y else ANY for x, y in zip(a.items, b.items)))
 
 
 def related(a: DType, b: DType) -> bool:
@@ -652,6 +787,11 @@ def related(a: DType, b: DType) -> bool:
     base_a, base_b = a.with_optional(False), b.with_optional(False)
     if base_a.is_array and base_b.is_array:
         return arrays_equivalent(base_a, base_b)
+    if base_a.is_pointer and base_b.is_pointer:
+        try:
+            return _unify_pointers(base_a, base_b) is not None
+        except PlanTypeError:
+            return False
     if base_a.items and base_a.name == base_b.name and len(base_a.items) == len(base_b.items):
         return all(related(x, y) for x, y in zip(base_a.items, base_b.items))  # tuples item by item
     return base_a == base_b or ANY in (base_a, base_b) or {base_a, base_b} == {INT, FLOAT}
@@ -722,7 +862,16 @@ def to_python(kind: DType) -> Callable[[Any], Any]:
     if base.name == "list":
         item = to_python(base.items[0])
         return lambda v: None if v is None else tuple(item(x) for x in v)
+    if base.name in _TIME_OF_NANOS:
+        of_nanos = _TIME_OF_NANOS[base.name]
+        return lambda v: None if v is None else of_nanos(v)
     return lambda v: v
+
+
+# the Python value of a date-time or duration stored as nanoseconds, as Pathway gives it
+_TIME_OF_NANOS: dict[str, Callable[[int], Any]] = {
+    "DateTimeNaive": durations.naive_of, "DateTimeUtc": durations.utc_of, "Duration": durations.timedelta_of,
+}
 
 
 _EXACT_PYTHON = {STR: (str, "String"), INT: (numbers.Integral, "Int")}
@@ -752,7 +901,29 @@ def from_python(kind: DType) -> Callable[[Any], Any]:
     if base in _EXACT_PYTHON:  # as Pathway, no silent conversion of another type
         python_type, name = _EXACT_PYTHON[base]
         return functools.partial(_exactly, python_type, name)
+    if base.name in _TIME_OF_NANOS:
+        return functools.partial(_time_nanos, base.name)
     return lambda v: v
+
+
+def _time_nanos(name: str, value: Any) -> int | None:
+    """The nanoseconds stored for a date-time or duration a user's code gave, refusing
+    values of another kind as Pathway does (a naive date-time for a UTC column...)."""
+    if value is None:
+        return None
+    if name == "Duration":
+        if not isinstance(value, _dt.timedelta):
+            raise TypeError(f"cannot create an object of type Duration from value {value}")
+        return durations.nanos(value)
+    if not isinstance(value, _dt.datetime):
+        raise ValueError(f"cannot convert {type(value).__name__} to {name}: give a datetime or a pd.Timestamp")
+    if name == "DateTimeUtc" and value.tzinfo is None:
+        raise ValueError("cannot create DateTimeUtc from a datetime without timezone information. Pass a "
+                         "datetime with timezone information or change the type to DateTimeNaive")
+    if name == "DateTimeNaive" and value.tzinfo is not None:
+        raise ValueError("cannot create DateTimeNaive from a datetime with timezone information. Pass a "
+                         "datetime without timezone information or change the type to DateTimeUtc")
+    return durations.nanos(value)
 
 
 def _exactly(python_type: type, name: str, value: Any) -> Any:

@@ -6,12 +6,15 @@ Spark column, and ``sparkway.core.type_rules`` gives each node its type.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from sparkway.core import durations
-from sparkway.core.dtypes import DType
+from sparkway.core.dtypes import DType, engine_name
+from sparkway.core.portable import portable
 from sparkway.errors import PlanTypeError, warn_user
 
 
@@ -77,7 +80,11 @@ class Expr:
         )
 
     def __iter__(self) -> Any:  # without it, ``*expr`` would call __getitem__ forever
-        raise PlanTypeError(f"{self!r} is one column expression: it cannot be unpacked or iterated")
+        raise PlanTypeError(
+            f"{self!r} is not iterable: it is one column expression, which describes how each "
+            "row's value is computed. To run Python on the values, use pw.apply(f, expression) "
+            "or a @pw.udf; for an element of a tuple or Json column, use expression[i]."
+        )
 
     def __getitem__(self, key: Any) -> "Expr":
         """JSON field or list element access: ``pw.this.data["key"]``, ``pw.this.t[0]``."""
@@ -151,6 +158,11 @@ class ColumnRef(Expr):
     def __hash__(self) -> int:
         """Columns are dictionary keys, as in ``asof_join(..., defaults={t.a: 0})``."""
         return hash((id(self.table), self.name))
+
+    def __call__(self, *args: Any) -> "MethodCall":
+        """A call of a method column (a row transformer's ``@pw.method``) with these
+        arguments, row by row: ``table.method(10)``."""
+        return MethodCall(self, tuple(wrap(a) for a in args))
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -235,13 +247,21 @@ class Apply(Expr):
 
     ``batched``: ``fn`` takes many rows at once, one list of values per argument, and
     returns the list of their results, in which a ``RowFailure`` fails its row only
-    (async functions awaited concurrently, batch UDFs)."""
+    (async functions awaited concurrently, batch UDFs).  ``deterministic=False`` (user
+    functions, unless they say otherwise): a row's result is stored until the row is
+    deleted, so that its retraction replays the value inserted."""
 
     fn: Callable[..., Any]
     args: tuple[Expr, ...]
     dtype: DType | None
     propagate_none: bool = False
     batched: bool = False
+    deterministic: bool = True
+
+    def __post_init__(self) -> None:
+        # shipped to Spark's workers as one object per process for the run (its caches
+        # and state last across steps), with the locks it holds rebuilt there
+        object.__setattr__(self, "fn", portable(self.fn))
 
 
 @dataclass(frozen=True)
@@ -267,6 +287,7 @@ class PointerFrom(Expr):
 
     args: tuple[Expr, ...]
     optional: bool = False
+    table: Any = field(default=None, compare=False)  # whose method made it: named when printed
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -280,6 +301,15 @@ class IxRef(Expr):
     pointer: Expr
     name: str
     optional: bool = False
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class MethodCall(Expr):
+    """A call of the method a method column's value names (``table.method(arg)``); the
+    API layer computes it, as a row transformer, for the operation that uses it."""
+
+    method: Expr
+    args: tuple[Expr, ...]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -302,6 +332,8 @@ def wrap(value: Any) -> Expr:
         return value
     if isinstance(value, tuple):
         return MakeTuple(tuple(wrap(v) for v in value))
+    if isinstance(value, enum.Enum) and isinstance(value, (int, str)):  # IntEnum, StrEnum: their value
+        return Const(value._value_)
     return Const(value)
 
 
@@ -369,9 +401,22 @@ class DtNamespace(_Namespace):
             warn_user("Not specifying the `unit` argument of the `timestamp()` method is deprecated. "
                       "Please specify its value. Without specifying, it will default to 'ns'.", DeprecationWarning)
         return self._call("dt.timestamp", params=(unit,))
-    def strftime(self, fmt: str) -> Call: return self._call("dt.strftime", params=(fmt,))
-    def strptime(self, fmt: str, contains_timezone: bool | None = None) -> Call:
-        return self._call("dt.strptime", params=(fmt, contains_timezone))
+    def strftime(self, fmt: Any) -> Call:
+        """The date-time as text, in the format ``fmt`` (chrono's directives, as
+        Pathway's; a column of formats too)."""
+        if isinstance(fmt, str):
+            return self._call("dt.strftime", params=(fmt,))
+        return self._call("dt.strftime", fmt, params=(None,))
+
+    def strptime(self, fmt: Any, contains_timezone: bool | None = None) -> Call:
+        """The text as a date-time read in the format ``fmt`` (a column of formats too,
+        then with ``contains_timezone`` saying whether they read a zone)."""
+        if isinstance(fmt, str):
+            return self._call("dt.strptime", params=(fmt, contains_timezone))
+        if contains_timezone is None:
+            raise ValueError("strptime with a format taken from a column needs contains_timezone=True or False: "
+                             "whether the formats read a time zone (%z), which decides the result's type")
+        return self._call("dt.strptime", fmt, params=(None, contains_timezone))
     def floor(self, duration: Any) -> Call: return self._call("dt.floor", params=(durations.parse(duration),))
     def round(self, duration: Any) -> Call: return self._call("dt.round", params=(durations.parse(duration),))
     def to_utc(self, from_timezone: str) -> Call: return self._call("dt.to_utc", params=(from_timezone,))
@@ -414,8 +459,8 @@ class NumNamespace(_Namespace):
     """Numeric methods: ``pw.this.x.num.abs()``, ``.round(2)``, ``.fill_na(0)``."""
 
     def abs(self) -> UnOp: return UnOp("abs", self._expr)
-    def round(self, decimals: int = 0) -> Call: return self._call("num.round", params=(decimals,))
-    def fill_na(self, value: Any) -> Coalesce: return Coalesce((self._expr, wrap(value)))
+    def round(self, decimals: "Expr | int" = 0) -> Call: return self._call("num.round", decimals)
+    def fill_na(self, value: int | float) -> Call: return self._call("num.fill_na", params=(value,))
 
 
 def walk(expr: Expr):
@@ -432,7 +477,7 @@ def children(expr: Expr) -> tuple[Expr, ...]:
         case IfElse(c, t, o): return (c, t, o)
         case FillError(a, r): return (a, r)
         case Coalesce(args) | MakeTuple(args) | PointerFrom(args): return args
-        case Require(v, args): return (v, *args)
+        case Require(v, args) | MethodCall(v, args): return (v, *args)
         case IxRef(_, pointer, _, _): return (pointer,)
         case GetItem(a, k, d, _): return (a, k) if d is None else (a, k, d)
         case Apply(_, args, _, _) | Call(_, args, _) | ReducerExpr(_, args, _): return args
@@ -451,11 +496,12 @@ def replace_children(expr: Expr, new: tuple[Expr, ...]) -> Expr:
         case FillError(): return FillError(*new)
         case Coalesce(): return Coalesce(new)
         case MakeTuple(): return MakeTuple(new)
-        case PointerFrom(_, optional): return PointerFrom(new, optional)
+        case PointerFrom(_, optional, table): return PointerFrom(new, optional, table)
         case Require(): return Require(new[0], new[1:])
+        case MethodCall(): return MethodCall(new[0], new[1:])
         case IxRef(target, _, name, optional): return IxRef(target, new[0], name, optional)
         case GetItem(_, _, d, checked): return GetItem(new[0], new[1], new[2] if d is not None else None, checked)
-        case Apply(fn, _, t, p, batched): return Apply(fn, new, t, p, batched)
+        case Apply(): return dataclasses.replace(expr, args=new)
         case Call(name, _, params): return Call(name, new, params)
         case ReducerExpr(kind, _, params): return ReducerExpr(kind, new, params)
     return expr
@@ -538,7 +584,7 @@ class _Printer:
 
     def _cast(self, e: Cast) -> str:
         kind = "declare_type" if e.declared else "cast"
-        return f"pathway.{kind}({dtype_text(e.dtype)}, {self.text(e.arg)})"
+        return f"pathway.{kind}({engine_name(e.dtype)}, {self.text(e.arg)})"
 
     def _isnone(self, e: IsNone) -> str:
         return f"({self.text(e.arg)}).{'is_not_none' if e.negate else 'is_none'}()"
@@ -554,6 +600,8 @@ class _Printer:
     def _apply(self, e: Apply) -> str:
         fn = inspect.unwrap(e.fn)
         kind = "apply_async" if inspect.iscoroutinefunction(fn) else "apply"
+        if e.dtype is not None and e.dtype.is_future:  # the fully async executor's
+            kind = "apply_fully_async"
         return f"pathway.{kind}({getattr(fn, '__name__', repr(fn))}, {self._all(e.args)})"
 
     def _call(self, e: Call) -> str:
@@ -566,8 +614,14 @@ class _Printer:
         target = self.text(ColumnRef(e.target, "_")).removesuffix("._")
         return f"{target}.ix({self.text(e.pointer)}).{e.name}"
 
+    def _methodcall(self, e: MethodCall) -> str:
+        return f"{self.text(e.method)}({self._all(e.args)})"
+
     def _pointerfrom(self, e: PointerFrom) -> str:
-        return f"pathway.pointer_from({self._all(e.args)})"
+        if e.table is None:
+            return f"pathway.pointer_from({self._all(e.args)})"
+        owner = self.text(ColumnRef(e.table, "_")).removesuffix("._")
+        return f"{owner}.pointer_from({self._all(e.args)})"
 
     def _reducerexpr(self, e: ReducerExpr) -> str:
         if e.kind in ("argmin", "argmax"):  # Pathway's take the id as a second argument
@@ -577,15 +631,3 @@ class _Printer:
         return f"pathway.reducers.{e.kind}({', '.join([self._all(e.args), *params])})"
 
 
-_DTYPE_NAMES = {
-    "DateTimeNaive": "DATE_TIME_NAIVE", "DateTimeUtc": "DATE_TIME_UTC", "Duration": "DURATION",
-    "Pointer": "POINTER", "Json": "JSON", "Any": "ANY",
-}
-
-
-def dtype_text(dtype: DType) -> str:
-    """A type as Pathway names it in expressions: ``INT``, ``Optional(STR)``."""
-    base = _DTYPE_NAMES.get(dtype.name, dtype.name.upper())
-    if dtype.items:
-        base = f"{base}({', '.join(dtype_text(t) for t in dtype.items)})"
-    return f"Optional({base})" if dtype.optional else base

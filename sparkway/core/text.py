@@ -15,11 +15,12 @@ import json
 import re
 from typing import Any
 
+from sparkway.core import durations
 from sparkway.core.dtypes import Json
 
 _EXPONENT = re.compile(r"e\+?(-?)0*(\d)")
-# a duration's parts, largest first, in microseconds
-_DURATION_PARTS = (("d", 86_400_000_000), ("h", 3_600_000_000), ("m", 60_000_000), ("s", 1_000_000))
+# a duration's parts, largest first, in nanoseconds
+_DURATION_PARTS = (("d", 86_400 * 10**9), ("h", 3_600 * 10**9), ("m", 60 * 10**9), ("s", 10**9))
 
 
 def text_of(value: Any) -> str:
@@ -27,8 +28,7 @@ def text_of(value: Any) -> str:
     if isinstance(value, float):
         return _EXPONENT.sub(r"e\1\2", repr(value))
     if isinstance(value, dt.datetime):
-        text = value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond:06d}000"
-        return text + value.strftime("%z") if value.tzinfo is not None else text
+        return date_time_text(value)
     if isinstance(value, dt.timedelta):
         return duration_text(value)
     if isinstance(value, Json):
@@ -36,17 +36,47 @@ def text_of(value: Any) -> str:
     return str(value)
 
 
+def date_time_text(value: dt.datetime) -> str:
+    """``2024-01-02T03:04:05.123456789``: nine fraction digits (a pandas Timestamp's
+    nanoseconds too), and ``+0000`` after a UTC date-time, which is shown in UTC.
+
+    >>> date_time_text(dt.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=dt.timezone(dt.timedelta(hours=1))))
+    '2024-01-02T02:04:05.000006000+0000'
+    """
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc)
+    text = value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond:06d}{getattr(value, 'nanosecond', 0):03d}"
+    return text + "+0000" if value.tzinfo is not None else text
+
+
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def nanos_text(count: int) -> str:
+    """``date_time_text`` of the date-time ``count`` nanoseconds after 1970-01-01 (no zone).
+
+    >>> nanos_text(-1)
+    '1969-12-31T23:59:59.999999999'
+    """
+    seconds, fraction = divmod(count, 10**9)
+    return (_EPOCH + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.") + f"{fraction:09d}"
+
+
 def duration_text(value: dt.timedelta) -> str:
     """``-16m -39s``: days, hours, minutes, seconds, then nanoseconds, each with the
-    duration's sign; zero parts are left out (so zero is the empty text)."""
-    micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
-    sign = -1 if micros < 0 else 1
-    left = abs(micros)
+    duration's sign; zero parts are left out (so zero is the empty text).
+
+    >>> duration_text(dt.timedelta(minutes=-16, seconds=-39)), duration_text(durations.timedelta_of(1_000_000_005))
+    ('-16m -39s', '1s 5ns')
+    """
+    count = durations.nanos(value)
+    sign = -1 if count < 0 else 1
+    left = abs(count)
     parts = []
     for unit, size in _DURATION_PARTS:
-        count, left = divmod(left, size)
-        if count:
-            parts.append(f"{sign * count}{unit}")
+        whole, left = divmod(left, size)
+        if whole:
+            parts.append(f"{sign * whole}{unit}")
     if left:
-        parts.append(f"{sign * left * 1000}ns")
+        parts.append(f"{sign * left}ns")
     return " ".join(parts)

@@ -11,7 +11,7 @@ from sparkway.core import dtypes as dt
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
     Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, FillError, GetItem, IfElse, IsNone,
-    MakeTuple, PointerFrom, ReducerExpr, Require, UnOp, Unwrap, children,
+    MakeTuple, MethodCall, PointerFrom, ReducerExpr, Require, UnOp, Unwrap, children,
 )
 from sparkway.errors import PlanError, PlanTypeError, UnknownColumnError, warn_user
 
@@ -80,11 +80,21 @@ def infer(expr: Expr, inputs: Columns) -> DType:
             # a None argument skips the call and gives None
             return result.with_optional(True) if propagate_none and any(infer(a, inputs).optional for a in args) else result
         case Call(name, args, params):
-            return FUNCTION_TYPES[name]([infer(a, inputs) for a in args], params)
+            types = [infer(a, inputs) for a in args]
+            _check_receiver(name, types)
+            return FUNCTION_TYPES[name](types, params)
         case PointerFrom(args, optional):
-            return dt.POINTER.with_optional(optional and any(infer(a, inputs).optional for a in args))
+            keys = [infer(a, inputs) for a in args]
+            return dt.pointer_to(*(k.with_optional(False) if optional else k for k in keys)).with_optional(
+                optional and any(k.optional for k in keys)
+            )
         case ReducerExpr():
             raise PlanTypeError("reducers such as pw.reducers.sum can only be used in reduce()")
+        case MethodCall():  # the API layer computes calls in the operations that can take them
+            raise PlanError(
+                f"{expr!r}: a method column can be called in select, with_columns, filter and reduce "
+                "of a table; elsewhere (e.g. in a join), call it in a select of its table first"
+            )
     raise PlanTypeError(f"unsupported expression {expr!r}")
 
 
@@ -146,7 +156,10 @@ def _refuse_futures(expr: Expr, inputs: Columns) -> None:
 
 
 def return_type(fn: Callable[..., Any]) -> DType:
-    """The declared return type of a Python function, or Any."""
+    """The declared return type of a Python function, or Any; a class makes values of
+    its own type (``pw.apply(float, ...)`` is a float, as in Pathway)."""
+    if inspect.isclass(fn):
+        return dt.dtype_of(fn)
     try:
         hints = typing.get_type_hints(fn)
     except Exception:  # builtins and lambdas without hints
@@ -175,6 +188,12 @@ def _binop_type(op: str, a: DType, b: DType) -> DType:
     base_a, base_b = a.with_optional(False), b.with_optional(False)
     if base_a.is_array or base_b.is_array:
         return _array_binop_type(op, a, b)
+    if base_a.is_pointer and base_b.is_pointer and not dt.related(base_a, base_b):  # Pathway's words
+        raise PlanTypeError(
+            f"Incompatible types in for a binary operator.\nThe types are: {dt.engine_name(base_a)} and "
+            f"{dt.engine_name(base_b)}. You might try casting the expressions to Any type to circumvent this, "
+            "but this is most probably an error."
+        )
     if op in _COMPARISONS:
         if not dt.related(base_a, base_b) or (op not in ("==", "!=") and _has_optional_items(base_a, base_b)):
             raise _unsupported(op, a, b)
@@ -196,6 +215,8 @@ def _binop_type(op: str, a: DType, b: DType) -> DType:
         return dt.DURATION.with_optional(optional)
     if op in ("+", "-") and base_b == dt.DURATION:
         return base_a.with_optional(optional)
+    if op == "+" and base_a == dt.DURATION and base_b in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC):
+        return base_b.with_optional(optional)
     if op == "+" and base_a == dt.STR and base_b == dt.STR:
         return dt.STR.with_optional(optional)
     if op == "*" and {base_a, base_b} == {dt.STR, dt.INT}:
@@ -204,7 +225,7 @@ def _binop_type(op: str, a: DType, b: DType) -> DType:
         return dt.INT.with_optional(optional) if base_b == dt.DURATION else dt.DURATION.with_optional(optional)
     if op == "%" and base_a == dt.DURATION and base_b == dt.DURATION:
         return dt.DURATION.with_optional(optional)
-    if op == "*" and dt.DURATION in (base_a, base_b) and {base_a, base_b} <= {dt.DURATION, dt.INT}:
+    if op == "*" and {base_a, base_b} in ({dt.DURATION, dt.INT}, {dt.DURATION, dt.FLOAT}):
         return dt.DURATION.with_optional(optional)
     if base_a == dt.ANY or base_b == dt.ANY:
         return dt.ANY.with_optional(optional)
@@ -342,10 +363,48 @@ def _json_as(result: DType) -> Callable[[list[DType], tuple], DType]:
     return rule
 
 
+def strptime_zoned(fmt: str, contains_timezone: bool | None) -> bool:
+    """Whether ``dt.strptime(fmt)`` gives a DateTimeUtc: as said, or else when the format
+    reads an offset or a zone (``%z``, ``%:z``, ``%Z``).
+
+    >>> strptime_zoned("%Y-%m-%d %H:%M:%S%:z", None), strptime_zoned("%Y", None)
+    (True, False)
+    """
+    if contains_timezone is not None:
+        return contains_timezone
+    return fmt is not None and any(directive in fmt for directive in ("%z", "%:z", "%Z"))
+
+
 def _strptime(types: list[DType], params: tuple) -> DType:
-    fmt, contains_tz = params
-    tz = contains_tz if contains_tz is not None else ("%z" in fmt or "%Z" in fmt)
-    return (dt.DATE_TIME_UTC if tz else dt.DATE_TIME_NAIVE).with_optional(types[0].optional)
+    zoned = strptime_zoned(*params)
+    return (dt.DATE_TIME_UTC if zoned else dt.DATE_TIME_NAIVE).with_optional(types[0].optional)
+
+
+_DATE_TIMES = (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC)
+# the types of the column a ``.dt`` method is called on (for the others: date-times)
+_DT_RECEIVERS: dict[str, tuple[DType, ...]] = {
+    **dict.fromkeys(("dt.to_utc", "dt.add_duration_in_timezone", "dt.subtract_duration_in_timezone",
+                     "dt.subtract_date_time_in_timezone"), (dt.DATE_TIME_NAIVE,)),
+    "dt.to_naive_in_timezone": (dt.DATE_TIME_UTC,),
+    "dt.strptime": (dt.STR,),
+    **dict.fromkeys(("dt.from_timestamp", "dt.utc_from_timestamp"), (dt.INT, dt.FLOAT)),
+    "dt.to_duration": (dt.INT,),
+    **dict.fromkeys(("dt.weeks", "dt.days", "dt.hours", "dt.minutes", "dt.seconds", "dt.milliseconds",
+                     "dt.microseconds", "dt.nanoseconds"), (dt.DURATION,)),
+}
+
+
+def _check_receiver(name: str, types: list[DType]) -> None:
+    """A ``.dt`` method called on a column of a type it does not take is an AttributeError
+    when the expression is built, worded as Pathway's."""
+    if not name.startswith("dt.") or not types:
+        return
+    receiver = types[0].with_optional(False)
+    if receiver == dt.ANY or receiver in _DT_RECEIVERS.get(name, _DATE_TIMES):
+        return
+    others = ", ".join(dt.python_name(t) for t in types[1:])
+    raise AttributeError(f"Column of type {dt.python_name(types[0])} has no attribute {name} with arguments "
+                         f"of type [{others}].")
 
 
 # One entry per built-in function: how its result type follows from its arguments'.
@@ -374,6 +433,7 @@ FUNCTION_TYPES: dict[str, Callable[[list[DType], tuple], DType]] = {
     "dt.seconds": _fixed(dt.INT), "dt.milliseconds": _fixed(dt.INT), "dt.microseconds": _fixed(dt.INT),
     "dt.nanoseconds": _fixed(dt.INT),
     "num.round": _same,
+    "num.fill_na": lambda types, params: types[0].with_optional(False),
     "window.starts": lambda types, params: dt.DType("list", (types[0].with_optional(False),)),
     "processing_time": _fixed(dt.DATE_TIME_UTC),
     "to_string": lambda types, params: dt.STR,

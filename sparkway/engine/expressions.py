@@ -17,8 +17,11 @@ import functools
 import json
 import pickle
 import re
+import contextlib
+import struct
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import reduce
 from typing import Any, Callable, Iterator
 from zoneinfo import ZoneInfo
@@ -39,10 +42,11 @@ from sparkway.core.expression import (
     Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, FillError, GetItem, IfElse, IsNone,
     MakeTuple, PointerFrom, Require, RowFailure, UnOp, Unwrap, children,
 )
-from sparkway.core.type_rules import infer, tuple_position
-from sparkway.errors import PlanTypeError
+from sparkway.core.type_rules import infer, strptime_zoned, tuple_position
+from sparkway.errors import ComputationError, PlanTypeError
 from sparkway.core.text import text_of
 from sparkway.engine.failures import failures_named
+from sparkway.persistence import udf_cache
 
 
 @dataclass
@@ -121,6 +125,29 @@ class Scope:
     checks: Checks | None = None
     #: the time of the step (milliseconds since the epoch, or a debug table's ``__time__``)
     time: int = 0
+    #: where user functions keep their disk caches (``pw.udfs.DiskCache``) in this run
+    udf_cache_root: str | None = None
+    #: where user functions are not called (the rows of a deletion whose results are
+    #: stored: the deletion replays them); None: everywhere
+    not_called: Column | None = None
+    #: where Python code compiled now may run: Spark evaluates a Python UDF for every row,
+    #: even in a branch not taken, so a function under ``require`` or ``if_else`` is told
+    #: which rows to leave alone (Pathway does not call it there)
+    _python_where: list[Column] = field(default_factory=list)
+
+    @contextmanager
+    def python_only_where(self, taken: Column) -> Iterator[None]:
+        """Python functions compiled in the block are called only where ``taken`` holds."""
+        self._python_where.append(F.coalesce(taken, F.lit(False)))
+        try:
+            yield
+        finally:
+            self._python_where.pop()
+
+    def python_skips(self, skip: Column | None) -> Column | None:
+        """Where a Python function compiled now must not be called: ``skip`` (its arguments
+        are Errors), or outside the branches that hold it."""
+        return _any([skip, *(~taken for taken in self._python_where)])
 
     @staticmethod
     def of(*inputs: dict[str, DType], where: str = "", errors: bool = False, time: int = 0) -> "Scope":
@@ -179,6 +206,103 @@ def pointer_of(columns: list[Column]) -> Column:
     return F.xxhash64(*columns) if columns else F.xxhash64(F.lit(""))
 
 
+# -- the same ids in Python (a row transformer's ``self.pointer_from``) ---------------------------
+
+_P1, _P2, _P3, _P4, _P5 = (
+    0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5,
+)
+_MASK = (1 << 64) - 1
+_SEED = 42  # Spark's xxhash64 seed
+
+
+def python_pointer_of(values: tuple) -> int:
+    """The id ``pointer_of`` gives in Spark to these values (int, str, bool, float or
+    pointer; None is skipped, as Spark skips nulls), computed in Python: Spark's
+    ``xxhash64``, each value hashed with the previous hash as its seed.
+
+    >>> python_pointer_of((1, "a")) == python_pointer_of((1, "a")) != python_pointer_of(("a", 1))
+    True
+    """
+    hashed = _SEED
+    for value in values or ("",):  # as ``pointer_of`` of no columns
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            hashed = _xxh64_int(int(value), hashed)
+        elif isinstance(value, int):
+            hashed = _xxh64_long(value, hashed)
+        elif isinstance(value, float):
+            bits = struct.unpack("<q", struct.pack("<d", 0.0 if value == 0.0 else value))[0]
+            hashed = _xxh64_long(bits, hashed)
+        elif isinstance(value, str):
+            hashed = _xxh64_bytes(value.encode(), hashed)
+        else:
+            raise TypeError(f"pointer_from takes int, str, bool, float and pointer values here, not {type(value).__name__}")
+    return hashed - (1 << 64) if hashed >= 1 << 63 else hashed
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _MASK
+
+
+def _mix(h: int) -> int:
+    h ^= h >> 33
+    h = (h * _P2) & _MASK
+    h ^= h >> 29
+    h = (h * _P3) & _MASK
+    return h ^ (h >> 32)
+
+
+def _lane(h: int, lane: int) -> int:
+    return (_rotl((h + lane * _P2) & _MASK, 31) * _P1) & _MASK
+
+
+def _eight(h: int, word: int) -> int:
+    h ^= _lane(0, word)
+    return (_rotl(h, 27) * _P1 + _P4) & _MASK
+
+
+def _four(h: int, word: int) -> int:
+    h ^= (word * _P1) & _MASK
+    return (_rotl(h, 23) * _P2 + _P3) & _MASK
+
+
+def _xxh64_long(value: int, seed: int) -> int:
+    return _mix(_eight((seed + _P5 + 8) & _MASK, value & _MASK))
+
+
+def _xxh64_int(value: int, seed: int) -> int:
+    return _mix(_four((seed + _P5 + 4) & _MASK, value & 0xFFFFFFFF))
+
+
+def _xxh64_bytes(data: bytes, seed: int) -> int:
+    """XXH64 of bytes, as Spark hashes a string's UTF-8 bytes."""
+    size, offset = len(data), 0
+    if size >= 32:
+        v = [(seed + _P1 + _P2) & _MASK, (seed + _P2) & _MASK, seed & _MASK, (seed - _P1) & _MASK]
+        while offset <= size - 32:
+            for i in range(4):
+                v[i] = _lane(v[i], int.from_bytes(data[offset + 8 * i:offset + 8 * i + 8], "little"))
+            offset += 32
+        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _MASK
+        for lane in v:
+            h = ((h ^ _lane(0, lane)) * _P1 + _P4) & _MASK
+    else:
+        h = (seed + _P5) & _MASK
+    h = (h + size) & _MASK
+    while offset <= size - 8:
+        h = _eight(h, int.from_bytes(data[offset:offset + 8], "little"))
+        offset += 8
+    if offset <= size - 4:
+        h = _four(h, int.from_bytes(data[offset:offset + 4], "little"))
+        offset += 4
+    while offset < size:
+        h ^= (data[offset] * _P5) & _MASK
+        h = (_rotl(h, 11) * _P1) & _MASK
+        offset += 1
+    return _mix(h)
+
+
 def compile_expr(expr: Expr, scope: Scope) -> Column:
     """The Spark column computing ``expr`` (with ``scope.checks``, also its Error flag)."""
     compiler = _COMPILERS[type(expr)]
@@ -208,6 +332,8 @@ def _const(e: Const, scope: Scope) -> Column:
         return array_literal(e.value)
     if kind.name in ("tuple", "list") or kind == dt.ANY:
         return F.lit(e.value)
+    if kind in _TIMES:
+        return F.lit(dt.from_python(kind)(e.value)).cast("long")
     return F.lit(e.value).cast(kind.spark_type())
 
 
@@ -230,28 +356,56 @@ def _floor_div(a: Column, b: Column) -> Column:
     return F.call_function("div", a - _python_mod(a, b), b)
 
 
-def _duration_micros(d: Column) -> Column:
-    """A day-time interval as microseconds (Spark has no interval / interval)."""
-    return F.unix_micros(F.timestamp_micros(F.lit(0)) + d)
+_TIMES = (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC, dt.DURATION)
+_SECOND = 10**9  # nanoseconds
+_INT64 = Decimal(2**64)
 
 
-def _micros_duration(m: Column) -> Column:
-    return F.timestamp_micros(m) - F.timestamp_micros(F.lit(0))
+def _wrapping(op: str, a: Column, b: Column) -> Column:
+    """``a + b``, ``a - b`` or ``a * b`` of longs as Pathway computes date-times and
+    durations: 64-bit arithmetic that wraps around on overflow.  Spark's exact
+    arithmetic gives null there (``try_add``...); only then is the result computed in
+    decimals and cut to its low 64 bits."""
+    exact = {"+": F.try_add, "-": F.try_subtract, "*": F.try_multiply}[op](a, b)
+    wide = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y}[op](
+        a.cast("decimal(38,0)"), b.cast("decimal(38,0)"))
+    low_bits = F.pmod(wide + F.lit(_INT64 / 2), F.lit(_INT64)) - F.lit(_INT64 / 2)
+    return F.when(exact.isNull() & a.isNotNull() & b.isNotNull(), low_bits.cast("long")).otherwise(exact)
 
 
-def _duration_division(op: str, a: Column, b: Column, tb: DType, scope: Scope) -> Column:
-    """Duration / Duration (float), // (int) and % (Duration), with Python's floor
-    semantics, on microseconds; Duration / number and // number give a Duration."""
-    ma = _duration_micros(a)
-    if tb == dt.DURATION:
-        mb = _nonzero(_duration_micros(b), scope)
-        if op == "/":
-            return ma.cast("double") / mb.cast("double")
-        return _floor_div(ma, mb) if op == "//" else _micros_duration(_python_mod(ma, mb))
+def _time_arithmetic(op: str, a: Column, b: Column, ta: DType, tb: DType, scope: Scope) -> Column:
+    """Date-times and durations (nanoseconds in longs): ``+``/``-`` of date-times and
+    durations, a duration times a number, and its divisions, with Python's floor
+    semantics for ``//`` and ``%``; a duration divided or multiplied by a float is cut
+    toward zero to the nanosecond, as pandas computes it."""
+    if op in ("+", "-"):
+        return _wrapping(op, a, b)
+    if op == "*":
+        duration, factor, factor_type = (a, b, tb) if ta == dt.DURATION else (b, a, ta)
+        if factor_type == dt.FLOAT:
+            return (duration.cast("double") * factor).cast("long")
+        return _wrapping("*", duration, factor)
     b = _nonzero(b, scope)
-    if op == "//":
-        return _micros_duration(_floor_div(ma, b.cast("long")))
-    return _micros_duration((ma.cast("double") / b.cast("double")).cast("long"))
+    if op == "/":
+        quotient = a.cast("double") / b.cast("double")
+        return quotient if tb == dt.DURATION else quotient.cast("long")
+    if op == "%":
+        return _python_mod(a, b)
+    if tb == dt.FLOAT:  # a duration // a float
+        return F.floor(a.cast("double") / b).cast("long")
+    return _floor_div(a, b)
+
+
+def _floor_by(count: Column, unit: int) -> Column:
+    """Whole ``unit``s (a positive constant) in ``count``, rounded down, exactly."""
+    return F.call_function("div", count - F.pmod(count, F.lit(unit)), F.lit(unit))
+
+
+def _instant(count: Column) -> Column:
+    """A Spark timestamp (microseconds) of a date-time in nanoseconds, for Spark's
+    functions of dates and clocks: the session's zone is UTC, so its fields are the
+    date-time's (a naive one's wall clock, a UTC one's UTC clock)."""
+    return F.timestamp_micros(_floor_by(count, 1000))
 
 
 def _nonzero(divisor: Column, scope: Scope) -> Column:
@@ -279,7 +433,12 @@ def _int_power() -> Callable[[Column, Column], Column]:
 
 
 def _binop(e: BinOp, scope: Scope) -> Column:
-    a, b = compile_expr(e.left, scope), compile_expr(e.right, scope)
+    a = compile_expr(e.left, scope)
+    # Python functions on the right of a boolean `&` / `|` run only where the left side
+    # does not decide the result
+    needed = {"&": F.coalesce(a, F.lit(True)), "|": ~F.coalesce(a, F.lit(False))}.get(e.op)
+    with scope.python_only_where(needed) if needed is not None else contextlib.nullcontext():
+        b = compile_expr(e.right, scope)
     ta, tb = _type(e.left, scope).with_optional(False), _type(e.right, scope).with_optional(False)
     result = _type(e, scope)
     op = e.op
@@ -293,8 +452,8 @@ def _binop(e: BinOp, scope: Scope) -> Column:
         return F.concat(a, b)
     if op == "*" and dt.STR in (ta, tb):
         return F.repeat(a, b) if ta == dt.STR else F.repeat(b, a)
-    if ta == dt.DURATION and op in ("/", "//", "%"):
-        return _duration_division(op, a, b, tb, scope)
+    if op in ("+", "-", "*", "/", "//", "%") and (ta in _TIMES or tb in _TIMES):
+        return _time_arithmetic(op, a, b, ta, tb, scope)
     if op in ("/", "//", "%"):
         b = _nonzero(b, scope)
     if op == "/":
@@ -352,16 +511,18 @@ def _unop(e: UnOp, scope: Scope) -> Column:
 def _if_else(e: IfElse, scope: Scope) -> Column:
     target = _type(e, scope)
     cond = compile_expr(e.cond, scope)
+    taken = F.coalesce(cond, F.lit(False))
     if scope.checks is None:
-        then = compile_expr(e.then, scope)
-        otherwise = compile_expr(e.otherwise, scope)
+        with scope.python_only_where(taken):
+            then = compile_expr(e.then, scope)
+        with scope.python_only_where(~taken):
+            otherwise = compile_expr(e.otherwise, scope)
     else:  # only the branch taken fails, and is the result's Error
         checks = scope.checks
-        taken = F.coalesce(cond, F.lit(False))
         fine = ~_holds(checks.flag(e.cond))
-        with checks.guarded(taken & fine):
+        with checks.guarded(taken & fine), scope.python_only_where(taken & fine):
             then = compile_expr(e.then, scope)
-        with checks.guarded(~taken & fine):
+        with checks.guarded(~taken & fine), scope.python_only_where(~taken & fine):
             otherwise = compile_expr(e.otherwise, scope)
         branches = (checks.flag(e.then), checks.flag(e.otherwise))
         chosen = None if branches[0] is None and branches[1] is None else F.when(taken, _holds(branches[0])).otherwise(_holds(branches[1]))
@@ -395,7 +556,9 @@ def _require(e: Require, scope: Scope) -> Column:
     missing = F.lit(False)
     for a in e.args:
         missing = missing | compile_expr(a, scope).isNull()
-    return F.when(missing, F.lit(None)).otherwise(compile_expr(e.value, scope))
+    with scope.python_only_where(~missing):
+        value = compile_expr(e.value, scope)
+    return F.when(missing, F.lit(None)).otherwise(value)
 
 
 def _unwrap(e: Unwrap, scope: Scope) -> Column:
@@ -421,6 +584,8 @@ def _cast(e: Cast, scope: Scope) -> Column:
         return F.when(value, F.lit("True")).otherwise(F.lit("False"))
     if target == dt.STR and source == dt.FLOAT:
         return float_text(value)
+    if target == dt.BOOL and source == dt.STR:  # Python's truth of a string: not empty
+        return F.length(value) > 0
     return value.cast(e.dtype.spark_type())
 
 
@@ -565,26 +730,43 @@ def python_column(
 
     An exception it raises fails the step as a ``ComputationError`` naming the operator
     (and ``name``); keeping Error values, it makes the value an Error whose message is
-    the exception's, and ``call`` is not called where ``skip`` (an argument is an Error).
+    the exception's (but a ``ComputationError`` still fails the step).  ``call`` is not
+    called (the value is None) where ``skip`` holds (an argument is an Error) or where the
+    scope's ``not_called`` does.
     """
     where = f"{scope.where}: {name}" if name else scope.where
+    skip = scope.python_skips(_any([skip, scope.not_called]))
+    root = scope.udf_cache_root
     if scope.checks is None:
-        def named(*values: Any) -> Any:
+        if skip is None:
+            def named(*values: Any) -> Any:
+                udf_cache.set_active_root(root)
+                with failures_named(where):
+                    return call(*values)
+            return F.udf(named, spark_type, useArrow=True)(*args)
+
+        def named_unless(skipped: bool, *values: Any) -> Any:
+            if skipped:
+                return None
+            udf_cache.set_active_root(root)
             with failures_named(where):
                 return call(*values)
-        return F.udf(named, spark_type, useArrow=True)(*args)
+        return F.udf(named_unless, spark_type, useArrow=True)(F.coalesce(skip, F.lit(False)), *args)
 
     def caught(skipped: bool, *values: Any) -> tuple[Any, str | None] | None:
         if skipped:
             return None
+        udf_cache.set_active_root(root)
         try:
             return call(*values), None
+        except ComputationError:  # already a failure of the run (a row transformer's, as in Pathway)
+            raise
         except Exception as error:
             return None, f"{type(error).__name__}: {error}"
 
     ddl = spark_type if isinstance(spark_type, str) else spark_type.simpleString()
     out = F.udf(caught, f"struct<value: {ddl}, error: string>", useArrow=True)(
-        skip if skip is not None else F.lit(False), *args
+        F.coalesce(skip, F.lit(False)) if skip is not None else F.lit(False), *args
     )
     message = out.getField("error")
     scope.checks.fail(message.isNotNull(), message)
@@ -659,10 +841,13 @@ def python_batch_column(
     where = f"{scope.where}: {name}" if name else scope.where
     value_type = to_arrow_type(spark_type, timezone="UTC")  # instants: the zone only labels them
     checked = scope.checks is not None
+    skip = _any([skip, scope.not_called])
+    root = scope.udf_cache_root
 
     def run(skipped: pa.Array, *arrays: pa.Array) -> pa.Array:
         columns = [a.to_pylist() for a in arrays]
         flags = [bool(f) for f in skipped.to_pylist()]
+        udf_cache.set_active_root(root)
         with failures_named(where):
             try:
                 results = call(flags, columns)
@@ -680,7 +865,8 @@ def python_batch_column(
         messages = pa.array([None if f is None else f"{type(f).__name__}: {f}" for f in failed], pa.string())
         return pa.StructArray.from_arrays([values, messages], ["value", "error"])
 
-    flag = skip if skip is not None else F.lit(False)
+    skip = scope.python_skips(skip)
+    flag = F.coalesce(skip, F.lit(False)) if skip is not None else F.lit(False)
     if not checked:
         return F.arrow_udf(run, spark_type)(flag, *args)
     ddl = spark_type.simpleString()
@@ -711,6 +897,21 @@ def _udf1(fn: Callable[[Any], Any], spark_type: str) -> Callable[[list[Column], 
     def build(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
         return python_column(scope, lambda v: None if v is None else fn(v), spark_type, args[:1])
     return build
+
+
+def _round(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
+    """Python's ``round`` (ties to even, on the exact binary value), as Pathway rounds:
+    Spark's rounds ties of the decimal text up."""
+    spark_type = "long" if types[0].with_optional(False) == dt.INT else "double"
+    return python_column(scope, lambda x, d: None if x is None or d is None else round(x, d), spark_type, args[:2])
+
+
+def _fill_na(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
+    """None (and for floats NaN) replaced by a default of the column's own type."""
+    value, kind = args[0], types[0].with_optional(False)
+    default = F.lit(params[0]).cast("double" if kind == dt.FLOAT else "long")
+    missing = value.isNull() | F.isnan(value) if kind == dt.FLOAT else value.isNull()
+    return F.when(missing, default).otherwise(value)
 
 
 def _json_as(kind: type, spark_type: str):
@@ -776,45 +977,63 @@ def _zoned_to_utc(naive: Column, zone: str, scope: Scope) -> Column:
     decides where clocks move: a time that happens twice is the later one, a time that
     never happens is the moment the clocks jumped over it (Spark's own conversion takes
     the earlier one, and moves a missing time forward)."""
-    return python_column(scope, _wall_clock_to_utc(zone), "timestamp", [naive])
+    return python_column(scope, _wall_clock_to_utc(zone), "long", [naive])
 
 
-def _wall_clock_to_utc(zone_name: str) -> Callable[[Any], Any]:
+def _wall_clock_to_utc(zone_name: str) -> Callable[[int | None], int | None]:
+    """On nanoseconds: the zone's rules are found with Python's datetimes (microseconds);
+    offsets are whole seconds, so the nanoseconds below the microsecond carry over."""
     zone = ZoneInfo(zone_name)
+    epoch = _dt.datetime(1970, 1, 1)
 
     def offset(instant: _dt.datetime) -> _dt.timedelta | None:
         return instant.astimezone(zone).utcoffset()
 
-    def convert(naive: _dt.datetime | None) -> _dt.datetime | None:
-        if naive is None:
+    def convert(count: int | None) -> int | None:
+        if count is None:
             return None
+        whole_micros, below = divmod(count, 1000)
+        naive = epoch + _dt.timedelta(microseconds=whole_micros)
         later = naive.replace(tzinfo=zone, fold=1).astimezone(_dt.timezone.utc)
         if later.astimezone(zone).replace(tzinfo=None) == naive:
-            return later
+            return durations.nanos(later) + below
         # in a gap: the instants of the two offsets around it; the jump lies between them
         low, high = sorted([later, naive.replace(tzinfo=zone, fold=0).astimezone(_dt.timezone.utc)])
         after = offset(high)
         while high - low > _dt.timedelta(microseconds=1):
             middle = low + (high - low) / 2
             low, high = (low, middle) if offset(middle) == after else (middle, high)
-        return high
+        return durations.nanos(high)
 
     return convert
 
 
 def _utc_to_zoned(instant: Column, zone: str) -> Column:
-    """The wall-clock time in ``zone`` at a UTC instant (a naive date-time)."""
-    return F.from_utc_timestamp(instant, zone).cast("timestamp_ntz")
+    """The wall-clock time in ``zone`` at a UTC instant (a naive date-time), in Spark:
+    the instant plus the zone's offset then."""
+    micros = _floor_by(instant, 1000)
+    wall_micros = F.unix_micros(F.from_utc_timestamp(F.timestamp_micros(micros), zone))
+    return instant + (wall_micros - micros) * F.lit(1000)
+
+
+def _date_time_text(count: Column, utc: bool) -> Column:
+    """``2024-01-02T03:04:05.123456789`` (and ``+0000`` after a UTC one), as Pathway's
+    ``to_string`` writes date-times: nine fraction digits."""
+    clock = F.date_format(_instant(count), "yyyy-MM-dd'T'HH:mm:ss.")
+    fraction = F.lpad(F.pmod(count, F.lit(_SECOND)).cast("string"), 9, "0")
+    return F.concat(clock, fraction, F.lit("+0000" if utc else ""))
 
 
 def _to_string(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
     kind = types[0].with_optional(False)
     if kind == dt.STR:
         text = args[0]
-    elif kind in (dt.INT, dt.POINTER):
+    elif kind == dt.INT or kind.is_pointer:
         text = args[0].cast("string")
     elif kind == dt.BOOL:
         text = F.when(args[0], F.lit("True")).otherwise(F.lit("False"))
+    elif kind in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC):
+        text = _date_time_text(args[0], kind == dt.DATE_TIME_UTC)
     else:
         value = dt.to_python(kind)
         text = F.udf(lambda v: None if v is None else text_of(value(v)), "string", useArrow=True)(args[0])
@@ -854,29 +1073,27 @@ def _parse_message(text: Column, cast_to: str) -> Column:
 
 def _timestamp(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
     unit = params[0]
-    micros = F.unix_micros(args[0].cast("timestamp"))
     if unit is None:  # deprecated: integer nanoseconds
-        return micros * 1000
+        return args[0]
     # nanoseconds divided as a float, as Pathway computes it (946684799.9999989, not .999999)
-    return (micros * 1000).cast("double") / {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}[unit]
+    return args[0].cast("double") / F.lit(float(durations.NANOS_PER_UNIT[unit]))
 
 
-def _from_timestamp(utc: bool):
-    def build(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
-        scale = {"s": 1e6, "ms": 1e3, "us": 1, "ns": 1e-3}[params[0]]
-        ts = F.timestamp_micros((args[0] * F.lit(scale)).cast("long"))
-        return ts if utc else ts.cast("timestamp_ntz")
-    return build
+def _from_timestamp(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
+    """A number of seconds (or ms, us, ns) since the epoch as a date-time: exact for ints,
+    for floats the product in floating point cut toward zero, as Pathway computes it."""
+    per_unit = durations.NANOS_PER_UNIT[params[0]]
+    if types[0].with_optional(False) == dt.FLOAT:
+        return (args[0] * F.lit(float(per_unit))).cast("long")
+    return _wrapping("*", args[0], F.lit(per_unit).cast("long"))
 
 
 def _to_duration(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
-    """An int count of a unit (a column of unit names too) as a duration, cut toward
-    zero to the microsecond."""
+    """An int count of a unit (a column of unit names too) as a duration."""
     per_unit = F.create_map(*[F.lit(x) for pair in durations.NANOS_PER_UNIT.items() for x in pair])[args[1]]
-    micros = F.call_function("div", args[0] * per_unit, F.lit(1000))
     unknown = args[0].isNotNull() & args[1].isNotNull() & per_unit.isNull()
     message = F.concat(F.lit("to_duration: unknown unit "), args[1])
-    return scope.failing(unknown, "ValueError", message, _micros_duration(micros))
+    return scope.failing(unknown, "ValueError", message, _wrapping("*", args[0], per_unit.cast("long")))
 
 
 _CHRONO_ONLY = re.compile(r"%(%|\.?[369]?f|:z)")
@@ -886,12 +1103,12 @@ def chrono_strftime(value: _dt.datetime, fmt: str) -> str:
     """``value`` formatted as Pathway (Rust's chrono) formats: ``%f`` is nanoseconds (9
     digits), ``%3f``/``%6f``/``%9f`` that many digits, ``%.f`` and ``%.3f``... the same
     after a dot (``%.f`` as few as the value needs), ``%:z`` the offset with a colon; the
-    rest is C's strftime, as in Python.
+    rest is C's strftime, as in Python.  A pandas Timestamp's nanoseconds are shown.
 
     >>> chrono_strftime(_dt.datetime(2023, 3, 25, 2, 4, 5, 123456), "%H:%M:%S%.3f %f")
     '02:04:05.123 123456000'
     """
-    nanos = f"{value.microsecond * 1000:09d}"
+    nanos = f"{value.microsecond * 1000 + getattr(value, 'nanosecond', 0):09d}"
 
     def text(match: re.Match) -> str:
         token = match.group(1)
@@ -905,7 +1122,7 @@ def chrono_strftime(value: _dt.datetime, fmt: str) -> str:
             shown = nanos[: int(digits)]
         elif dot:
             shown = nanos[:3] if nanos[3:] == "000000" else nanos[:6] if nanos[6:] == "000" else nanos
-            shown = "" if value.microsecond == 0 else shown
+            shown = "" if nanos == "000000000" else shown
         else:
             shown = nanos
         return ("." if dot and shown else "") + shown
@@ -914,56 +1131,80 @@ def chrono_strftime(value: _dt.datetime, fmt: str) -> str:
 
 
 def _strftime(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
-    fmt = params[0]
-    # a DateTimeUtc's values come without their zone (%z, %Z must show UTC)
-    zone = _dt.timezone.utc if types[0].with_optional(False) == dt.DATE_TIME_UTC else None
-    return _udf1(lambda v: chrono_strftime(v.replace(tzinfo=zone) if zone else v, fmt), "string")(args, params, types, scope)
+    value = dt.to_python(types[0])
+    if params[0] is not None:
+        fmt = params[0]
+        return _udf1(lambda v: chrono_strftime(value(v), fmt), "string")(args, params, types, scope)
+
+    def text(v: int | None, fmt: str | None) -> str | None:  # a format per row
+        return None if v is None or fmt is None else chrono_strftime(value(v), fmt)
+
+    return python_column(scope, text, "string", args[:2])
 
 
-_NANOS = re.compile(r"(\.\d{6})\d{1,3}(?!\d)")  # a fraction of a second in 7 to 9 digits
+_BELOW_MICRO = re.compile(r"(\.\d{6})(\d+)")  # a fraction of a second in more than 6 digits
+_CHRONO_FRACTION = re.compile(r"%(\.)?[369]?f")
+
+
+def chrono_strptime(text: str, fmt: str, zoned: bool) -> int:
+    """Nanoseconds since the epoch of ``text`` read in the format ``fmt`` as Pathway (Rust's
+    chrono) reads it: ``%f`` takes up to 9 digits, ``%:z`` an offset with a colon.
+
+    >>> chrono_strptime("1970-01-01 00:00:01.000000005", "%Y-%m-%d %H:%M:%S.%f", False)
+    1000000005
+    """
+    # chrono's fraction directives (%.f: a dot and digits; %3f, %6f, %9f) as Python's %f
+    fmt = _CHRONO_FRACTION.sub(lambda m: ".%f" if m.group(1) else "%f", fmt)
+    below_micro = 0
+    if "%f" in fmt:  # Python's %f takes at most 6 digits: the next 3 are nanoseconds
+        found = _BELOW_MICRO.search(text)
+        if found is not None:
+            below_micro = int(found.group(2)[:3].ljust(3, "0"))
+            text = text[: found.start(2)] + text[found.end(2):]
+    value = _dt.datetime.strptime(text, fmt.replace("%:z", "%z"))  # Python's %z reads "+01:00" too
+    if zoned and value.tzinfo is None:
+        raise ValueError(f"{text!r} has no time zone, which {fmt!r} should read (%z)")
+    if not zoned and value.tzinfo is not None:
+        value = value.replace(tzinfo=None)
+    return durations.nanos(value) + below_micro
 
 
 def _strptime(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
     fmt, contains_tz = params
-    tz = contains_tz if contains_tz is not None else ("%z" in fmt or "%Z" in fmt)
+    zoned = strptime_zoned(fmt, contains_tz)
+    if fmt is not None:
+        return _udf1(lambda text: chrono_strptime(text, fmt, zoned), "long")(args, params, types, scope)
 
-    def parse(text: str) -> _dt.datetime:
-        if "%f" in fmt:  # Python's %f takes at most 6 digits; nanoseconds are cut to micro-
-            text = _NANOS.sub(r"\1", text)
-        value = _dt.datetime.strptime(text, fmt)
-        return value.astimezone(_dt.timezone.utc) if tz else value
+    def parse(text: str | None, fmt: str | None) -> int | None:  # a format per row
+        return None if text is None or fmt is None else chrono_strptime(text, fmt, zoned)
 
-    return _udf1(parse, "timestamp" if tz else "timestamp_ntz")(args, params, types, scope)
+    return python_column(scope, parse, "long", args[:2])
 
 
 def _rounding(half_up: bool):
     """``dt.floor`` (or, with ``half_up``, ``dt.round``: ties go up): the time as a
-    multiple of the duration since the epoch, computed on integer microseconds."""
+    multiple of the duration since the epoch, computed on integer nanoseconds."""
     def build(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
-        step = int(durations.micros_or_number(params[0]))
-        if step <= 0:  # below the microsecond: times are already multiples of it
+        step = int(durations.nanos_or_number(params[0]))
+        if step <= 1:  # every time is a multiple of a nanosecond
             return args[0]
-        value = F.unix_micros(args[0].cast("timestamp"))
-        if half_up:
-            value = value + F.lit(step // 2)
-        rounded = F.timestamp_micros(value - _python_mod(value, F.lit(step)))
-        return rounded if types[0].with_optional(False) == dt.DATE_TIME_UTC else rounded.cast("timestamp_ntz")
+        value = args[0] + F.lit(step // 2) if half_up else args[0]
+        return value - F.pmod(value, F.lit(step))
     return build
 
 
-def _duration_part(micros_per_unit: int):
+def _duration_part(nanos_per_unit: int):
     """Whole units in a duration, truncated toward zero as Pathway counts them
     (-1.5 ms is -1 millisecond); Spark's ``div`` truncates toward zero."""
     def build(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
-        return F.call_function("div", _duration_micros(args[0]), F.lit(micros_per_unit)).cast("long")
+        return F.call_function("div", args[0], F.lit(nanos_per_unit)).cast("long")
     return build
 
 
-def _second_fraction(units_per_second: int):
+def _second_fraction(nanos_per_unit: int):
     """The part of a time below the second, in milli-, micro- or nanoseconds."""
     def build(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
-        micros = _python_mod(F.unix_micros(args[0].cast("timestamp")), F.lit(1_000_000))
-        return F.call_function("div", micros * F.lit(units_per_second), F.lit(1_000_000)).cast("long")
+        return F.call_function("div", F.pmod(args[0], F.lit(_SECOND)), F.lit(nanos_per_unit)).cast("long")
     return build
 
 
@@ -1002,25 +1243,36 @@ def _window_starts(args: list[Column], params: tuple, types: list[DType], scope:
     As in Pathway, windows are aligned on ``origin`` (0 or the epoch by default), and a
     given origin also drops the windows that would start before it.
     """
-    hop, duration, given_origin = (durations.micros_or_number(p) for p in params)
+    hop, duration, given_origin = (durations.nanos_or_number(p) for p in params[:3])
+    ratio = params[3]  # a number of hops per window (a sliding window's ratio=)
     origin = given_origin if given_origin is not None else 0
     kind = types[0].with_optional(False)
-    timelike = kind in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC)
-    value = F.unix_micros(args[0].cast("timestamp")) if timelike else args[0]
-    last = F.floor((value - F.lit(origin)) / F.lit(hop))
-    ratio = round(duration / hop)
-    if abs(duration / hop - ratio) < 1e-9:  # every time is in `ratio` windows (no float rounding)
-        first = last - (ratio - 1)
+    value = args[0]
+    exact = kind != dt.FLOAT and all(isinstance(p, int) for p in (hop, duration, origin))
+    if exact or ratio is not None:  # integers (date-times: nanoseconds, beyond a double's precision)
+        floor_div = _floor_div if exact else (lambda a, b: F.floor(a / b))
+        last = floor_div(value - F.lit(origin), F.lit(hop))
+        if ratio is not None or duration % hop == 0:  # every time is in that many windows
+            first = last - ((ratio or duration // hop) - 1)
+        else:
+            first = floor_div(value - F.lit(origin) - F.lit(duration), F.lit(hop)) + 1
+        if given_origin is not None:  # no window starts before a given origin
+            first = F.greatest(first, F.lit(0))
+        # an empty sequence when the time is before the first window (sequence needs first <= last)
+        ks = F.when(first <= last, F.sequence(first, last)).otherwise(F.array().cast("array<bigint>"))
+        starts = F.transform(ks, lambda k: k * F.lit(hop) + F.lit(origin))
     else:
-        first = F.floor((value - F.lit(origin) - F.lit(duration)) / F.lit(hop)) + 1
-    if given_origin is not None:
-        first = F.greatest(first, F.lit(0))
-    # an empty sequence when the time is before the first window (sequence needs first <= last)
-    ks = F.when(first <= last, F.sequence(first, last)).otherwise(F.array().cast("array<bigint>"))
-    starts = F.transform(ks, lambda k: k * F.lit(hop) + F.lit(origin))
-    if timelike:
-        stamp = F.transform(starts, lambda s: F.timestamp_micros(s.cast("long")))
-        return stamp if kind == dt.DATE_TIME_UTC else stamp.cast("array<timestamp_ntz>")
+        # float times: candidates one hop wider on both sides, kept where start <= time <
+        # start + duration in the time's own arithmetic: a division rounds (0.3 / 0.1 is
+        # 2.9999999999999996), and the comparison is what Pathway decides on
+        last = F.floor((value - F.lit(origin)) / F.lit(hop))
+        ks = F.sequence(F.floor((value - F.lit(origin) - F.lit(duration)) / F.lit(hop)), last + 1)
+        starts = F.filter(
+            F.transform(ks, lambda k: k * F.lit(hop) + F.lit(origin)),
+            lambda s: (s <= value) & (value < s + F.lit(duration)),
+        )
+        if given_origin is not None:
+            starts = F.filter(starts, lambda s: s >= F.lit(origin))
     return starts.cast(f"array<{kind.spark_type().simpleString()}>")
 
 
@@ -1050,16 +1302,16 @@ FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], Scope], Column]
     "str.parse_int": _parse("long"),
     "str.parse_float": _parse("double"),
     "str.parse_bool": _parse("boolean"),
-    "dt.year": lambda a, p, t, w: F.year(a[0]).cast("long"),
-    "dt.month": lambda a, p, t, w: F.month(a[0]).cast("long"),
-    "dt.day": lambda a, p, t, w: F.dayofmonth(a[0]).cast("long"),
-    "dt.hour": lambda a, p, t, w: F.hour(a[0]).cast("long"),
-    "dt.minute": lambda a, p, t, w: F.minute(a[0]).cast("long"),
-    "dt.second": lambda a, p, t, w: F.second(a[0]).cast("long"),
-    "dt.millisecond": _second_fraction(1_000),
-    "dt.microsecond": _second_fraction(1_000_000),
-    "dt.nanosecond": _second_fraction(1_000_000_000),
-    "dt.weekday": lambda a, p, t, w: ((F.dayofweek(a[0]) + 5) % 7).cast("long"),
+    "dt.year": lambda a, p, t, w: F.year(_instant(a[0])).cast("long"),
+    "dt.month": lambda a, p, t, w: F.month(_instant(a[0])).cast("long"),
+    "dt.day": lambda a, p, t, w: F.dayofmonth(_instant(a[0])).cast("long"),
+    "dt.hour": lambda a, p, t, w: F.hour(_instant(a[0])).cast("long"),
+    "dt.minute": lambda a, p, t, w: F.minute(_instant(a[0])).cast("long"),
+    "dt.second": lambda a, p, t, w: F.second(_instant(a[0])).cast("long"),
+    "dt.millisecond": _second_fraction(1_000_000),
+    "dt.microsecond": _second_fraction(1_000),
+    "dt.nanosecond": _second_fraction(1),
+    "dt.weekday": lambda a, p, t, w: ((F.dayofweek(_instant(a[0])) + 5) % 7).cast("long"),
     "dt.timestamp": _timestamp,
     "dt.strftime": _strftime,
     "dt.strptime": _strptime,
@@ -1070,21 +1322,22 @@ FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], Scope], Column]
     "dt.add_duration_in_timezone": lambda a, p, t, w: _utc_to_zoned(_zoned_to_utc(a[0], p[0], w) + a[1], p[0]),
     "dt.subtract_duration_in_timezone": lambda a, p, t, w: _utc_to_zoned(_zoned_to_utc(a[0], p[0], w) - a[1], p[0]),
     "dt.subtract_date_time_in_timezone": lambda a, p, t, w: _zoned_to_utc(a[0], p[0], w) - _zoned_to_utc(a[1], p[0], w),
-    "dt.from_timestamp": _from_timestamp(False),
-    "dt.utc_from_timestamp": _from_timestamp(True),
+    "dt.from_timestamp": _from_timestamp,
+    "dt.utc_from_timestamp": _from_timestamp,
     "dt.to_duration": _to_duration,
-    "dt.weeks": _duration_part(7 * 86_400_000_000),
-    "dt.days": _duration_part(86_400_000_000),
-    "dt.hours": _duration_part(3_600_000_000),
-    "dt.minutes": _duration_part(60_000_000),
-    "dt.seconds": _duration_part(1_000_000),
-    "dt.milliseconds": _duration_part(1_000),
-    "dt.microseconds": _duration_part(1),
-    "dt.nanoseconds": lambda a, p, t, w: (_duration_micros(a[0]) * F.lit(1000)).cast("long"),
-    "num.round": lambda a, p, t, w: F.round(a[0], p[0]),
+    "dt.weeks": _duration_part(7 * 86_400 * _SECOND),
+    "dt.days": _duration_part(86_400 * _SECOND),
+    "dt.hours": _duration_part(3_600 * _SECOND),
+    "dt.minutes": _duration_part(60 * _SECOND),
+    "dt.seconds": _duration_part(_SECOND),
+    "dt.milliseconds": _duration_part(1_000_000),
+    "dt.microseconds": _duration_part(1_000),
+    "dt.nanoseconds": lambda a, p, t, w: a[0],
+    "num.round": _round,
+    "num.fill_na": _fill_na,
     "window.starts": _window_starts,
     # when the row was processed: its step's time (in milliseconds), as a UTC date-time
-    "processing_time": lambda a, p, t, scope: F.timestamp_micros(F.lit(scope.time * 1000)),
+    "processing_time": lambda a, p, t, scope: F.lit(scope.time * 1_000_000).cast("long"),
     "to_string": _to_string,
     "json_as_int": _json_as(int, "long"),
     "json_as_float": _json_as(float, "double"),

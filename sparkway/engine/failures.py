@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
+from typing import Any
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -22,8 +24,8 @@ _MARKED = re.compile(r"sparkway\.errors\.ComputationError: (.*)")
 _RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] (.*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
 # the last line of a Python traceback (not a JVM exception's)
 _PYTHON = re.compile(r"^(?!org\.|java\.|scala\.|py4j\.)(\w[\w.]*(?:Error|Exception): .+)$", re.MULTILINE)
-# "...: ZeroDivisionError: ...": the exception type a message names
-_KIND = re.compile(r"(?:^|: )(\w+(?:Error|Exception)): ")
+# "...: ZeroDivisionError: ...": the exception type a message names (its message may be empty)
+_KIND = re.compile(r"(?:^|: )(\w+(?:Error|Exception)):(?: |$)")
 # Spark SQL's own errors, as the exception Python raises for the same fault
 _SPARK_KINDS = {
     "DIVIDE_BY_ZERO": "ZeroDivisionError",
@@ -35,6 +37,9 @@ _SPARK_KINDS = {
     "CAST_INVALID_INPUT": "ValueError",
 }
 _ORIGIN = re.compile(r"^\w+ at (\S+:\d+): ")
+# the class of an exception that is not a built-in, as ``failures_named`` writes it
+_CLASS_LINE = "raised as an instance of "
+_CLASS = re.compile(re.escape(_CLASS_LINE) + r"([\w.]+):([\w.]+)")
 _SPARK_ERROR = re.compile(r"\[([A-Z_]+)\]")
 
 
@@ -46,8 +51,12 @@ def failures_named(where: str) -> Iterator[None]:
     except ComputationError:
         raise
     except Exception as error:
+        kind = type(error)
         text = " ".join(str(error).split())  # one line: the driver reads it back from text
-        raise ComputationError.of(type(error).__name__, f"{where}: {type(error).__name__}: {text}") from error
+        failure = ComputationError.of(kind.__name__, f"{where}: {kind.__name__}: {text}")
+        if kind.__module__ != "builtins":  # on a line of its own, read by computation_error
+            failure.args = (f"{failure.args[0]}\n{_CLASS_LINE}{kind.__module__}:{kind.__qualname__}",)
+        raise failure from error
 
 
 def computation_error(error: BaseException) -> ComputationError:
@@ -58,10 +67,22 @@ def computation_error(error: BaseException) -> ComputationError:
     message = _user_message(text, type(error).__name__)
     kind = next((k for k in _KIND.findall(message) if k != "ComputationError"), "")
     spark_kind = next((_SPARK_KINDS[k] for k in _SPARK_ERROR.findall(text) if k in _SPARK_KINDS), "")
-    failure = ComputationError.of(kind or spark_kind, message)
+    failure = ComputationError.of(kind or spark_kind, message, _raised_class(text))
     origin = _ORIGIN.search(message)  # "select at prog.py:12: ...": the line that built the operator
     note_origin(failure, origin.group(1) if origin else "")
     return failure
+
+
+def _raised_class(text: str) -> type | None:
+    """The exception class a worker's failure names, when its module is imported here
+    (a program's own exception, ``threading.BrokenBarrierError``...)."""
+    named = _CLASS.search(text)
+    if named is None or named.group(1) not in sys.modules:
+        return None
+    found: Any = sys.modules[named.group(1)]
+    for part in named.group(2).split("."):
+        found = getattr(found, part, None)
+    return found if isinstance(found, type) and issubclass(found, Exception) else None
 
 
 def _user_message(text: str, error_type: str) -> str:

@@ -64,7 +64,7 @@ def _rounds(node: n.Iterate, contents: list[DataFrame], ctx: StepContext, operat
     try:
         for round_number in itertools.count(1):
             round_ctx = StepContext(ctx.spark, round_number, ctx.time, scratch, ctx.partitions, names,
-                                    keep_errors=ctx.keep_errors)
+                                    keep_errors=ctx.keep_errors, udf_cache_root=ctx.udf_cache_root)
             outputs = _run_body(body, node.results, feed, round_ctx)
             if round_number == 1:  # the first output is a value: what changed is its difference from the input
                 outputs = [out.unionByName(_negated(contents[k])) for out, k in zip(outputs, node.iterated)]

@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 
 from sparkway.core import dtypes as dt
 from sparkway.core import durations
-from sparkway.core.changes import DIFF, ERRORS, ID, spark_schema
+from sparkway.core.changes import DIFF, ERRORS, ID, LOGGED, spark_schema
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import Expr
 from sparkway.core.type_rules import infer
@@ -28,10 +28,11 @@ from sparkway.engine.expressions import (
 )
 from sparkway.engine.kernels.gate import INSTANCE, THRESHOLD, TIME, gate
 from sparkway.engine.kernels.join import join_groups
-from sparkway.engine.kernels.merge import merge_groups
-from sparkway.engine.kernels.ordered import deduplicate_groups, sort_groups
-from sparkway.engine.kernels.reduce import fallible, reduce_groups
+from sparkway.engine.kernels.merge import MISSING, POINTER, merge_groups
+from sparkway.engine.kernels.ordered import REJECTED, deduplicate_instances, sort_groups
+from sparkway.engine.kernels.reduce import fallible, reduce_groups, written_in_python
 from sparkway.engine.kernels.session import sessionize
+from sparkway.engine.kernels.stored import replay_stored
 from sparkway.engine.kernels.streams import UPSERT, consistent_rows, snapshots, upserts
 from sparkway.engine.stateful import KeyedInput, keyed_step
 from sparkway.plan import nodes as n
@@ -53,7 +54,7 @@ class StepContext:
     keep_errors: bool = False
     #: (node, frame with ``LOGGED``): the errors each node logged in this step
     logged: list[tuple[n.Node, DataFrame]] = field(default_factory=list)
-    entries: dict[int, DataFrame] = field(default_factory=dict)  # id(node) -> its error log rows
+    entries: dict[int, DataFrame] = field(default_factory=dict)  # position in ``logged`` -> error log rows
     #: the input has ended: a last step in which nodes holding rows back let them out
     final: bool = False
     #: a forgetting step: marked forgets retract the rows due (``TimeGate`` ``forget_marked``)
@@ -62,6 +63,8 @@ class StepContext:
     #: consumers skip the checks of their values
     error_free: set[int] = field(default_factory=set)
     persisted: list[DataFrame] = field(default_factory=list)  # unpersisted after the step
+    #: where ``pw.udfs.DiskCache`` keeps results in this run (None: no filesystem persistence)
+    udf_cache_root: str | None = None
 
     def empty(self, node: n.Node) -> DataFrame:
         frame = self.spark.createDataFrame([], spark_schema(node.columns))
@@ -69,6 +72,7 @@ class StepContext:
 
     def scope(self, node: n.Node, *inputs: dict[str, DType]) -> Scope:
         scope = Scope.of(*inputs, where=node.label, errors=self.keep_errors, time=self.time)
+        scope.udf_cache_root = self.udf_cache_root
         if scope.checks is not None and self.inputs_error_free(node):
             scope.checks.inputs = [set() for _ in inputs]
         return scope
@@ -87,7 +91,7 @@ class StepContext:
         return frame.drop(LOGGED)
 
     def keyed(
-        self, node: n.Node, inputs: list[KeyedInput], kernel, params, output: T.StructType, gate: bool = False,
+        self, node: n.Node, inputs: list[KeyedInput], kernel, params, output: T.StructType, mode: str = "arranged",
     ) -> DataFrame:
         return keyed_step(
             inputs,
@@ -100,12 +104,10 @@ class StepContext:
             kernel=kernel,
             params=params,
             output=output,
-            gate=gate,
+            mode=mode,
         )
 
 
-#: in a run keeping Error values, the messages of the errors a change logs (array<string>)
-LOGGED = "_pw_logged"
 
 
 def with_no_errors(frame: DataFrame) -> DataFrame:
@@ -129,12 +131,13 @@ def _skipping(
     return frame.filter(~failed) if failed is not None and not keep else frame
 
 
-def error_entries(frame: DataFrame, operator: int, trace: str, time: int) -> DataFrame:
-    """Rows of an error log for the errors a node logged (``frame`` has ``LOGGED``):
-    never retracted, with ids new at every time (SQL text: fewer py4j calls)."""
+def error_entries(frame: DataFrame, operator: int, trace: str, time: int, part: int = 0) -> DataFrame:
+    """Rows of an error log for the errors a node logged (``frame`` has ``LOGGED``; it is
+    the ``part``-th frame logged in the step): never retracted, with ids new at every
+    time (SQL text: fewer py4j calls)."""
     messages = frame.selectExpr(ID, DIFF, f"posexplode({LOGGED}) as (_pos, message)")
     return messages.select(
-        F.expr(f"xxhash64({time}L, {operator}, {ID}, {DIFF}, _pos) as {ID}"),
+        F.expr(f"xxhash64({time}L, {operator}, {part}, {ID}, {DIFF}, _pos) as {ID}"),
         F.expr(f"{operator}L as operator_id"),
         col("message"),
         F.lit(trace).alias("trace"),
@@ -184,8 +187,10 @@ def _input(node: n.Input, frames: list[DataFrame], ctx: StepContext) -> DataFram
     if frame is None:
         return ctx.empty(node)
     keys = node.source.key_columns
-    if keys:  # ids from the key's values, as pointer_from gives them
-        frame = frame.withColumn(ID, pointer_of([col(k) for k in keys]))
+    if keys:  # ids from the key's values, as pointer_from gives them (not for rows that only log)
+        frame = frame.withColumn(ID, F.when(col(DIFF) == 0, col(ID)).otherwise(pointer_of([col(k) for k in keys])))
+    if LOGGED in frame.columns:  # the source's errors (values that do not fit their column)
+        return ctx.logging(node, frame).filter(col(DIFF) != 0)
     return with_no_errors(frame) if ctx.keep_errors and ERRORS not in frame.columns else frame
 
 
@@ -206,22 +211,56 @@ def _iterate_result(node: n.IterateResult, frames: list[DataFrame], ctx: StepCon
 
 def _select(node: n.Select, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     scope = ctx.scope(node, node.input.columns)
-    compiled = {
-        name: as_type(compile_expr(e, scope), infer(e, [node.input.columns]).name == "Any", node.columns[name])
-        for name, e in node.exprs
-    }
+    compiled, flags = {}, {}
+    for name, e in node.exprs:
+        stored = name in node.stored
+        value, flags[name] = _selected(e, scope, stored)
+        compiled[name] = as_type(value, infer(e, [node.input.columns]).name == "Any", node.columns[name])
     if scope.checks is None:
-        return _changes(frames[0], compiled)
-    flags = {name: scope.checks.flag(e) for name, e in node.exprs}
+        return _replayed(node, _changes(frames[0], compiled), ctx)
     values = {  # an Error's value is null
         name: value if flags[name] is None else F.when(flags[name], F.lit(None)).otherwise(value)
         for name, value in compiled.items()
     }
     values[ERRORS] = errors_column(flags)
     if not scope.checks.logged:
-        return _changes(frames[0], values)
+        return _replayed(node, _changes(frames[0], values), ctx)
     values[LOGGED] = messages_column(scope.checks.logged)  # read the input's columns
-    return ctx.logging(node, _changes(frames[0], values), scope.checks.calls_python)
+    return _replayed(node, ctx.logging(node, _changes(frames[0], values), scope.checks.calls_python), ctx)
+
+
+def _selected(e: Expr, scope: Scope, stored: bool) -> tuple[Column, Column | None]:
+    """A select's column and its Error flag.  A ``stored`` column is computed for
+    insertions only (its functions are not called for deletions, which replay the
+    stored values), so that it fails and logs errors only there."""
+    if not stored:
+        return compile_expr(e, scope), scope.checks.flag(e) if scope.checks is not None else None
+    inserted = col(DIFF) > 0
+    logged = len(scope.checks.logged) if scope.checks is not None else 0
+    scope.not_called = ~inserted
+    try:
+        value = F.when(inserted, compile_expr(e, scope))
+    finally:
+        scope.not_called = None
+    if scope.checks is None:
+        return value, None
+    entries = scope.checks.logged
+    entries[logged:] = [(inserted & failed, message) for failed, message in entries[logged:]]
+    flag = scope.checks.flag(e)
+    return value, inserted & flag if flag is not None else None
+
+
+def _replayed(node: n.Select, frame: DataFrame, ctx: StepContext) -> DataFrame:
+    """The select's changes, with the deletions' stored columns (and Errors) as they
+    were inserted (``Select.stored``)."""
+    if not node.stored:
+        return frame
+    names = list(node.columns) + ([ERRORS] if ctx.keep_errors else [])
+    positions = [names.index(c) for c in node.stored] + ([len(names) - 1] if ctx.keep_errors else [])
+    keyed = KeyedInput(typed(node, frame), [col(ID)], {c: col(c) for c in names})
+    output = spark_schema(node.columns, with_id=True)
+    output = _with_errors(output) if ctx.keep_errors else output
+    return ctx.keyed(node, [keyed], replay_stored, (names, positions), output, mode="groups")
 
 
 def _filter(node: n.Filter, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -379,7 +418,10 @@ def _reduce(node: n.Reduce, frames: list[DataFrame], ctx: StepContext) -> DataFr
             payload[arg_name] = value if failed is None else F.when(failed, F.lit(None)).otherwise(value)
             if failed is not None and not node.skip_errors:
                 failures[name] = failures[name] | failed if name in failures else failed
-        aggregates.append((name, agg.kind, arg_names, agg.params))
+        params = agg.params
+        if written_in_python(agg.kind):  # the user's function gets Python values (tuples, Json...)
+            params = (*params, tuple(infer(arg, inputs) for arg in agg.args))
+        aggregates.append((name, agg.kind, arg_names, params))
     for name, failed in failures.items():  # whether the group has an Error: the max of the flags
         payload[f"_pw_failed_{name}"] = failed
         aggregates.append((f"_pw_failed_{name}", "max", [f"_pw_failed_{name}"], ()))
@@ -440,7 +482,7 @@ def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
         pair_fields.insert(len(pair_fields) - 1, _errors_field(f"_r_{ERRORS}"))
         left_payload, right_payload = left_payload + [ERRORS], right_payload + [ERRORS]
     output = T.StructType([T.StructField("_l_id", T.LongType()), T.StructField("_r_id", T.LongType()), *pair_fields])
-    bounds = tuple(durations.micros_or_number(b) for b in node.interval[2:]) if node.interval is not None else None
+    bounds = tuple(durations.nanos_or_number(b) for b in node.interval[2:]) if node.interval is not None else None
     params = (node.how, left_payload, right_payload, bounds)
     pairs = ctx.keyed(node, sides, join_groups, params, output)
     if node.id_from is not None:
@@ -491,19 +533,34 @@ def _session_window(node: n.SessionWindow, frames: list[DataFrame], ctx: StepCon
     instance_type = node.columns["_pw_instance"].spark_type()
     instance = compile_expr(node.instance, scope).cast(instance_type) if node.instance is not None else F.lit(None).cast(instance_type)
     extra = {"_t": compile_expr(node.time, scope), "_inst": instance}
-    params = (node.max_gap, list(node.input.columns))
+    # a predicate sees times as Python gives them (pandas Timestamps, not nanoseconds)
+    as_python = dt.to_python(infer(node.time, [node.input.columns]))
+    params = (node.max_gap, as_python, list(node.input.columns))
     return _per_instance(node, frames[0], ctx, scope, node.instance, extra, sessionize, params)
 
 
 def _deduplicate(node: n.Deduplicate, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     scope = ctx.scope(node, node.input.columns)
-    extra = {"_v": compile_expr(node.value, scope)}
-    # the acceptor sees values as Python gives them (a tuple, not the struct that stores it)
-    as_python = dt.to_python(infer(node.value, [node.input.columns]))
-    params = (node.acceptor, as_python, _carried(node, ctx))
+    value = compile_expr(node.value, scope)
     failed = scope.checks.flag(node.value) if scope.checks is not None else None
     frame = frames[0].filter(~failed) if failed is not None else frames[0]  # as Pathway: silently
-    return _per_instance(node, frame, ctx, scope, node.instance, extra, deduplicate_groups, params)
+    instances = [node.instance] if node.instance is not None else []
+    payload = {c: col(c) for c in node.input.columns} | {"_v": value}
+    keyed = _keyed_input(
+        node, ctx, typed(node.input, frame), scope, instances, [infer(e, [node.input.columns]) for e in instances],
+        payload, "deduplicate instance", errors_as=ERRORS if ctx.keep_errors else None,
+    )
+    outputs = _carried(node, ctx)
+    # the acceptor sees values as Python gives them (a tuple, not the struct that stores it)
+    as_python = dt.to_python(infer(node.value, [node.input.columns]))
+    params = (node.acceptor, as_python, list(keyed.payload), outputs, ctx.keep_errors)
+    output = spark_schema(node.columns, with_id=True)
+    if not ctx.keep_errors:
+        return ctx.keyed(node, [keyed], deduplicate_instances, params, output, mode="groups")
+    output = T.StructType([*_with_errors(output).fields[:-1], T.StructField(REJECTED, T.StringType()), output.fields[-1]])
+    changes = ctx.keyed(node, [keyed], deduplicate_instances, params, output, mode="groups")
+    logged = ctx.logging(node, changes.withColumn(LOGGED, F.when(col(REJECTED).isNotNull(), F.array(col(REJECTED)))))
+    return logged.filter(col(REJECTED).isNull()).drop(REJECTED)
 
 
 def _sort(node: n.Sort, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -532,7 +589,7 @@ def _time_gate(node: n.TimeGate, frames: list[DataFrame], ctx: StepContext) -> D
     keyed = _keyed_input(node, ctx, frame, scope, [], [], payload, "time gate", errors_as=errors_as)
     output = spark_schema(node.columns, with_id=True)
     params = (node.mode, _carried(node, ctx), ctx.forgetting)
-    return ctx.keyed(node, [keyed], gate, params, _with_errors(output) if ctx.keep_errors else output, gate=True)
+    return ctx.keyed(node, [keyed], gate, params, _with_errors(output) if ctx.keep_errors else output, mode="gate")
 
 
 def _to_stream(node: n.ToStream, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -560,7 +617,7 @@ def _stream_to_table(node: n.StreamToTable, frames: list[DataFrame], ctx: StepCo
         inputs.append(keyed)
     output = spark_schema(node.columns, with_id=True)
     params = (_carried_columns(node, ctx), node.is_upsert is not None)
-    return ctx.keyed(node, inputs, upserts, params, _with_errors(output) if ctx.keep_errors else output, gate=True)
+    return ctx.keyed(node, inputs, upserts, params, _with_errors(output) if ctx.keep_errors else output, mode="gate")
 
 
 def _snapshots(node: n.Snapshots, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -586,7 +643,7 @@ def _filter_out_forgetting(node: n.FilterOutForgetting, frames: list[DataFrame],
     keyed.keys = [col(ID)]
     output = spark_schema(node.columns, with_id=True)
     return ctx.keyed(node, [keyed], consistent_rows, _carried(node, ctx),
-                     _with_errors(output) if ctx.keep_errors else output, gate=True)
+                     _with_errors(output) if ctx.keep_errors else output, mode="gate")
 
 
 def _carried_columns(node: n.Node, ctx: StepContext) -> list[str]:
@@ -595,6 +652,9 @@ def _carried_columns(node: n.Node, ctx: StepContext) -> list[str]:
 
 
 def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
+    # keeping Error values, an ix's missing rows are Error values (the pointer comes along
+    # for the message), not a failed step
+    checks_missing = ctx.keep_errors and node.mode == "ix" and not node.optional
     inputs = []
     for position, (table, frame, key) in enumerate(zip(node.tables, frames, node.keys)):
         scope = ctx.scope(node, table.columns)
@@ -604,17 +664,26 @@ def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) 
         keyed = _keyed_input(
             node, ctx, frame, scope, [key] if key is not None else [], [dt.POINTER], payload, "key",
             errors_as=errors_as if payload else None,
+            key_names=[POINTER] if checks_missing and position == 0 and key is not None else None,
         )
         if key is None:  # matched on its ids
             keyed.keys = [col(ID)]
+            if checks_missing and position == 0:
+                keyed.payload[POINTER] = col(ID)
         inputs.append(keyed)
     output = spark_schema(node.columns, with_id=True)
     if not ctx.keep_errors:
         return ctx.keyed(node, inputs, merge_groups, (node.mode, list(node.columns), node.optional), output)
     errors = [ERRORS] + ([node.prefix + ERRORS] if node.mode == "ix" and node.prefix is not None else [])
-    fields = [*output.fields[:-1], *[_errors_field(name) for name in errors], output.fields[-1]]
-    params = (node.mode, list(node.columns) + errors, node.optional)
-    merged = ctx.keyed(node, inputs, merge_groups, params, T.StructType(fields))
+    fields = [*output.fields[:-1], *[_errors_field(name) for name in errors]]
+    params: tuple = (node.mode, list(node.columns) + errors, node.optional)
+    if checks_missing:
+        params += ((node.prefix or "") + ERRORS,)
+        fields.append(T.StructField(MISSING, T.StringType()))
+    merged = ctx.keyed(node, inputs, merge_groups, params, T.StructType([*fields, output.fields[-1]]))
+    if checks_missing:
+        missing = F.when(col(MISSING).isNotNull() & (col(DIFF) > 0), F.array(col(MISSING)))
+        merged = ctx.logging(node, merged.withColumn(LOGGED, missing)).drop(MISSING)
     if len(errors) == 1:
         return merged
     both = F.concat(_prefixed(col(ERRORS), ""), _prefixed(col(errors[1]), node.prefix))

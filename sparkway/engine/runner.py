@@ -8,6 +8,7 @@ A crash between logging and committing replays the logged step on restart.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -25,9 +26,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from sparkway.connectors.base import OutputBatch, Source
-from sparkway.core.changes import DIFF, ERRORS, ID, consolidate, spark_schema
+from sparkway.core.changes import DIFF, ERRORS, ID, LOGGED, consolidate, spark_schema
 from sparkway.engine.expressions import col
 from sparkway.engine.failures import computation_error
 from sparkway.engine.operators import StepContext, compile_node, error_entries
@@ -59,6 +61,10 @@ class Runner:
 
     def __init__(self, outputs: list[n.Output], options: RunOptions) -> None:
         self.plan = n.Plan(outputs)
+        config = options.persistence
+        self.udf_cache_root = config.udf_cache_folder if config is not None else None
+        if config is not None and not config.keeps_state:  # only UDF caches persist
+            options = dataclasses.replace(options, persistence=None)
         self.options = options
         self.sources: list[Source] = _sources(self.plan)
         # ids generated for unnamed sources hold for this run only
@@ -83,6 +89,7 @@ class Runner:
         _name_sources(self.sources)
         for source in self.sources:
             source.wakeup = self.wakeup
+            source.keep_errors = not self.options.terminate_on_error
         previous = _install_signal_handlers(self.stop_requested, self.wakeup)  # a stop while Spark starts too
         log.info("Preparing the sparkway computation")
         try:
@@ -157,7 +164,8 @@ class Runner:
     ) -> list[OutputBatch]:
         final = kind == "end"
         ctx = StepContext(spark, step, time, location, self.partitions, self.operator_names,
-                          keep_errors=not self.options.terminate_on_error, final=final, forgetting=kind == "forgetting")
+                          keep_errors=not self.options.terminate_on_error, final=final, forgetting=kind == "forgetting",
+                          udf_cache_root=self.udf_cache_root)
         wakes = _holds_back if final else _forgets_marked if ctx.forgetting else (lambda node: False)
         frames: dict[int, DataFrame] = {}
         nonempty: set[int] = set()
@@ -173,7 +181,11 @@ class Runner:
                 table = tables[node.source.name]
                 if not table.num_rows:
                     continue
-                frame = spark.createDataFrame(table, schema=spark_schema(node.columns))
+                schema = spark_schema(node.columns)
+                if ERRORS in table.column_names:  # a source keeping Error values, and logging errors
+                    for name in (ERRORS, LOGGED):
+                        schema = schema.add(name, T.ArrayType(T.StringType()))
+                frame = spark.createDataFrame(table, schema=schema)
                 if table.num_rows <= ONE_BATCH_ROWS:  # one task; one Arrow batch for Python functions,
                     frame = frame.coalesce(1)         # which Pathway calls with all rows of a time
                 ctx.inputs[id(node)] = frame
@@ -204,17 +216,19 @@ class Runner:
         """The errors logged in this step: those of ``error_log``, or (None) every error;
         None when there are none."""
         parts = [
-            self._entries_of(ctx, node, frame, time) for node, frame in ctx.logged
+            self._entries_of(ctx, part, node, frame, time) for part, (node, frame) in enumerate(ctx.logged)
             if error_log is None
             or (id(node) not in self.reads_log and _log_of(node, self.global_log) is error_log)
         ]
         return functools.reduce(DataFrame.unionByName, parts) if parts else None
 
-    def _entries_of(self, ctx: StepContext, node: n.Node, frame: DataFrame, time: int) -> DataFrame:
-        """The error log rows of what ``node`` logged in this step (made once per step)."""
-        if id(node) not in ctx.entries:
-            ctx.entries[id(node)] = error_entries(frame, self.node_numbers[id(node)], node.trace, time)
-        return ctx.entries[id(node)]
+    def _entries_of(self, ctx: StepContext, part: int, node: n.Node, frame: DataFrame, time: int) -> DataFrame:
+        """The error log rows of what ``node`` logged in this step in ``frame``, the
+        ``part``-th frame logged (a node may log several: a join, one per side); made
+        once per step."""
+        if part not in ctx.entries:
+            ctx.entries[part] = error_entries(frame, self.node_numbers[id(node)], node.trace, time, part)
+        return ctx.entries[part]
 
     def _default_partitions(self, spark: SparkSession) -> int:
         return self.options.partitions or max(2, spark.sparkContext.defaultParallelism)

@@ -41,6 +41,12 @@ Kernel = Callable[[list[pa.Table], Any], pa.Table]
 #: step without input: the input ended, or a forgetting step) and the params, the output
 #: changes and the new state (None: nothing to keep)
 GateKernel = Callable[[Any, pa.Table, Any], tuple[pa.Table, Any]]
+#: an operator keeping a state per group that sees its changes in one call for all the
+#: groups of a partition (groups of one row: a select's stored results; or of one
+#: instance: deduplicate): given the stored states by group pointer (groups without one
+#: are absent), the changes (``_gid``, ``_id``, the payload, ``_diff``) and the params,
+#: the output changes and the new states of the groups that changed (None: deleted)
+GroupsKernel = Callable[[dict[int, Any], pa.Table, Any], tuple[pa.Table, dict[int, Any]]]
 #: row id -> [payload values, multiplicity, arrival time]; or, for an id under which rows
 #: of different values are held (a stream of changes repeats its keys: ``to_stream``), a
 #: list of such entries
@@ -73,8 +79,9 @@ class KernelSpec:
     params: Any
     output_schema: pa.Schema  # the kernel's output columns, then _diff
     stored: tuple[bool, ...]  # per input: KeyedInput.stored
-    #: True: ``kernel`` is a ``GateKernel``, which sees the changes themselves
-    gate: bool = False
+    #: what ``kernel`` is: "arranged" a ``Kernel`` (old and new rows of the groups),
+    #: "gate" a ``GateKernel``, "groups" a ``GroupsKernel`` (both see the changes themselves)
+    mode: str = "arranged"
 
 
 def keyed_step(
@@ -89,10 +96,10 @@ def keyed_step(
     kernel: Kernel,
     params: Any,
     output: T.StructType,
-    gate: bool = False,
+    mode: str = "arranged",
 ) -> DataFrame:
-    """The changes of a stateful operator's output in this step (lazy); with ``gate``,
-    ``kernel`` is a ``GateKernel``."""
+    """The changes of a stateful operator's output in this step (lazy); ``mode`` says
+    what ``kernel`` is (``KernelSpec.mode``)."""
     frames, payload_types = [], []
     for index, item in enumerate(inputs):
         gid = pointer_of(item.keys)
@@ -113,7 +120,7 @@ def keyed_step(
     union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     spec = KernelSpec(
         operator, where, step, time, location, tuple(payload_types), kernel, params,
-        to_arrow_schema(output, timezone="UTC", prefers_large_types=False), tuple(i.stored for i in inputs), gate,
+        to_arrow_schema(output, timezone="UTC", prefers_large_types=False), tuple(i.stored for i in inputs), mode,
     )
     # without keys every row is in one group, hence one state partition: one task reads
     # them all, without a shuffle
@@ -165,8 +172,10 @@ def _state_key(input_index: int, gid: int) -> bytes:
 
 
 def _apply(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table, dict[bytes, bytes | None]]:
-    if spec.gate:
+    if spec.mode == "gate":
         return _apply_gate(spec, rows, store)
+    if spec.mode == "groups":
+        return _apply_groups(spec, rows, store)
     gids = sorted(set(rows.column("_gid").to_pylist()))
     group_of = {gid: k for k, gid in enumerate(gids)}
     n_inputs = len(spec.payloads)
@@ -212,6 +221,24 @@ def _apply_gate(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table,
         if stored is not None or state is not None:
             updates[key] = pickle.dumps(state, protocol=5) if state is not None else None
     out = pa.concat_tables(outputs)
+    return consolidate(out.drop_columns([DIFF]), out.column(DIFF).to_pylist()), updates
+
+
+def _apply_groups(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table, dict[bytes, bytes | None]]:
+    """A ``GroupsKernel``'s step: the stored states of the touched groups and their
+    changes, through the kernel in one call."""
+    gids = sorted(set(rows.column("_gid").to_pylist()))
+    keys = [_state_key(0, gid) for gid in gids]
+    states = {gid: pickle.loads(b) for gid, b in zip(gids, store.get_many(keys)) if b is not None}
+    names = [name for name, _ in spec.payloads[0]]
+    changes = rows.select(["_gid", ID, *[f"_0_{name}" for name in names], DIFF])
+    changes = changes.rename_columns(["_gid", ID, *names, DIFF])
+    with failures_named(spec.where):
+        out, changed = spec.kernel(states, changes, spec.params)
+    updates = {
+        _state_key(0, gid): pickle.dumps(state, protocol=5) if state is not None else None
+        for gid, state in changed.items()
+    }
     return consolidate(out.drop_columns([DIFF]), out.column(DIFF).to_pylist()), updates
 
 

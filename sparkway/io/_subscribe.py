@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sparkway.api import graph
@@ -19,6 +19,7 @@ def subscribe(
     on_time_end: Callable[[int], Any] | None = None,
     *,
     name: str | None = None,
+    sort_by: Iterable[Any] | None = None,
     **ignored: Any,
 ) -> None:
     """Calls ``on_change(key, row, time, is_addition)`` for every change of ``table``.
@@ -26,6 +27,7 @@ def subscribe(
     An update of a row is a removal (``is_addition=False``) then an addition at the same
     ``time``; ``row`` maps column names to values.  ``on_time_end(time)`` follows the
     last change of each time, and ``on_end()`` is called once the input is over.
+    ``sort_by`` (columns) orders the changes of one time.
 
     >>> import sparkway as pw
     >>> t = pw.debug.table_from_markdown("a\\n1")
@@ -33,5 +35,6 @@ def subscribe(
     >>> pw.run(monitoring_level=pw.MonitoringLevel.NONE)  # doctest: +SKIP
     {'a': 1}
     """
-    sink = CallbackSink(dict(table._node.columns), on_change, on_time_end, on_end)
+    order = [c if isinstance(c, str) else c.name for c in sort_by or ()]
+    sink = CallbackSink(dict(table._node.columns), on_change, on_time_end, on_end, order)
     graph.write_to_sink(table, sink)

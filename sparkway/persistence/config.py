@@ -2,12 +2,37 @@
 
 from __future__ import annotations
 
+import enum
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from sparkway.errors import PlanError
 from sparkway.persistence.s3 import AwsS3Settings, split_s3_path
 from sparkway.persistence.storage import BlobStorage
+
+
+class PersistenceMode(enum.Enum):
+    """What a persistent run keeps (``pw.persistence.Config(persistence_mode=...)``).
+
+    ``PERSISTING`` (the default) and ``OPERATOR_PERSISTING``: the sources' positions and
+    every operator's state, so that a restart continues where the last run stopped;
+    ``UDF_CACHING``: only the results of ``pw.udfs.DiskCache`` caches (every run reads
+    its input from the start).  The other modes of Pathway are taken as ``PERSISTING``.
+
+    >>> import sparkway as pw
+    >>> pw.persistence.Config(pw.persistence.Backend.filesystem("./PStorage"),
+    ...     persistence_mode=pw.PersistenceMode.UDF_CACHING).keeps_state
+    False
+    """
+
+    BATCH = "batch"
+    SPEEDRUN_REPLAY = "speedrun_replay"
+    REALTIME_REPLAY = "realtime_replay"
+    PERSISTING = "persisting"
+    SELECTIVE_PERSISTING = "selective_persisting"
+    UDF_CACHING = "udf_caching"
+    OPERATOR_PERSISTING = "operator_persisting"
 
 
 @dataclass(frozen=True)
@@ -82,7 +107,7 @@ class Config:
     metadata_storage: Backend | None = None
     snapshot_storage: Backend | None = None
     on_plan_change: str = "error"
-    persistence_mode: Any = None
+    persistence_mode: PersistenceMode = PersistenceMode.PERSISTING
 
     def __post_init__(self) -> None:
         if self.backend is None and (self.metadata_storage is None or self.snapshot_storage is None):
@@ -93,6 +118,21 @@ class Config:
             object.__setattr__(self, "snapshot_storage", self.backend)
         if self.on_plan_change not in ("error", "rebuild"):
             raise PlanError('on_plan_change must be "error" or "rebuild"')
+        if not isinstance(self.persistence_mode, PersistenceMode):
+            object.__setattr__(self, "persistence_mode", PersistenceMode.PERSISTING)
+
+    @property
+    def keeps_state(self) -> bool:
+        """Whether runs keep the sources' positions and the operators' state (all modes
+        but ``UDF_CACHING``)."""
+        return self.persistence_mode != PersistenceMode.UDF_CACHING
+
+    @property
+    def udf_cache_folder(self) -> str | None:
+        """Where ``pw.udfs.DiskCache`` keeps results: ``runtime_calls`` in a filesystem
+        storage (None in S3: caches then live for one run)."""
+        root = (self.backend or self.snapshot_storage).root
+        return None if root.startswith("s3://") else os.path.join(root, "runtime_calls")
 
     @classmethod
     def simple_config(

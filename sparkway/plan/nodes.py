@@ -8,13 +8,15 @@ The engine compiles one node kind with one function (``sparkway.engine.operators
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from sparkway.core.dtypes import DType
-from sparkway.core.expression import Expr
+from sparkway.core.expression import Apply, Expr, walk
 from sparkway.errors import user_frame, user_trace
 
 #: the error logs of ``pw.local_error_log()`` blocks being built, innermost last
@@ -63,7 +65,24 @@ class Node:
 
     def describe(self) -> dict[str, Any]:
         """Parameters that identify this node for the plan fingerprint (not its inputs)."""
-        return {"columns": {k: str(v) for k, v in self.columns.items()}}
+        return {"columns": {k: stored_type(v) for k, v in self.columns.items()}}
+
+
+# types whose stored form changed: state written before holds them as microseconds
+_NANOSECOND_TYPES = re.compile(r"DateTimeNaive|DateTimeUtc|Duration")
+
+
+def stored_type(kind: DType) -> str:
+    """A column type as the plan fingerprint records it: its name, marked where its
+    values are stored as nanoseconds, so that state written by a sparkway that stored
+    them as microseconds is seen as another program's (and refused or rebuilt).
+
+    >>> from sparkway.core import dtypes
+    >>> stored_type(dtypes.INT), stored_type(dtypes.DType("list", (dtypes.DURATION,)))
+    ('int', 'list[Duration] (nanoseconds)')
+    """
+    text = str(kind)
+    return f"{text} (nanoseconds)" if _NANOSECOND_TYPES.search(text) else text
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,9 +104,30 @@ class _Unary(Node):
 
 @dataclass(frozen=True, eq=False)
 class Select(_Unary):
-    """Computes every output column from the input row; keeps ids."""
+    """Computes every output column from the input row; keeps ids.
+
+    Columns calling a non-deterministic function (``Apply.deterministic`` False: user
+    functions by default, as in Pathway) are ``stored``: each row's values are kept until
+    its deletion, which retracts them as they were inserted (the function is not called
+    again).  Not when the input only ever inserts rows (nothing to retract)."""
 
     exprs: tuple[tuple[str, Expr], ...]
+
+    @functools.cached_property
+    def stored(self) -> tuple[str, ...]:
+        if is_append_only(self.input):
+            return ()
+        return tuple(
+            name for name, e in self.exprs
+            if any(isinstance(x, Apply) and not x.deterministic for x in walk(e))
+        )
+
+    @property
+    def is_stateful(self) -> bool:
+        return bool(self.stored)
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "stored": list(self.stored)} if self.stored else super().describe()
 
 
 @dataclass(frozen=True, eq=False)
@@ -248,10 +288,7 @@ class Deduplicate(_Stateful, _Unary):
 
     value: Expr
     instance: Expr | None
-    acceptor: Any
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "acceptor": getattr(self.acceptor, "__qualname__", "")}
+    acceptor: Any  # its code may change between runs: the state is kept (as in Pathway)
 
 
 @dataclass(frozen=True, eq=False)

@@ -41,6 +41,12 @@ import pytest
 mp_fork = multiprocessing.get_context("fork")
 needs_multiprocessing_fork = pytest.mark.xfail(sys.platform != "linux", reason="needs fork()")
 xfail_on_multiple_threads = pytest.mark.xfail(os.getenv("PATHWAY_THREADS", "1") != "1", reason="threads")
+
+
+def skip_on_multiple_workers() -> None:
+    """Skips a test written for one Pathway worker when several are configured."""
+    if os.getenv("PATHWAY_THREADS", "1") != "1":
+        pytest.skip("written for one worker")
 xfail_on_python_3_10 = pytest.mark.xfail(sys.version_info[:2] == (3, 10), reason="python 3.10")
 only_standard_build = pytest.mark.xfail(False, reason="only works on standard build")
 AIRBYTE_FAKER_CONNECTION_REL_PATH = "connections/faker.yaml"
@@ -151,12 +157,33 @@ def _check_schemas(table: Any, expected: Any) -> None:
 
 def _same_type(kind: Any, expected: Any) -> bool:
     """Equal types; array types match when they may hold the same arrays (an unknown
-    number of dimensions or element type matches any), as Pathway's schema check has it."""
+    number of dimensions or element type matches any), and lists and tuples when their
+    items do (a list's item type standing for each of a tuple's, ``list[Any]`` for any),
+    as Pathway's schema check has it."""
     from sparkway.core import dtypes
 
     if kind.optional != expected.optional or kind.is_array != expected.is_array:
         return False
-    return dtypes.arrays_equivalent(kind, expected) if kind.is_array else kind == expected
+    if kind.is_array:
+        return dtypes.arrays_equivalent(kind, expected)
+    if kind.name in ("list", "tuple") and expected.name in ("list", "tuple"):
+        return _same_items(kind, expected)
+    return kind == expected
+
+
+def _same_items(kind: Any, expected: Any) -> bool:
+    """Whether two list or tuple types hold the same values (see ``_same_type``)."""
+    from sparkway.core import dtypes
+
+    any_list = dtypes.DType("list", (dtypes.ANY,))
+    if any_list in (kind.with_optional(False), expected.with_optional(False)):
+        return True
+    if kind.name == "tuple" and expected.name == "tuple" and len(kind.items) != len(expected.items):
+        return False
+    width = max(len(kind.items), len(expected.items))
+    items = [kind.items * width if kind.name == "list" else kind.items,
+             expected.items * width if expected.name == "list" else expected.items]
+    return all(_same_type(a, b) for a, b in zip(*items))
 
 
 def _assertion(compare: Callable[[list[Change], list[Change]], None], check_types: bool = True) -> Callable:

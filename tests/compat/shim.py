@@ -51,7 +51,13 @@ ALIASES: dict[str, str | None] = {
     # Pathway's modules of temporal behaviors and windows
     "pathway.stdlib.temporal": "sparkway.api.temporal",
     "pathway.stdlib.temporal.temporal_behavior": "sparkway.api.temporal",
-    "pathway.internals.api": None,  # the Rust engine's API
+    "pathway.internals.api": None,  # the Rust engine's API (a few names: ENGINE_NAMES)
+    # Pathway's UDF modules: executors, caches, retries and async helpers are in one here
+    "pathway.internals.udfs": "sparkway.api.udfs",
+    "pathway.internals.udfs.utils": "sparkway.api.udfs",
+    "pathway.internals.udfs.caches": "sparkway.api.udfs",
+    "pathway.internals.udfs.executors": "sparkway.api.udfs",
+    "pathway.internals.udfs.retries": "sparkway.api.udfs",
     "pathway.engine": None,  # the Rust engine (not sparkway.engine, which is internal)
 }
 
@@ -184,13 +190,31 @@ class _ParseGraph:
 
 
 def _parse_graph_extras() -> dict[str, Any]:
-    from sparkway.api.graph import ErrorLogSchema
+    from sparkway.api.graph import ErrorLogSchema, warn_if_some_operators_unused
 
-    return {"G": _ParseGraph(), "ErrorLogSchema": ErrorLogSchema}
+    return {"G": _ParseGraph(), "ErrorLogSchema": ErrorLogSchema, "warn_if_some_operators_unused": warn_if_some_operators_unused}
+
+
+def _engine_names() -> dict[str, Any]:
+    """Names of Pathway's engine module its tests use, played by sparkway's: the error
+    of a failed computation is a ``ComputationError``; persistence modes; the metrics of
+    the nearest-neighbour indexes."""
+    from sparkway.errors import ComputationError
+    from sparkway.persistence import PersistenceMode
+    from sparkway.stdlib.indexing import metric_kinds
+
+    names = {k: v for k, v in vars(metric_kinds).items() if k.endswith("MetricKind")}
+    return {"EngineError": ComputationError, "PersistenceMode": PersistenceMode, **names}
 
 
 # names a shim module offers besides its sparkway module's
 EXTRAS: dict[str, Callable[[], dict[str, Any]]] = {
+    # Pathway's tests import Python's operator module through Pathway's own shadows module
+    "pathway.internals.shadows.operator": lambda: {
+        k: v for k, v in vars(importlib.import_module("operator")).items() if not k.startswith("__")
+    },
+    "pathway.internals.api": _engine_names,
+    "pathway.engine": _engine_names,
     "pathway.internals.parse_graph": _parse_graph_extras,
     "pathway.internals.column": lambda: {"G": _ParseGraph()},  # tests import G from there too
 }

@@ -30,12 +30,18 @@ def test_pathway_tests_passed_do_not_drop(tmp_path: Path) -> None:
     problems = []
     for part in ("tests", "doctests"):
         now, before = report[part], baseline[part]
+        unrun = {f["id"] for f in now["failures"] if f["category"] == "not run (budget)"}
         reasons = {f["id"]: f"{f['category']}: {f['reason']}" for f in now["failures"]}
-        lost = sorted(set(before["passed_ids"]) - set(now["passed_ids"]))
+        # a slower machine reaches fewer tests within the budget: what it did not run is not
+        # a regression, but a run that reached too few tests shows nothing
+        selected = sum(now["overall"][k] for k in ("passed", "failed", "error"))
+        if len(unrun) > 0.15 * selected:
+            problems.append(f"{part}: {len(unrun)} of {selected} not run within the budget")
+        lost = sorted(set(before["passed_ids"]) - set(now["passed_ids"]) - unrun)
         # 1% of slack: a test that times out on a busy machine is not a regression
-        if now["overall"]["passed"] < before["overall"]["passed"] * 0.99:
+        if len(lost) > 0.01 * len(before["passed_ids"]):
             problems.append(
-                f"{part}: {now['overall']['passed']} passed, baseline {before['overall']['passed']}; "
-                f"previously passing, now not:\n" + "\n".join(f"  {i}  ({reasons.get(i, 'not run')})" for i in lost)
+                f"{part}: {len(lost)} of the baseline's {len(before['passed_ids'])} passing tests fail now:\n"
+                + "\n".join(f"  {i}  ({reasons.get(i, 'not run')})" for i in lost)
             )
     assert not problems, "\n".join(problems)

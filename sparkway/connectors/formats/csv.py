@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkway.connectors.formats.values import (
-    CONVERSION_ERRORS, ParsedRows, RowError, SchemaMismatchError, SkippedRows, decode, position,
-    split_lines, stored_default, text_parser, type_name,
+    CONVERSION_ERRORS, ErrorCells, ParsedRows, RowError, SchemaMismatchError, SkippedRows, decode, parse_failure,
+    pathway_type_name, position, split_lines, stored_default, text_parser, type_name,
 )
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
@@ -237,15 +237,21 @@ def parse_csv(
     header: list[str],
     columns: dict[str, Column],
     settings: CsvParserSettings | None = None,
+    keep_errors: bool = False,
 ) -> ParsedRows:
     """Rows of a chunk of CSV data that follows the header (``first_line`` is the file
-    line number of the chunk's first byte).
+    line number of the chunk's first byte).  ``keep_errors``: a field that does not fit
+    its column is an Error value (see ``ParsedRows``), not a skipped row.
 
     >>> from sparkway.core.dtypes import INT, STR
     >>> cols = {"user": Column("user", STR), "t": Column("t", INT)}
     >>> rows = parse_csv(b"bob,12\\n", path="a.csv", first_line=2, header=["user", "t"], columns=cols)
     >>> rows.ordinals, rows.columns
     ([2], {'user': ['bob'], 't': [12]})
+    >>> rows = parse_csv(b"ann,x\\n", path="a.csv", first_line=2, header=["user", "t"], columns=cols,
+    ...                  keep_errors=True)
+    >>> rows.columns, rows.errors, rows.messages[2]
+    ({'user': ['ann'], 't': [None]}, [['t']], ['failed to parse value "x" at field "t" according to the type int in schema: invalid digit found in string'])
     """
     settings = settings or CsvParserSettings()
     found = check_csv_header(path, header, columns)
@@ -253,21 +259,45 @@ def parse_csv(
     lines = _Lines.of(decode(data, path, first_line), first_line, settings)
     rows, begins, ends = _csv_rows(lines, settings, len(header), skips)
     values, bad = _convert_csv_columns(rows, found, columns)
-    for i, (field_index, name, reason) in sorted(bad.items()):
-        record = "".join(lines.text[begins[i] : ends[i]])
-        offset = _field_starts(record, settings)[field_index]
-        line, col = position(record, offset, lines.number(begins[i]))
-        skips.row(line, col, reason, name)
-    skips.finish()
     if lines.numbers is None:
         ordinals = [first_line + b for b in begins]
     else:
         ordinals = [lines.numbers[b] for b in begins]
+    if keep_errors:
+        skips.finish()
+        cells = ErrorCells([name for name, c in columns.items() if c.primary_key])
+        for i, failures in sorted(bad.items()):
+            for _, name, text in failures:
+                cells.add(i, name, f'failed to parse value "{text}" at field "{name}" according to the type '
+                                   f"{pathway_type_name(columns[name].dtype)} in schema: "
+                                   f"{parse_failure(text, columns[name].dtype)}")
+        parsed = cells.apply(ordinals, values)
+        parsed.skipped += skips.count
+        return parsed
+    for i, failures in sorted(bad.items()):
+        field_index, name, text = min(failures)
+        record = "".join(lines.text[begins[i] : ends[i]])
+        offset = _field_starts(record, settings)[field_index]
+        line, col = position(record, offset, lines.number(begins[i]))
+        skips.row(line, col, _reason(text, columns[name].dtype), name)
+    skips.finish()
     if bad:
         keep = [i for i in range(len(rows)) if i not in bad]
         ordinals = [ordinals[i] for i in keep]
         values = {n: [v[i] for i in keep] for n, v in values.items()}
     return ParsedRows(ordinals, values, skips.count)
+
+
+def _reason(text: str, dtype: DType) -> str:
+    """Why a field is skipped, as the warning says it."""
+    reason = f'cannot parse "{text}" as {type_name(dtype)}'
+    try:
+        text_parser(dtype)(text)
+    except RowError as exc:
+        return f"{reason}: {exc}"
+    except CONVERSION_ERRORS:
+        pass
+    return reason
 
 
 def _report_width(lines: _Lines, begin: int, end: int, fields: list[str], width: int, skips: SkippedRows) -> None:
@@ -278,11 +308,12 @@ def _report_width(lines: _Lines, begin: int, end: int, fields: list[str], width:
 
 def _convert_csv_columns(
     rows: list[list[str]], found: dict[str, int], columns: dict[str, Column]
-) -> tuple[dict[str, list[Any]], dict[int, tuple[int, str, str]]]:
-    """Column-wise conversion (fast when every value parses); returns the values and,
-    per bad row, its leftmost bad field: (field index, column name, reason)."""
+) -> tuple[dict[str, list[Any]], dict[int, list[tuple[int, str, str]]]]:
+    """Column-wise conversion (fast when every value parses); returns the values (None
+    where a field does not fit) and, per bad row, its bad fields: (field index, column
+    name, text)."""
     values: dict[str, list[Any]] = {}
-    bad: dict[int, tuple[int, str, str]] = {}
+    bad: dict[int, list[tuple[int, str, str]]] = {}
     for name, column in columns.items():
         index = found.get(name)
         if index is None:
@@ -297,25 +328,20 @@ def _convert_csv_columns(
         try:
             values[name] = list(map(parse, raw))
         except CONVERSION_ERRORS:
-            values[name] = _convert_slowly(raw, parse, index, name, column.dtype, bad)
+            values[name] = _convert_slowly(raw, parse, index, name, bad)
     return values, bad
 
 
 def _convert_slowly(
-    raw: list[str], parse: Callable[[str], Any], index: int, name: str, dtype: DType,
-    bad: dict[int, tuple[int, str, str]],
+    raw: list[str], parse: Callable[[str], Any], index: int, name: str, bad: dict[int, list[tuple[int, str, str]]],
 ) -> list[Any]:
     out: list[Any] = []
     for i, text in enumerate(raw):
         try:
             out.append(parse(text))
-        except CONVERSION_ERRORS as exc:
+        except CONVERSION_ERRORS:
             out.append(None)
-            reason = f'cannot parse "{text}" as {type_name(dtype)}'
-            if isinstance(exc, RowError):
-                reason = f"{reason}: {exc}"
-            if i not in bad or bad[i][0] > index:
-                bad[i] = (index, name, reason)
+            bad.setdefault(i, []).append((index, name, text))
     return out
 
 

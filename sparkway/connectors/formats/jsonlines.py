@@ -7,42 +7,53 @@ from collections.abc import Callable
 from typing import Any
 
 from sparkway.connectors.formats.values import (
-    CONVERSION_ERRORS, ParsedRows, RowError, SkippedRows, decode, json_converter, split_lines,
-    stored_default,
+    CONVERSION_ERRORS, ErrorCells, ParsedRows, RowError, SkippedRows, decode, json_converter, pathway_type_name,
+    split_lines, stored_default,
 )
 from sparkway.core.columns import Column
 
 
 def parse_json_lines(
-    data: bytes, *, path: str, first_line: int, columns: dict[str, Column]
+    data: bytes, *, path: str, first_line: int, columns: dict[str, Column], keep_errors: bool = False,
 ) -> ParsedRows:
     """Rows of a chunk of JSON lines: one JSON object per line, blank lines ignored.
+    ``keep_errors``: a value that does not fit its column is an Error value (see
+    ``ParsedRows``), not a skipped row.
 
     >>> from sparkway.core.dtypes import INT
     >>> parse_json_lines(b'{"n": 1}\\n\\n{"n": 2}\\n', path="a.jsonl", first_line=1,
     ...                  columns={"n": Column("n", INT)}).columns
     {'n': [1, 2]}
+    >>> parse_json_lines(b'{"n": "x"}\\n', path="a.jsonl", first_line=1,
+    ...                  columns={"n": Column("n", INT)}, keep_errors=True).messages
+    {1: ['failed to create a field "n" with type int from json payload: "x"']}
     """
     skips = SkippedRows(path)
     convs = {name: (c.input_name, json_converter(c.dtype), c) for name, c in columns.items()}
     result = ParsedRows(columns={name: [] for name in columns})
+    cells = ErrorCells([name for name, c in columns.items() if c.primary_key]) if keep_errors else None
     for i, line in enumerate(split_lines(decode(data, path, first_line))):
         if not line.strip():
             continue
-        row = _json_row(line, first_line + i, convs, skips)
+        row = _json_row(line, first_line + i, convs, skips, cells, len(result.ordinals))
         if row is not None:
             result.ordinals.append(first_line + i)
             for name, value in zip(columns, row):
                 result.columns[name].append(value)
     skips.finish()
-    result.skipped = skips.count
+    if cells is not None:
+        result = cells.apply(result.ordinals, result.columns)
+    result.skipped += skips.count
     return result
 
 
 def _json_row(
     line: str, number: int, convs: dict[str, tuple[str, Callable[[Any], Any], Column]],
-    skips: SkippedRows,
+    skips: SkippedRows, cells: ErrorCells | None, position: int,
 ) -> list[Any] | None:
+    """The stored values of a line's object; None for a skipped line.  With ``cells``
+    (keeping Error values), a value that does not fit is None there, recorded as the
+    Error of row ``position``."""
     try:
         obj = json.loads(line.rstrip("\r\n"))  # so that an error at the end is on this line
     except json.JSONDecodeError as exc:
@@ -57,14 +68,21 @@ def _json_row(
             try:
                 row.append(conv(obj[source]))
             except (RowError, *CONVERSION_ERRORS) as exc:
-                col = _json_value_columns(line).get(source, 1)
-                skips.row(number, col, str(exc), column.name)
-                return None
+                if cells is None:
+                    skips.row(number, _json_value_columns(line).get(source, 1), str(exc), column.name)
+                    return None
+                row.append(None)
+                cells.add(position, column.name, f'failed to create a field "{column.name}" with type '
+                                                 f"{pathway_type_name(column.dtype)} from json payload: "
+                                                 f"{json.dumps(obj[source])}")
         elif column.has_default:
             row.append(stored_default(column))
-        else:  # also for an optional column, as Pathway: absent is not null
+        elif cells is None:  # also for an optional column, as Pathway: absent is not null
             skips.row(number, 1, "missing", column.name)
             return None
+        else:
+            row.append(None)
+            cells.add(position, column.name, f'no value for "{column.name}" field and no default specified')
     return row
 
 

@@ -14,10 +14,11 @@ str                       ``str``
 bool                      ``bool``; text: true/1/yes/on/t/y, false/0/no/off/f/n, any case
 bytes                     ``bytes``
 Json                      JSON text (``json.dumps`` of the parsed value)
-DateTimeNaive             naive ``datetime``
-DateTimeUtc               ``datetime`` in UTC
-Duration                  ``timedelta``; in text and JSON input, an integer number of
-                          nanoseconds (as Pathway writes and reads them), cut to microseconds
+DateTimeNaive             ``int``: nanoseconds since 1970-01-01 (from ISO text, up to 9
+                          fraction digits, as Pathway reads them)
+DateTimeUtc               ``int``: nanoseconds since 1970-01-01 UTC
+Duration                  ``int`` nanoseconds; in text and JSON input, an integer number
+                          of nanoseconds (as Pathway writes and reads them)
 list[T]                   ``list``
 tuple[T, ...]             ``dict`` with keys ``_0``, ``_1``, ... (an Arrow struct)
 Any                       ``pickle.dumps`` of the value
@@ -25,7 +26,10 @@ Any                       ``pickle.dumps`` of the value
 
 A row that does not fit the schema is skipped, with a WARNING that names the place in
 the file as ``path:line:column`` (both 1-based; the column is the character column where
-the bad field starts) so that users can find it.
+the bad field starts) so that users can find it.  In a run keeping Error values
+(``terminate_on_error=False``), a value that does not fit its column is an Error value
+instead, and its error is logged with Pathway's message (``ParsedRows.errors``); a row
+whose primary key does not fit is skipped, and logged.
 """
 
 from __future__ import annotations
@@ -42,8 +46,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkway.core.columns import Column
-from sparkway.core.dtypes import DType
-from sparkway.core.durations import duration
+from sparkway.core.dtypes import DType, from_python
+from sparkway.core import durations
 from sparkway.errors import InputDataError, SchemaError
 
 log = logging.getLogger("sparkway")
@@ -82,14 +86,80 @@ class RowError(InputDataError):
 @dataclass
 class ParsedRows:
     """The valid rows of one chunk: per row an ordinal (the line number where the record
-    starts), and per schema column the list of stored values."""
+    starts), and per schema column the list of stored values.
+
+    Keeping Error values: ``errors`` has, per row, the names of its columns whose value
+    is an Error (their stored value is None), and ``messages`` the errors to log, by the
+    ordinal of their row (also of rows left out: with a primary key that does not fit)."""
 
     ordinals: list[int] = field(default_factory=list)
     columns: dict[str, list[Any]] = field(default_factory=dict)
     skipped: int = 0
+    errors: list[list[str]] | None = None
+    messages: dict[int, list[str]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ordinals)
+
+
+def pathway_type_name(dtype: DType) -> str:
+    """A column type as Pathway's messages name it: ``int``, ``int | None``...
+
+    >>> from sparkway.core.dtypes import INT
+    >>> pathway_type_name(INT.with_optional(True))
+    'int | None'
+    """
+    base = str(dtype.with_optional(False))
+    return f"{base} | None" if dtype.optional else base
+
+
+class ErrorCells:
+    """The values of a chunk that do not fit their columns, in a run keeping Error
+    values: collected while parsing, then applied to the rows with ``apply``."""
+
+    def __init__(self, key_columns: list[str]) -> None:
+        self.key_columns = key_columns
+        self.cells: dict[int, list[tuple[str, str]]] = {}  # row -> (column, message)
+
+    def add(self, row: int, column: str, message: str) -> None:
+        self.cells.setdefault(row, []).append((column, message))
+
+    def apply(self, ordinals: list[int], columns: dict[str, list[Any]]) -> ParsedRows:
+        """The rows with their Error values; a row whose primary key has one is left out."""
+        errors: list[list[str]] = [[] for _ in ordinals]
+        messages: dict[int, list[str]] = {}
+        dropped = set()
+        for row, cells in sorted(self.cells.items()):
+            in_key = [message for column, message in cells if column in self.key_columns]
+            if in_key:
+                dropped.add(row)
+                messages.setdefault(ordinals[row], []).append(f"error in primary key, skipping the row: {in_key[0]}")
+                continue
+            for column, message in cells:
+                columns[column][row] = None
+                errors[row].append(column)
+                messages.setdefault(ordinals[row], []).append(message)
+        if dropped:
+            kept = [i for i in range(len(ordinals)) if i not in dropped]
+            ordinals = [ordinals[i] for i in kept]
+            errors = [errors[i] for i in kept]
+            columns = {name: [values[i] for i in kept] for name, values in columns.items()}
+        return ParsedRows(ordinals, columns, len(dropped), errors, messages)
+
+
+def parse_failure(text: str, dtype: DType) -> str:
+    """Why text is not a value of the type, in the words of Pathway's messages (Rust's,
+    for numbers)."""
+    name = dtype.with_optional(False).name
+    if name in ("int", "Pointer"):
+        if text == "":
+            return "cannot parse integer from empty string"
+        if _INT_TEXT.fullmatch(text):
+            return f"number too {'small' if text.startswith('-') else 'large'} to fit in target type"
+        return "invalid digit found in string"
+    if name == "float":
+        return "cannot parse float from empty string" if text == "" else "invalid float literal"
+    return f"not a {pathway_type_name(dtype)}"
 
 
 # ------------------------------------------------------------------ value conversion
@@ -139,30 +209,30 @@ def _text_json(text: str) -> str:
 
 
 # Pathway's date-time text: 2024-01-02T03:04:05, with a fraction of any length (kept to
-# the microsecond), unpadded fields taken, and for a DateTimeUtc an offset (+02:00 or
+# the nanosecond), unpadded fields taken, and for a DateTimeUtc an offset (+02:00 or
 # +0200; not Z). Spaces before it are taken too.
 _DATE_TIME = re.compile(
     r"\s*(\d{4})-(\d{1,2})-(\d{1,2})T(\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d+))?(?:([+-])(\d{2}):?(\d{2}))?"
 )
 
 
-def _date_time(text: str, zoned: bool) -> dt.datetime:
+def _date_time(text: str, zoned: bool) -> int:
+    """Nanoseconds since the epoch of a date-time's text (a UTC one given with any offset)."""
     found = _DATE_TIME.fullmatch(text)
     if found is None or (found.group(8) is not None) != zoned:
         kind = "DateTimeUtc (2024-01-02T03:04:05+00:00)" if zoned else "DateTimeNaive (2024-01-02T03:04:05)"
         raise RowError(f"cannot parse {text!r} as {kind}")
     year, month, day, hour, minute, second = (int(found.group(i)) for i in range(1, 7))
-    micros = int((found.group(7) or "0")[:6].ljust(6, "0"))
-    value = dt.datetime(year, month, day, hour, minute, second, micros)
-    if not zoned:
-        return value
-    sign = -1 if found.group(8) == "-" else 1
-    offset = dt.timedelta(hours=int(found.group(9)), minutes=int(found.group(10))) * sign
-    return value.replace(tzinfo=dt.timezone(offset)).astimezone(dt.timezone.utc)
-
-
-def _nanoseconds(value: int) -> dt.timedelta:
-    return duration(_checked_int(value) // 1000)
+    fraction = (found.group(7) or "0")[:9].ljust(9, "0")
+    value = dt.datetime(year, month, day, hour, minute, second, int(fraction[:6]))
+    if zoned:
+        sign = -1 if found.group(8) == "-" else 1
+        offset = dt.timedelta(hours=int(found.group(9)), minutes=int(found.group(10))) * sign
+        value = value.replace(tzinfo=dt.timezone(offset))
+    try:
+        return durations.nanos(value) + int(fraction[6:])
+    except OverflowError:
+        raise RowError(f"{text!r} is out of the range of date-times (1677-09-21 to 2262-04-11)") from None
 
 
 _TEXT_PARSERS: dict[str, Callable[[str], Any]] = {
@@ -175,7 +245,7 @@ _TEXT_PARSERS: dict[str, Callable[[str], Any]] = {
     "Json": _text_json,
     "DateTimeNaive": lambda t: _date_time(t, zoned=False),
     "DateTimeUtc": lambda t: _date_time(t, zoned=True),
-    "Duration": lambda t: _nanoseconds(int(t)),
+    "Duration": lambda t: _checked_int(int(t)),
     "Any": pickle.dumps,
 }
 
@@ -252,9 +322,9 @@ def _json_base_converter(dtype: DType) -> Callable[[Any], Any]:
                 raise RowError(f"cannot parse {json.dumps(v)} as {type_name(dtype)}") from exc
         return from_string
     if name == "Duration":
-        def to_duration(v: Any) -> dt.timedelta:
+        def to_duration(v: Any) -> int:
             _expect(isinstance(v, int) and not isinstance(v, bool), dtype, v)
-            return _nanoseconds(v)
+            return _checked_int(v)
         return to_duration
     if name == "list":
         item = json_converter(dtype.items[0])
@@ -284,6 +354,8 @@ def stored_default(column: Column) -> Any:
         return pickle.dumps(value)
     if column.dtype.name == "tuple" and isinstance(value, (tuple, list)):
         return {f"_{i}": v for i, v in enumerate(value)}
+    if column.dtype.name in ("DateTimeNaive", "DateTimeUtc", "Duration"):
+        return from_python(column.dtype)(value)
     return value
 
 

@@ -56,7 +56,7 @@ def _interval_positions(
 ) -> tuple[pa.Array, pa.Array, pa.Array]:
     """``positions_join`` for pairs whose times are within the bounds."""
     groups, li, ri = (c.combine_chunks() for c in positions_join(left, right, "inner"))
-    gap = pc.subtract(pc.take(_numeric(right.column("_t")), ri), pc.take(_numeric(left.column("_t")), li))
+    gap = pc.subtract(pc.take(right.column("_t"), ri), pc.take(left.column("_t"), li))
     close = pc.and_(pc.greater_equal(gap, bounds[0]), pc.less_equal(gap, bounds[1]))
     close = pc.fill_null(close, False)
     parts = [(groups.filter(close), li.filter(close), ri.filter(close))]
@@ -68,13 +68,6 @@ def _interval_positions(
         parts.append((pc.take(right.column("_g"), alone), pa.nulls(len(alone), pa.int64()), alone))
     # positions are int64 also where a part is empty (Arrow then may type it null)
     return tuple(pa.chunked_array([p[k].cast(pa.int64()) for p in parts], pa.int64()).combine_chunks() for k in range(3))
-
-
-def _numeric(times: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Times as numbers: timestamps as microseconds, as the bounds are."""
-    if pa.types.is_timestamp(times.type):
-        return pc.cast(pc.cast(times, pa.timestamp("us", tz=times.type.tz)), pa.int64())
-    return times
 
 
 def _unmatched(rows: int, matched: pa.Array) -> pa.Array:

@@ -7,6 +7,7 @@ columns of the different reducers line up without joins.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -14,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkway.core.changes import ID
-from sparkway.core.dtypes import ARRAY_ARROW, array_from_python, array_to_python, from_python
+from sparkway.core.dtypes import ARRAY_ARROW, array_from_python, array_to_python, from_python, to_python
 from sparkway.core.type_rules import return_type
 
 
@@ -71,8 +72,11 @@ def _simple(function: str) -> Aggregator:
 
 
 def _sum(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
-    """Sums; of numpy arrays (stored as structs, which pyarrow cannot add), element-wise."""
+    """Sums; of floats exact (the correctly rounded sum, as Pathway's: 1e21 + 2 - 1e21 is
+    2), of numpy arrays (stored as structs, which pyarrow cannot add) element-wise."""
     column = rows.column(args[0])
+    if pa.types.is_floating(column.type):
+        return _exact_float_sums(rows.column("_g"), column)
     if column.type != ARRAY_ARROW:
         return _simple("sum")(rows, args, params)
     totals: dict[int, Any] = {}
@@ -80,6 +84,18 @@ def _sum(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
         value = array_to_python(stored)
         totals[g] = value if g not in totals else totals[g] + value
     return pa.array([array_from_python(totals[g]) for g in sorted(totals)], ARRAY_ARROW)
+
+
+def _exact_float_sums(groups: pa.ChunkedArray, column: pa.ChunkedArray) -> pa.Array:
+    """Per group (``groups`` ascending), ``math.fsum`` of its values, None where all are null."""
+    g = groups.to_numpy()
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    values = column.fill_null(0.0).to_numpy()
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    ends = np.r_[starts[1:], len(g)]
+    return pa.array(
+        [math.fsum(values[a:b]) if valid[a:b].any() else None for a, b in zip(starts, ends)], pa.float64()
+    )
 
 
 def _by_order(column: str | None, descending: bool, pick: str) -> Aggregator:
@@ -206,16 +222,24 @@ def _ndarray(rows: pa.Table, args: list[str], params: tuple) -> pa.Array:
     return pa.StructArray.from_arrays([shapes, ints, floats], fields=list(ARRAY_ARROW))
 
 
+def written_in_python(kind: str) -> bool:
+    """Whether a reducer is the user's Python code (its params end with its arguments' types)."""
+    return kind in ("stateful", "accumulator")
+
+
 def _custom(fold: Callable[[Any, list[tuple[int, list[tuple]]]], Any], keep_errors: bool = False) -> Callable:
     """A reducer written in Python (``stateful_many``, ``udf_reducer``...): ``fold``
     gets the reducer's params and a group's rows as (arrival time, values) batches, in the
-    order they arrived.  A Python loop over the rows: the user's function needs them.
-    With ``keep_errors``, a group whose fold raises gets a null and the error's message."""
+    order they arrived, as the Python values users see.  A Python loop over the rows: the
+    user's function needs them.  With ``keep_errors``, a group whose fold raises gets a
+    null and the error's message."""
     def aggregate(rows: pa.Table, args: list[str], params: tuple) -> Any:
+        *params, arg_types = params
         ordered = rows.sort_by([("_g", "ascending"), ("_time", "ascending"), (ID, "ascending")])
         groups = ordered.column("_g").to_pylist()
         times = ordered.column("_time").to_pylist()
-        values = list(zip(*(ordered.column(a).to_pylist() for a in args))) or [()] * len(groups)
+        columns = [[convert(v) for v in ordered.column(a).to_pylist()] for a, convert in zip(args, map(to_python, arg_types))]
+        values = list(zip(*columns)) or [()] * len(groups)
         kind = return_type(params[0].compute_result if isinstance(params[0], type) else params[0])
         convert = from_python(kind)
         results, messages, start = [], [], 0

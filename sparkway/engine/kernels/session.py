@@ -9,33 +9,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkway.core.changes import ID
-from sparkway.core.durations import micros_or_number
-
-
-def _as_numbers(column: pa.ChunkedArray, max_gap: Any) -> tuple[np.ndarray, float]:
-    """Times and gap on one numeric scale (microseconds for date-times)."""
-    if pa.types.is_timestamp(column.type):
-        micros = pc.cast(column, pa.timestamp("us", tz=column.type.tz)).cast(pa.int64())
-        gap = float(micros_or_number(max_gap))
-        return micros.to_numpy(), gap
-    return column.to_numpy(), float(max_gap)
+from sparkway.core.durations import nanos_or_number
 
 
 def sessionize(tables: list[pa.Table], params: Any) -> pa.Table:
     """Every row with ``_pw_window_start``/``_pw_window_end``: its session's first and
     last time, and ``_pw_instance``."""
-    (max_gap, payload) = params
+    (max_gap, as_python, payload) = params
     (rows,) = tables
     rows = rows.sort_by([("_g", "ascending"), ("_t", "ascending"), (ID, "ascending")])
     groups = rows.column("_g").to_numpy()
     new_session = np.ones(len(groups), dtype=bool)
     if callable(max_gap):  # a user's predicate(earlier, later): called per consecutive pair
-        times = rows.column("_t").to_pylist()
+        times = [as_python(t) for t in rows.column("_t").to_pylist()]
         together = [bool(max_gap(a, b)) for a, b in zip(times, times[1:])]
         new_session[1:] = (groups[1:] != groups[:-1]) | ~np.array(together, dtype=bool)
     else:
-        numbers, gap = _as_numbers(rows.column("_t"), max_gap)
-        new_session[1:] = (groups[1:] != groups[:-1]) | ((numbers[1:] - numbers[:-1]) >= gap)
+        # times are numbers, or date-times in nanoseconds (and then the gap a duration)
+        times = rows.column("_t").to_numpy()
+        gap = nanos_or_number(max_gap)
+        new_session[1:] = (groups[1:] != groups[:-1]) | ((times[1:] - times[:-1]) >= gap)
     session = np.cumsum(new_session) - 1
     starts = np.flatnonzero(new_session)
     ends = np.append(starts[1:], len(groups)) - 1
