@@ -412,3 +412,77 @@ def test_observers_get_every_change_in_order_and_the_end():
     assert ("async", 10) in seen
     with pytest.raises(TypeError, match="ConnectorObserver"):
         pw.io.python.write(t, object())
+
+
+class Keyed(pw.Schema):
+    key: int = pw.column_definition(primary_key=True)
+    value: str
+
+
+def _final_rows(table: pw.Table) -> list[tuple]:
+    frame = pw.debug.table_to_pandas(table)
+    return sorted(zip(frame["key"], frame["value"]))
+
+
+def test_an_upsert_session_replaces_the_row_of_a_key_and_delete_removes_it():
+    class Upserts(pw.io.python.ConnectorSubject):
+        def __init__(self):
+            super().__init__(session_type="upsert")
+
+        def run(self):
+            self.next(key=1, value="one")
+            self.next(key=2, value="two")
+            self.commit()
+            self.next(key=1, value="uno")  # replaces key 1's row
+            self.delete(key=2, value="two")
+            self.commit()
+
+    assert _final_rows(pw.io.python.read(Upserts(), schema=Keyed)) == [(1, "uno")]
+
+
+def test_a_native_session_deletes_a_row_emitted_before_by_its_values():
+    class InsertThenDelete(pw.io.python.ConnectorSubject):
+        def run(self):
+            self.next(key=1, value="one")
+            self.next(key=2, value="two")
+            self.commit()
+            self.delete(key=1, value="one")
+
+    assert _final_rows(pw.io.python.read(InsertThenDelete(), schema=Keyed)) == [(2, "two")]
+
+
+def test_raw_messages_are_read_in_the_sources_format():
+    class Raw(pw.io.python.ConnectorSubject):
+        def __init__(self):
+            super().__init__(session_type="upsert")
+
+        def run(self):
+            self._add(None, json.dumps({"key": 1, "value": "a"}).encode())
+            self._add(None, json.dumps({"key": 2, "value": "b"}).encode())
+            self.commit()
+            self._remove(None, json.dumps({"key": 1, "value": "a"}).encode())
+
+    class Lines(pw.io.python.ConnectorSubject):
+        def run(self):
+            self._add(None, b"first line")
+
+    class Data(pw.Schema):
+        data: str
+
+    assert _final_rows(pw.io.python.read(Raw(), schema=Keyed)) == [(2, "b")]
+    lines = pw.debug.table_to_pandas(pw.io.python.read(Lines(), schema=Data, format="plaintext"))
+    assert list(lines["data"]) == ["first line"]
+
+
+def test_an_upsert_session_needs_a_primary_key():
+    class Upserts(pw.io.python.ConnectorSubject):
+        def __init__(self):
+            super().__init__(session_type="upsert")
+
+        def run(self):
+            pass
+
+    with pytest.raises(ValueError, match="requires a schema with at least one primary_key column"):
+        pw.io.python.read(Upserts(), schema=Value)
+    with pytest.raises(ValueError, match="invalid session_type"):
+        pw.io.python.ConnectorSubject(session_type="replace")

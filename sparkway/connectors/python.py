@@ -11,6 +11,7 @@ and a batch committed but not yet in a step is picked up by the next run.
 from __future__ import annotations
 
 import datetime
+import enum
 import json
 import logging
 import threading
@@ -24,11 +25,21 @@ from sparkway.connectors.base import Segment, Source, record_ids
 from sparkway.connectors.formats.values import RowError, json_converter, pathway_type_name, stored_default
 from sparkway.core import changes
 from sparkway.core.columns import Column
-from sparkway.core.dtypes import DATE_TIME_NAIVE, DATE_TIME_UTC, DType, from_python
-from sparkway.errors import ConnectorError, PersistenceError, PlanError
+from sparkway.core.dtypes import BOOL, DATE_TIME_NAIVE, DATE_TIME_UTC, DType, from_python
+from sparkway.errors import ConnectorError, InputDataError, PersistenceError, PlanError
 from sparkway.persistence.storage import BlobStorage
 
 log = logging.getLogger("sparkway")
+
+
+class SessionType(enum.Enum):
+    """How a subject's rows change the table (a subject's ``_session_type``):
+    ``NATIVE``, each row is inserted (``_add``) or deleted (``_remove``) as given;
+    ``UPSERT``, a row replaces the row of its primary key, and ``_remove`` deletes the
+    row of its key."""
+
+    NATIVE = 0
+    UPSERT = 1
 
 
 class ConnectorSubject:
@@ -53,8 +64,11 @@ class ConnectorSubject:
 
     _channel: "PythonSource | None" = None
 
-    def __init__(self, datasource_name: str = "python") -> None:
+    def __init__(self, datasource_name: str = "python", *, session_type: str = "native") -> None:
         self.datasource_name = datasource_name
+        if session_type not in ("native", "upsert"):
+            raise ValueError(f"invalid session_type {session_type!r}: expected 'native' or 'upsert'")
+        self._session_type_value = SessionType[session_type.upper()]
 
     def run(self) -> None:
         """Produces the input; override it."""
@@ -79,6 +93,32 @@ class ConnectorSubject:
         """Emits a row of the one-column (``data``) table."""
         self._source().add_single(message)
 
+    def delete(self, **fields: Any) -> None:
+        """Deletes a row emitted before, given by its values (its primary key's at least):
+        in an upsert session (``session_type="upsert"``) the row of its primary key, else
+        the row with these values, which must have been emitted once."""
+        self._source().add(fields, parse_json=False, diff=-1)
+
+    def _add(self, key: Any, message: bytes | str) -> None:
+        """Emits a row given as a message in the source's ``format`` (``json``: an object;
+        else the value of the one column).  ``key`` is not used: ids come from the
+        schema's primary key, or from the row's place in its transaction."""
+        self._source().add_message(message, diff=1)
+
+    def _remove(self, key: Any, message: bytes | str) -> None:
+        """Deletes the row given as a message (see ``_add``); in an upsert session, the
+        row of its primary key."""
+        self._source().add_message(message, diff=-1)
+
+    @property
+    def _session_type(self) -> SessionType:
+        # a subclass that does not call __init__ has a native session
+        return getattr(self, "_session_type_value", SessionType.NATIVE)
+
+    @property
+    def _deletions_enabled(self) -> bool:
+        return True
+
     def commit(self) -> None:
         """Ends the current transaction: its rows reach the outputs together."""
         self._source().commit()
@@ -99,10 +139,16 @@ class PythonSource(Source):
     connector_label = "PythonReader"
 
     def __init__(self, subject: ConnectorSubject, schema: dict[str, Column], *,
-                 autocommit_duration_ms: int | None, name: str | None) -> None:
+                 autocommit_duration_ms: int | None, name: str | None, message_format: str = "json") -> None:
         self.subject = subject
         self.schema = schema
+        self.message_format = message_format
+        #: an upsert session: the rows are a stream of upserts and deletions (the
+        #: ``UPSERT_FLAG`` column tells them apart), which ``stream_to_table`` reads
+        self.upserts = subject._session_type == SessionType.UPSERT
         self.columns: dict[str, DType] = {c: col.dtype for c, col in schema.items()}
+        if self.upserts:
+            self.columns[UPSERT_FLAG] = BOOL
         self.name = name
         self.autocommit_s = None if autocommit_duration_ms is None else autocommit_duration_ms / 1000
         self.key_columns = [c for c, col in schema.items() if col.primary_key]
@@ -149,7 +195,7 @@ class PythonSource(Source):
 
     # ----------------------------------------------------------- the subject's side
 
-    def add(self, fields: dict[str, Any], *, parse_json: bool) -> None:
+    def add(self, fields: dict[str, Any], *, parse_json: bool, diff: int = 1) -> None:
         """A row the subject emitted.  A value that does not fit its column is an Error
         value keeping Error values (a row whose primary key does not fit is left out),
         else its row is skipped; either way the error is logged, as Pathway does."""
@@ -166,7 +212,9 @@ class PythonSource(Source):
             log.error("%s: parse error: %s; row skipped", self.label, messages[0])
             return
         in_key = [m for name, m in zip(failed, messages) if name in self.key_columns]
-        row = _Row(values, failed, messages)
+        if self.upserts:  # an upsert session's rows are events, inserted: the flag says upsert or deletion
+            values, diff = [*values, diff > 0], 1
+        row = _Row(values, failed, messages, diff=diff)
         if in_key:  # left out, only logged
             row = _Row(values, [], [f"error in primary key, skipping the row: {in_key[0]}"], logs_only=True)
         with self._lock:
@@ -176,10 +224,22 @@ class PythonSource(Source):
                 self._opened_at = time.monotonic()
             self._rows.append(row)
 
-    def add_single(self, value: Any) -> None:
+    def add_single(self, value: Any, diff: int = 1) -> None:
         if len(self.schema) != 1:
             raise PlanError(f"next_str/next_bytes need a one-column schema; this one has {list(self.schema)}")
-        self.add({next(iter(self.schema)): value}, parse_json=False)
+        self.add({next(iter(self.schema)): value}, parse_json=False, diff=diff)
+
+    def add_message(self, message: bytes | str, diff: int) -> None:
+        """A row given as a message in the source's format (``_add``/``_remove``)."""
+        if self.message_format == "json":
+            fields = json.loads(message)
+            if not isinstance(fields, dict):
+                raise InputDataError(f"{self.label}: a JSON message must be an object, got {message!r}")
+            self.add(fields, parse_json=True, diff=diff)
+        elif self.message_format == "plaintext" and isinstance(message, bytes):
+            self.add_single(message.decode("utf-8"), diff=diff)
+        else:
+            self.add_single(message, diff=diff)
 
     def _value(self, fields: dict[str, Any], name: str, convert: Any, parsed_json: bool) -> Any:
         column = self.schema[name]
@@ -233,7 +293,7 @@ class PythonSource(Source):
             ids = [i if row.logs_only else 0 for i, row in zip(ids, rows)]
         arrays = [pa.array(ids, pa.int64())]
         arrays += [pa.array(list(values), d.arrow_type()) for values, d in zip(columns, self.columns.values())]
-        arrays.append(pa.array([0 if row.logs_only else 1 for row in rows], pa.int64()))
+        arrays.append(pa.array([0 if row.logs_only else row.diff for row in rows], pa.int64()))
         if self.keep_errors:
             arrays.append(pa.array([row.failed or None for row in rows], pa.list_(pa.string())))
             arrays.append(pa.array([row.messages or None for row in rows], pa.list_(pa.string())))
@@ -259,7 +319,9 @@ class PythonSource(Source):
             due = self._opened_at is not None and self.autocommit_s is not None
             if due and time.monotonic() - self._opened_at >= self.autocommit_s:
                 self._seal()
-            return [{"batch": b} for b in sorted(self._batches) if b >= self._next_batch]
+            # one transaction per step: each commit of the subject is a time of its own,
+            # as in Pathway, however fast the subject commits
+            return [{"batch": b} for b in sorted(self._batches) if b >= self._next_batch][:1]
 
     def read(self, segments: list[Segment]) -> pa.Table:
         parts = [self._batch(s["batch"]) for s in segments]
@@ -326,6 +388,10 @@ class PythonSource(Source):
             self.close_input()
 
 
+#: the column of an upsert session's rows saying whether a row is an upsert or a deletion
+UPSERT_FLAG = "_pw_upsert"
+
+
 def _batch_file(number: int) -> str:
     return f"batches/{number:012d}.arrow"
 
@@ -343,6 +409,7 @@ class _Row:
     failed: list[str]
     messages: list[str]
     logs_only: bool = False
+    diff: int = 1  # -1: a deletion (``_remove``)
 
 
 def _python_converter(dtype: DType) -> Any:

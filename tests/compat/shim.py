@@ -198,13 +198,14 @@ def _parse_graph_extras() -> dict[str, Any]:
 def _engine_names() -> dict[str, Any]:
     """Names of Pathway's engine module its tests use, played by sparkway's: the error
     of a failed computation is a ``ComputationError``; persistence modes; the metrics of
-    the nearest-neighbour indexes."""
+    the nearest-neighbour indexes; the Python connector's session types."""
+    from sparkway.connectors.python import SessionType
     from sparkway.errors import ComputationError
     from sparkway.persistence import PersistenceMode
     from sparkway.stdlib.indexing import metric_kinds
 
     names = {k: v for k, v in vars(metric_kinds).items() if k.endswith("MetricKind")}
-    return {"EngineError": ComputationError, "PersistenceMode": PersistenceMode, **names}
+    return {"EngineError": ComputationError, "PersistenceMode": PersistenceMode, "SessionType": SessionType, **names}
 
 
 # names a shim module offers besides its sparkway module's
