@@ -435,9 +435,13 @@ def test_an_upsert_session_replaces_the_row_of_a_key_and_delete_removes_it():
             self.commit()
             self.next(key=1, value="uno")  # replaces key 1's row
             self.delete(key=2, value="two")
+            self.next(key=3, value="three")  # in one transaction: the last event of a key counts
+            self.next(key=3, value="drei")
+            self.next(key=4, value="four")
+            self.delete(key=4, value="four")
             self.commit()
 
-    assert _final_rows(pw.io.python.read(Upserts(), schema=Keyed)) == [(1, "uno")]
+    assert _final_rows(pw.io.python.read(Upserts(), schema=Keyed)) == [(1, "uno"), (3, "drei")]
 
 
 def test_a_native_session_deletes_a_row_emitted_before_by_its_values():

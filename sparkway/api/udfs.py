@@ -495,7 +495,7 @@ class UDF:
             given = dtype_of(self.return_type)
             per_row = declared.items[0] if self.max_batch_size is not None and declared.name == "list" else declared
             if per_row != ANY and not _fits(per_row, given):
-                annotation = typing.get_type_hints(self.__wrapped__).get("return")
+                annotation = _return_annotation(self.__wrapped__)
                 warn_user(
                     f"The value of return_type parameter ({self.return_type}) is inconsistent with UDF's "
                     f"return type annotation ({annotation}).",
@@ -505,7 +505,7 @@ class UDF:
         if self.max_batch_size is None or declared == ANY:
             return declared
         if declared.name != "list":
-            annotation = typing.get_type_hints(self.__wrapped__).get("return")
+            annotation = _return_annotation(self.__wrapped__)
             raise ValueError(f"A batch UDF has to return a list but is annotated as returning {annotation!r}")
         return declared.items[0]  # a batch function returns a list of results
 
@@ -682,3 +682,11 @@ def _remembered_rows(batch: Callable[..., list[Any]], store: Any) -> Callable[..
                 store.put(key, value)
         return [known[k] for k in keys]
     return call
+
+
+def _return_annotation(fn: Callable[..., Any]) -> Any:
+    """``fn``'s return annotation as written, for messages (resolved where it can be)."""
+    try:
+        return typing.get_type_hints(fn).get("return")
+    except Exception:  # a callable object, or hints naming what cannot be imported
+        return inspect.signature(fn).return_annotation

@@ -9,7 +9,6 @@ even when it is due sooner than the loop's poll interval.
 
 from __future__ import annotations
 
-import datetime
 import time
 from typing import Any
 
@@ -42,14 +41,14 @@ class ClockSource(Source):
     def discover(self) -> list[Segment]:
         if time.monotonic() < self.next_at:
             return []
-        return [{"tick": self.ticks, "at_us": time.time_ns() // 1000}]
+        return [{"tick": self.ticks, "at_ns": time.time_ns()}]
 
     def due_in(self) -> float | None:
         return max(0.0, self.next_at - time.monotonic())
 
     def read(self, segments: list[Segment]) -> pa.Table:
         schema = changes.arrow_schema(self.columns)
-        moments = [datetime.datetime.fromtimestamp(s["at_us"] / 1e6, datetime.timezone.utc) for s in segments]
+        moments = [s["at_ns"] for s in segments]  # date-times are nanoseconds since the epoch
         ids = record_ids(self.name or "clock", "ticks", [s["tick"] for s in segments])
         return pa.table([pa.array(ids, pa.int64()), pa.array(moments, schema.field(1).type),
                          pa.array([1] * len(segments), pa.int64())], schema=schema)

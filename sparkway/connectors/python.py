@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sparkway.connectors.base import Segment, Source, record_ids
 from sparkway.connectors.formats.values import RowError, json_converter, pathway_type_name, stored_default
@@ -319,13 +320,15 @@ class PythonSource(Source):
             due = self._opened_at is not None and self.autocommit_s is not None
             if due and time.monotonic() - self._opened_at >= self.autocommit_s:
                 self._seal()
-            # one transaction per step: each commit of the subject is a time of its own,
-            # as in Pathway, however fast the subject commits
-            return [{"batch": b} for b in sorted(self._batches) if b >= self._next_batch][:1]
+            # every transaction committed since the last step goes into the next one: a
+            # step costs a Spark job, so a time per commit (Pathway's) would leave a subject
+            # that commits often ever further behind
+            return [{"batch": b} for b in sorted(self._batches) if b >= self._next_batch]
 
     def read(self, segments: list[Segment]) -> pa.Table:
         parts = [self._batch(s["batch"]) for s in segments]
-        return pa.concat_tables(parts) if parts else self._output_schema().empty_table()
+        rows = pa.concat_tables(parts) if parts else self._output_schema().empty_table()
+        return _last_per_key(rows, self.key_columns) if self.upserts else rows
 
     def _batch(self, number: int) -> pa.Table:
         with self._lock:
@@ -390,6 +393,17 @@ class PythonSource(Source):
 
 #: the column of an upsert session's rows saying whether a row is an upsert or a deletion
 UPSERT_FLAG = "_pw_upsert"
+
+
+def _last_per_key(rows: pa.Table, keys: list[str]) -> pa.Table:
+    """An upsert session's events of one step: the last one of each key (the engine
+    cannot tell the order of two events of one id within a step)."""
+    if rows.num_rows == 0:
+        return rows
+    numbered = rows.append_column("_pw_order", pa.array(range(rows.num_rows), pa.int64()))
+    last = numbered.group_by(keys, use_threads=False).aggregate([("_pw_order", "max")])
+    positions = last.column("_pw_order_max").combine_chunks()
+    return rows.take(pc.take(positions, pc.sort_indices(positions)))
 
 
 def _batch_file(number: int) -> str:

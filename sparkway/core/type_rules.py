@@ -170,6 +170,12 @@ def return_type(fn: Callable[..., Any]) -> DType:
         annotation = inspect.signature(fn).return_annotation
     except (TypeError, ValueError):
         return dt.ANY
+    if isinstance(annotation, str):  # postponed (``from __future__ import annotations``), and
+        # get_type_hints failed on another parameter's: the return annotation alone
+        try:
+            annotation = eval(annotation, dict(getattr(fn, "__globals__", {})))
+        except Exception:
+            pass
     return dt.ANY if annotation is inspect.Signature.empty else dt.dtype_of(annotation)
 
 

@@ -8,8 +8,9 @@ from sparkway.connectors.formats.values import ParsedRows, decode
 def parse_plaintext(data: bytes, *, path: str, first_line: int, column: str) -> ParsedRows:
     """One row per line (without its line ending) in a single str column.
 
-    >>> parse_plaintext(b"a\\r\\nb\\n", path="a.txt", first_line=3, column="data")
-    ParsedRows(ordinals=[3, 4], columns={'data': ['a', 'b']}, skipped=0)
+    >>> rows = parse_plaintext(b"a\\r\\nb\\n", path="a.txt", first_line=3, column="data")
+    >>> rows.ordinals, rows.columns
+    ([3, 4], {'data': ['a', 'b']})
     """
     lines = decode(data, path, first_line).split("\n")
     if lines and lines[-1] == "":

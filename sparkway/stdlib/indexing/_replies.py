@@ -79,7 +79,7 @@ class _AsLists:
     def __init__(self, answer: Callable[..., list[tuple[Any, ...]]], width: int) -> None:
         self.answer, self.width = answer, width
 
-    def __call__(self, *args: Any) -> tuple:
+    def __call__(self, *args: Any):  # unannotated: the type is given where it is applied
         matches = self.answer(*args)
         return (*([m[2][i] for m in matches] for i in range(self.width)), [m[1] for m in matches])
 
