@@ -1301,6 +1301,16 @@ def test_compute_and_print_update_stream(capsys):
     assert [c.strip() for c in capsys.readouterr().out.strip().split("\n")[1].split("|")] == ["z", "0", "1"]
 
 
+def test_odd_times_of_a_debug_table_are_doubled_with_pathways_warning(capsys):
+    with pytest.warns(UserWarning, match="timestamps are required to be even; all timestamps will be doubled"):
+        t = pw.debug.table_from_markdown("a | __time__\n1 | 1\n2 | 2\n3 | 7")
+    pw.debug.compute_and_print_update_stream(t, include_id=False)
+    rows = [line.split("|") for line in capsys.readouterr().out.strip().split("\n")[1:]]
+    assert [int(row[1]) for row in rows] == [2, 4, 14]
+    with pytest.raises(ValueError, match="cannot contain negative times"):
+        pw.debug.table_from_markdown("a | __time__\n1 | -2")
+
+
 def test_file_tables_computed_separately_can_be_combined(tmp_path):
     for name in ("a", "b"):
         (tmp_path / name).mkdir()

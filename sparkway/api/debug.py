@@ -22,7 +22,7 @@ from sparkway.core import changes
 from sparkway.core import dtypes as dt
 from sparkway.core.changes import DIFF, ID
 from sparkway.core.dtypes import DType
-from sparkway.errors import PlanTypeError, UnknownColumnError, traced
+from sparkway.errors import PlanTypeError, UnknownColumnError, traced, warn_user
 from sparkway.plan import nodes as n
 
 # A hidden column holding each row's label (its markdown label, pandas index, or position):
@@ -190,6 +190,11 @@ def _transactions(columns: dict[str, DType], rows: list[dict[str, Any]]) -> list
     by_time: dict[int, list[int]] = {}
     for position, row in enumerate(rows):
         by_time.setdefault(int(row.get("__time__") or 0), []).append(position)
+    if any(time < 0 for time in by_time):
+        raise ValueError("Column __time__ cannot contain negative times.")  # Pathway's words
+    if any(time % 2 for time in by_time):  # as Pathway: its times of data are even
+        warn_user("timestamps are required to be even; all timestamps will be doubled")
+        by_time = {2 * time: positions for time, positions in by_time.items()}
     out = []
     for time in sorted(by_time):
         picked = by_time[time]

@@ -596,7 +596,7 @@ def _evaluated(application: _Application) -> Table:
     slot_types = [slot.dtype.with_optional() for slot in spec.slots]
     row_type = DType("list", (DType("tuple", (dt.INT, dt.POINTER, *slot_types)),))
 
-    def evaluate(packed: tuple[tuple, ...]) -> list[tuple]:
+    def evaluate(packed: tuple[tuple, ...]):  # unannotated: its type is given to apply_with_type
         return _evaluate(spec, packed)
 
     evaluate.__qualname__ = f"transformer {application.transformer.name}"

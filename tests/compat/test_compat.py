@@ -1,6 +1,6 @@
 """Pathway 0.33.0's own tests that passed with sparkway (``baseline.json``) still pass.
 
-Opt-in (``SPARKWAY_COMPAT=1``): the run takes about 20 minutes on 2 cores and downloads
+Opt-in (``SPARKWAY_COMPAT=1``): the run takes about 30 minutes on 2 cores and downloads
 Pathway's 105 MB wheel on first use, which would more than double the main suite.
 Run it with ``SPARKWAY_COMPAT=1 .venv/bin/python -m pytest tests/compat -m compat``; after
 an improvement, record the new numbers with ``python -m tests.compat.runner --write-baseline``.
@@ -21,8 +21,8 @@ BASELINE = Path(__file__).with_name("baseline.json")
 
 
 @pytest.mark.compat
-@pytest.mark.timeout(1500)  # the runner stops itself at its budget (1,200 s)
-@pytest.mark.skipif(os.environ.get("SPARKWAY_COMPAT") != "1", reason="opt-in: set SPARKWAY_COMPAT=1 (~20 min)")
+@pytest.mark.timeout(2100)  # the runner stops itself at its budget (1,800 s)
+@pytest.mark.skipif(os.environ.get("SPARKWAY_COMPAT") != "1", reason="opt-in: set SPARKWAY_COMPAT=1 (~30 min)")
 def test_pathway_tests_passed_do_not_drop(tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
     subprocess.run([sys.executable, "-m", "tests.compat.runner", "--report", str(report_path)], cwd=ROOT, check=True)

@@ -126,7 +126,7 @@ def multiapply_all_rows(
     rows = table.select(_pw_row=make_tuple(table.id, *cols))
     gathered = rows.reduce(_pw_rows=reducers.sorted_tuple(rows._pw_row))
 
-    def apply_to_all(all_rows: Sequence[tuple]) -> list[tuple]:
+    def apply_to_all(all_rows: Sequence[tuple]):  # unannotated: its type is given to apply_with_type
         ids, *columns = zip(*all_rows)
         results = fun(*(list(c) for c in columns))
         return list(zip(ids, *results))

@@ -88,7 +88,7 @@ def _transform(
     names = [t.column_names() for t in tables]
     output_names = schema.column_names()  # the function runs on executors: no schema class in it
 
-    def apply_to_frames(*all_rows: Sequence[tuple]) -> list[tuple]:
+    def apply_to_frames(*all_rows: Sequence[tuple]):  # unannotated: its type is given to apply_with_type
         frames = [
             pd.DataFrame([row[1:] for row in rows or ()], index=[row[0] for row in rows or ()], columns=columns)
             for rows, columns in zip(all_rows, names)
