@@ -159,11 +159,14 @@ def _same_type(kind: Any, expected: Any) -> bool:
     """Equal types; array types match when they may hold the same arrays (an unknown
     number of dimensions or element type matches any), and lists and tuples when their
     items do (a list's item type standing for each of a tuple's, ``list[Any]`` for any),
-    as Pathway's schema check has it."""
+    as Pathway's schema check has it; a pointer of unknown key types (Pathway's
+    ``ANY_POINTER``) matches any pointer."""
     from sparkway.core import dtypes
 
     if kind.optional != expected.optional or kind.is_array != expected.is_array:
         return False
+    if kind.is_pointer and expected.is_pointer and not (kind.items and expected.items):
+        return True
     if kind.is_array:
         return dtypes.arrays_equivalent(kind, expected)
     if kind.name in ("list", "tuple") and expected.name in ("list", "tuple"):

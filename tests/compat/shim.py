@@ -185,8 +185,24 @@ class _ParseGraph:
 
         graph.clear()
 
+    @property
+    def universe_solver(self) -> "_UniverseSolver":
+        return _UniverseSolver()
+
     def __getattr__(self, name: str) -> Any:
         return Missing(f"pathway.internals.parse_graph.G.{name}")
+
+
+class _UniverseSolver:
+    """``G.universe_solver``: what is known of tables' ids, answered by sparkway's universes."""
+
+    @staticmethod
+    def query_is_subset(a: Any, b: Any) -> bool:
+        return a.is_subset_of(b)
+
+    @staticmethod
+    def query_are_equal(a: Any, b: Any) -> bool:
+        return a.is_subset_of(b) and b.is_subset_of(a)
 
 
 def _parse_graph_extras() -> dict[str, Any]:
@@ -198,14 +214,17 @@ def _parse_graph_extras() -> dict[str, Any]:
 def _engine_names() -> dict[str, Any]:
     """Names of Pathway's engine module its tests use, played by sparkway's: the error
     of a failed computation is a ``ComputationError``; persistence modes; the metrics of
-    the nearest-neighbour indexes; the Python connector's session types."""
+    the nearest-neighbour indexes; the Python connector's session types; ``ref_scalar``,
+    the id made from values."""
     from sparkway.connectors.python import SessionType
+    from sparkway.engine.expressions import python_pointer_of
     from sparkway.errors import ComputationError
     from sparkway.persistence import PersistenceMode
     from sparkway.stdlib.indexing import metric_kinds
 
     names = {k: v for k, v in vars(metric_kinds).items() if k.endswith("MetricKind")}
-    return {"EngineError": ComputationError, "PersistenceMode": PersistenceMode, "SessionType": SessionType, **names}
+    return {"EngineError": ComputationError, "PersistenceMode": PersistenceMode, "SessionType": SessionType,
+            "ref_scalar": lambda *values: python_pointer_of(values), **names}
 
 
 # names a shim module offers besides its sparkway module's
