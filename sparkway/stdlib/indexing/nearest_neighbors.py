@@ -110,10 +110,7 @@ class _ExactKnn(InnerIndex):
         self, query_column: ColumnRef, number_of_matches: Any, metadata_filter: Any, as_of_now: bool,
         rows: _replies.Rows | None,
     ) -> Table:
-        query = embedded(query_column, self.embedder)
-        _check_vectors(self._data_column, query, number_of_matches, self.metadata_column, metadata_filter)
-        queries = _replies.query_rows(query, number_of_matches, metadata_filter).with_universe_of(query_column.table)
-        data = _replies.data_rows(self._data_column, self.metadata_column, rows)
+        queries, data = _vector_rows(self, query_column, number_of_matches, metadata_filter, rows)
         metric = self.metric.value  # type: ignore[attr-defined]
         if as_of_now:
             return _replies.scan_replies(queries, data, exact_search(metric), rows)
@@ -224,10 +221,7 @@ class LshKnn(InnerIndex):
         self, query_column: ColumnRef, number_of_matches: Any, metadata_filter: Any, as_of_now: bool,
         rows: _replies.Rows | None,
     ) -> Table:
-        query = embedded(query_column, self.embedder)
-        _check_vectors(self._data_column, query, number_of_matches, self.metadata_column, metadata_filter)
-        queries = _replies.query_rows(query, number_of_matches, metadata_filter).with_universe_of(query_column.table)
-        data = _replies.data_rows(self._data_column, self.metadata_column, rows)
+        queries, data = _vector_rows(self, query_column, number_of_matches, metadata_filter, rows)
         return lsh_replies(
             queries, data, self.dimensions, self.n_and, self.n_or, self.bucket_length, self.distance_type, as_of_now,
             rows,
@@ -244,6 +238,17 @@ class LshKnn(InnerIndex):
     ) -> Table:
         """The nearest rows of each query among its buckets, at the time it arrives."""
         return self._answer(query_column, number_of_matches, metadata_filter, True, None)
+
+
+def _vector_rows(
+    index: Any, query_column: ColumnRef, number_of_matches: Any, metadata_filter: Any, rows: _replies.Rows | None,
+) -> tuple[Table, Table]:
+    """The query rows and the data rows a vector index (exact or LSH) answers from, the
+    vectors checked and embedded."""
+    query = embedded(query_column, index.embedder)
+    _check_vectors(index._data_column, query, number_of_matches, index.metadata_column, metadata_filter)
+    queries = _replies.query_rows(query, number_of_matches, metadata_filter).with_universe_of(query_column.table)
+    return queries, _replies.data_rows(index._data_column, index.metadata_column, rows)
 
 
 def lsh_replies(
