@@ -60,10 +60,13 @@ def excluded(nodeid: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatchcase(key, p) or fnmatch.fnmatchcase(test_id, p) for p in patterns)
 
 
-def sampled(nodeid: str, sample: dict[str, int]) -> bool:
-    """A deterministic share of a file's tests: ``crc32(id) % 100 < percent``."""
+def sampled(nodeid: str, sample: dict[str, int], share: int = 100) -> bool:
+    """A deterministic share of a file's tests: ``crc32(id) % 100 < percent``; ``share``
+    keeps that percent of every file on top (a second hash, so that it does not pick the
+    same tests as ``sample``)."""
     percent = sample.get(report_key(nodeid), 100)
-    return zlib.crc32(nodeid.encode()) % 100 < percent
+    in_share = zlib.crc32(b"share:" + nodeid.encode()) % 100 < share
+    return zlib.crc32(nodeid.encode()) % 100 < percent and in_share
 
 
 def categorize(excinfo: pytest.ExceptionInfo) -> str:
@@ -103,7 +106,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     from compat import shim
 
     settings = _config()
-    keep = [i for i in items if not excluded(i.nodeid, settings["exclusions"]) and sampled(i.nodeid, settings["sample"])]
+    keep = [i for i in items if not excluded(i.nodeid, settings["exclusions"]) and sampled(i.nodeid, settings["sample"], settings["share"])]
     selected = Path(settings["selected"])
     if not selected.exists():  # a resumed run (after a timeout) keeps the first run's selection
         selected.write_text(json.dumps([i.nodeid for i in keep]))

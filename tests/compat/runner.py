@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python -m tests.compat.runner [--budget 1800] [--timeout 15] [-k FILE_REGEX]
+    .venv/bin/python -m tests.compat.runner [--budget 3600] [--timeout 15] [--share 100] [-k FILE_REGEX]
     .venv/bin/python -m tests.compat.runner --tests pathway/tests/test_common.py::test_select ...
 
 Steps: download the ``pathway==0.33.0`` wheel once (``pip download``, cached in
@@ -12,8 +12,9 @@ a stub ``pathway/__init__.py`` that makes ``import pathway`` give sparkway
 (``shim.py``); run the selected tests and examples with pytest in *one* subprocess (one
 SparkSession for all; a test that times out ends it, and a fresh one runs the rest);
 write the report.  Nothing from the wheel is written inside the
-repository.  Exclusions are in ``exclusions.txt``; ``SAMPLE`` keeps the run under the
-budget (30 minutes on 2 cores).
+repository.  Exclusions are in ``exclusions.txt``; ``SAMPLE`` trims files that repeat one
+test many times.  A whole run takes about 35 minutes on 2 cores; ``--share 30`` runs a fixed
+30% of every file (the regression check of ``test_compat.py``).
 """
 
 from __future__ import annotations
@@ -113,12 +114,12 @@ def prepare(wheel: Path, work: Path, exclusions: list[str], file_regex: str | No
 
 
 def run_pytest(
-    work: Path, paths: list[str], exclusions: list[str], budget: float, timeout: float
+    work: Path, paths: list[str], exclusions: list[str], budget: float, timeout: float, share: int = 100
 ) -> tuple[list[dict], list[str], float]:
     """Runs the tests in one subprocess (a fresh one after a timeout), stopped at ``budget``
     seconds; returns the results."""
     results, selected = work / "results.jsonl", work / "selected.json"
-    command, env = _pytest_command(work, paths, exclusions, timeout, budget)
+    command, env = _pytest_command(work, paths, exclusions, timeout, budget, share)
     start = time.monotonic()
     resume = work / "resume"  # left by the plugin when a timeout ended its process
     with open(work / "pytest.log", "w") as log:
@@ -137,12 +138,14 @@ def run_pytest(
     return records, chosen, elapsed
 
 
-def _pytest_command(work: Path, paths: list[str], exclusions: list[str], timeout: float, budget: float) -> tuple[list[str], dict[str, str]]:
+def _pytest_command(
+    work: Path, paths: list[str], exclusions: list[str], timeout: float, budget: float, share: int = 100
+) -> tuple[list[str], dict[str, str]]:
     """The pytest command line and environment of a run in ``work``."""
     config = {
         # tests stop starting 30 s before the budget's end (killing the run would kill the
         # JVM under the test running, and count the tests after it as failed)
-        "exclusions": exclusions, "sample": SAMPLE, "timeout": timeout, "deadline": time.time() + budget - 30,
+        "exclusions": exclusions, "sample": SAMPLE, "share": share, "timeout": timeout, "deadline": time.time() + budget - 30,
         "results": str(work / "results.jsonl"), "selected": str(work / "selected.json"),
     }
     (work / "compat.json").write_text(json.dumps(config))
@@ -271,8 +274,11 @@ def debug(test_ids: list[str], timeout: float, workdir: str | None = None) -> in
         return subprocess.run(command, cwd=work, env=env).returncode
 
 
-def run(budget: float = 1800, timeout: float = 15, file_regex: str | None = None, workdir: str | None = None) -> dict[str, Any]:
-    """Runs the whole measurement and returns the report (also written to the cache).
+def run(
+    budget: float = 3600, timeout: float = 15, file_regex: str | None = None, workdir: str | None = None, share: int = 100
+) -> dict[str, Any]:
+    """Runs the whole measurement (or ``share`` percent of each file) and returns the report
+    (also written to the cache).
 
     ``workdir`` (outside the repository) keeps the extracted tests and pytest's log, to
     rerun a test by hand; by default a temporary folder is used and removed."""
@@ -284,8 +290,9 @@ def run(budget: float = 1800, timeout: float = 15, file_regex: str | None = None
             work.mkdir(parents=True)
         exclusions = read_exclusions()
         paths = prepare(wheel, work, exclusions, file_regex)
-        records, selected, elapsed = run_pytest(work, paths, exclusions, budget, timeout)
+        records, selected, elapsed = run_pytest(work, paths, exclusions, budget, timeout, share)
     report = summarize(records, selected, elapsed)
+    report["share"] = share
     (cache_dir() / "report.json").write_text(json.dumps(report, indent=1))
     lines = [f"{f['category']} | {f['id']} | {f['reason']}" for part in ("tests", "doctests") for f in report[part]["failures"]]
     (cache_dir() / "failures.txt").write_text("\n".join(lines) + "\n")
@@ -294,8 +301,9 @@ def run(budget: float = 1800, timeout: float = 15, file_regex: str | None = None
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--budget", type=float, default=1800, help="seconds for the whole pytest run")
+    parser.add_argument("--budget", type=float, default=3600, help="seconds for the whole pytest run")
     parser.add_argument("--timeout", type=float, default=15, help="seconds per test")
+    parser.add_argument("--share", type=int, default=100, help="percent of each file's tests to run (a fixed subset): a quicker regression check")
     parser.add_argument("-k", dest="file_regex", help="regex: only files whose path matches")
     parser.add_argument("--workdir", help="keep the extracted files and pytest.log here (outside the repository)")
     parser.add_argument("--report", help="also write the report (JSON) to this file")
@@ -304,9 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.workdir and Path(args.workdir).resolve().is_relative_to(ROOT):
         parser.error("--workdir must be outside the repository")
+    if args.write_baseline and (args.share < 100 or args.file_regex):
+        parser.error("--write-baseline records a whole run: drop --share and -k")
     if args.tests:
         return debug(args.tests, args.timeout, args.workdir)
-    report = run(args.budget, args.timeout, args.file_regex, args.workdir)
+    report = run(args.budget, args.timeout, args.file_regex, args.workdir, args.share)
     print_summary(report)
     print(f"full report: {cache_dir() / 'report.json'}; failing tests: {cache_dir() / 'failures.txt'}")
     if args.report:
