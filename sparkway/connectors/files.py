@@ -25,7 +25,7 @@ Segment format (one file, one input transaction; JSON-able)::
     {"kind": "new" | "append" | "modify" | "delete",
      "file": "sub/a.csv",          # key of the file: its path relative to the source path
      "path": "logs/sub/a.csv",     # path to open and to show in messages
-     "abspath": "/.../a.csv",      # path shown in _metadata
+     "metadata": {"path": "/.../a.csv", ...},   # the _metadata column's value
      "generation": 0,              # incremented by every modify
      "start": 7, "end": 120,       # bytes [start, end) to parse (a CSV header is before start)
      "line": 2,                    # file line number of byte ``start``
@@ -96,9 +96,9 @@ class FileEntry:
 
 
 class LocalFiles:
-    """The files under a path on the local filesystem: the only place where the source
-    lists and opens files (so that another filesystem, e.g. through fsspec, can be put
-    here later)."""
+    """The files under a path on the local filesystem: where the source lists and opens
+    files.  Another filesystem is a class with the same methods (``list``, ``exists``,
+    ``read``, ``metadata`` and a ``root``), e.g. ``connectors.pyfilesystem.PyFilesystemFiles``."""
 
     def __init__(self, root: str, pattern: str = "*") -> None:
         self.root = root
@@ -147,8 +147,9 @@ class LocalFiles:
             return f.read() if end is None else f.read(max(end - start, 0))
 
     @staticmethod
-    def abspath(path: str) -> str:
-        return os.path.abspath(path)
+    def metadata(entry: FileEntry, size: int, seen_at: int) -> dict[str, Any]:
+        """The ``_metadata`` value of a file read at ``size`` bytes."""
+        return {"path": os.path.abspath(entry.path), "size": size, "modified_at": entry.mtime_ns // 10**9, "seen_at": seen_at}
 
 
 def _log_walk_error(error: OSError) -> None:
@@ -255,6 +256,7 @@ class FileSource(Source):
         csv_settings: CsvParserSettings | None = None,
         object_pattern: str = "*",
         connector_label: str = "FileReader",
+        files: Any = None,
     ) -> None:
         if format not in FORMATS:
             raise PlanError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
@@ -271,7 +273,7 @@ class FileSource(Source):
         if with_metadata:
             self.columns[METADATA_COLUMN] = JSON
         self.key_columns = [n for n, c in self.schema.items() if c.primary_key]
-        self.files = LocalFiles(path, object_pattern)
+        self.files = files if files is not None else LocalFiles(path, object_pattern)
         self.arrow_schema = changes.arrow_schema(self.columns)
         self._chunk_schema = self.arrow_schema.remove(self.arrow_schema.get_field_index(DIFF))
         self.open(None)
@@ -403,7 +405,7 @@ class FileSource(Source):
             "kind": kind,
             "file": ctx.key,
             "path": ctx.entry.path,
-            "abspath": self.files.abspath(ctx.entry.path),
+            "metadata": self.files.metadata(ctx.entry, len(ctx.data), ctx.seen_at),
             "generation": generation,
             "start": start,
             "end": end,
@@ -602,14 +604,7 @@ def _state_after(segment: Segment) -> dict[str, Any]:
 
 
 def _metadata_text(segment: Segment) -> str:
-    return json.dumps(
-        {
-            "path": segment["abspath"],
-            "size": segment["size"],
-            "modified_at": segment["mtime_ns"] // 10**9,
-            "seen_at": segment["seen_at"],
-        }
-    )
+    return json.dumps(segment["metadata"])
 
 
 def _segment_key(segment: Segment) -> str:
