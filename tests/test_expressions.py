@@ -903,6 +903,7 @@ def test_expressions_print_as_pathway_prints_them():
     assert repr(pw.reducers.tuple(t.pet, skip_nones=True)) == "pathway.reducers.tuple(<table1>.pet, skip_nones=True)"
     assert repr(pw.cast(float, t.pet)) == "pathway.cast(FLOAT, <table1>.pet)"
     assert repr(pw.this.owner.get(2, "x")) == "(pathway.this.owner).get(2, 'x')"
+    assert repr(pw.this.ts.dt.round("D")) == "(pathway.this.ts).dt.round('D')"  # as written
 
     @pw.udf
     def foo(a: int) -> int:

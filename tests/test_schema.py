@@ -174,3 +174,14 @@ def test_generated_schema_class_is_the_same_schema(tmp_path):
     spec.loader.exec_module(module)
     assert module.Row == schema and module.Row.primary_key_columns() == ["k"]
     assert module.Row["tags"].default_value == ()
+
+
+def test_the_id_column_has_the_type_of_the_ids() -> None:
+    # Pathway: schema.id.dtype, Table._id_column.dtype, dtype.Pointer(INT) and .typehint
+    from sparkway.core import dtypes as dt
+
+    grouped = pw.Table.empty(a=int, b=str).groupby(pw.this.a, pw.this.b).reduce()
+    assert grouped.schema.id.dtype == dt.Pointer(dt.INT, dt.STR)
+    typed = pw.Table.empty().update_id_type(pw.Pointer[int])
+    assert typed._id_column.dtype.typehint == pw.Pointer[int]
+    assert pw.Table.concat_reindex(typed, typed)._id_column.dtype.typehint is pw.Pointer

@@ -107,6 +107,11 @@ class _SchemaMeta(type):
         widths = [max(len(a), len(b)) for a, b in zip(header, kinds)]
         return "\n".join(" | ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in (header, kinds))
 
+    @property
+    def id(cls) -> Column:
+        """The id column, as Pathway's ``schema.id``: its ``dtype`` is the ids' type."""
+        return Column("id", cls._id_type())
+
     def _id_type(cls) -> DType:
         """The type of the ids: a table's, or made from the primary key (none: of any origin)."""
         given = getattr(cls, "__id_type__", None)

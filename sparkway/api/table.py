@@ -112,8 +112,9 @@ def forget_built() -> None:
 class _IdColumn:
     """``Table._id_column``: what Pathway's tests read of a table's id column."""
 
-    def __init__(self, universe: Universe) -> None:
+    def __init__(self, universe: Universe, dtype: DType) -> None:
         self.universe = universe
+        self.dtype = dtype
 
 
 @traced
@@ -313,8 +314,8 @@ class Table(_Promises):
     @property
     def _id_column(self) -> Any:
         """The table's ids as Pathway's internals show them: their ``universe`` (the set
-        of ids, see ``Universe``), which Pathway's tests compare."""
-        return _IdColumn(self._universe)
+        of ids, see ``Universe``), which Pathway's tests compare, and their ``dtype``."""
+        return _IdColumn(self._universe, self._id_type)
 
     @property
     def is_append_only(self) -> bool:

@@ -201,6 +201,11 @@ class Pointer:
     (DType(name='Pointer', items=(DType(name='int', items=(), optional=False), DType(name='str', items=(), optional=False)), optional=False), DType(name='Pointer', items=(), optional=False))
     """
 
+    def __new__(cls, *items: "DType") -> "DType":  # type: ignore[misc]
+        """``Pointer(INT)``: the type itself (ids are ints, never instances), as Pathway's
+        ``dtype.Pointer(...)`` makes it."""
+        return DType("Pointer", items)
+
     def __class_getitem__(cls, item: Any) -> Any:
         return types.GenericAlias(cls, item if isinstance(item, tuple) else (item,))
 
@@ -280,6 +285,11 @@ class DType:
         if self.is_future:  # a future of an optional value
             return DType(self.name, (self.items[0].with_optional(optional),))
         return replace(self, optional=optional)
+
+    @property
+    def typehint(self) -> Any:
+        """The Python annotation of this type's values (Pathway's ``DType.typehint``)."""
+        return python_type(self)
 
     @property
     def is_array(self) -> bool:

@@ -381,6 +381,13 @@ class StrNamespace(_Namespace):
     def to_uppercase(self) -> Call: return self.upper()
 
 
+def _duration(value: Any) -> Any:
+    """A duration argument as written (``"D"`` prints as ``'D'`` in an expression's repr),
+    refused now when it cannot be read."""
+    durations.parse(value)
+    return value
+
+
 class DtNamespace(_Namespace):
     """Date-time methods: ``pw.this.t.dt.year()``, ``pw.this.s.dt.strptime(fmt)``."""
 
@@ -417,8 +424,8 @@ class DtNamespace(_Namespace):
             raise ValueError("strptime with a format taken from a column needs contains_timezone=True or False: "
                              "whether the formats read a time zone (%z), which decides the result's type")
         return self._call("dt.strptime", fmt, params=(None, contains_timezone))
-    def floor(self, duration: Any) -> Call: return self._call("dt.floor", params=(durations.parse(duration),))
-    def round(self, duration: Any) -> Call: return self._call("dt.round", params=(durations.parse(duration),))
+    def floor(self, duration: Any) -> Call: return self._call("dt.floor", params=(_duration(duration),))
+    def round(self, duration: Any) -> Call: return self._call("dt.round", params=(_duration(duration),))
     def to_utc(self, from_timezone: str) -> Call: return self._call("dt.to_utc", params=(from_timezone,))
     def to_naive_in_timezone(self, timezone: str) -> Call:
         return self._call("dt.to_naive_in_timezone", params=(timezone,))

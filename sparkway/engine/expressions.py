@@ -1185,7 +1185,7 @@ def _rounding(half_up: bool):
     """``dt.floor`` (or, with ``half_up``, ``dt.round``: ties go up): the time as a
     multiple of the duration since the epoch, computed on integer nanoseconds."""
     def build(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
-        step = int(durations.nanos_or_number(params[0]))
+        step = int(durations.nanos_or_number(durations.parse(params[0])))
         if step <= 1:  # every time is a multiple of a nanosecond
             return args[0]
         value = args[0] + F.lit(step // 2) if half_up else args[0]
