@@ -38,6 +38,10 @@ class UnknownColumnError(PlanError, KeyError):
     __str__ = Exception.__str__  # KeyError's would quote the message
 
 
+class PlanAssertionError(PlanError, AssertionError):
+    """A program Pathway refuses with an ``AssertionError`` (a UDF called on no column)."""
+
+
 class PlanTypeError(PlanError, TypeError):
     """An expression combines values of types that do not go together."""
 

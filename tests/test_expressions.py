@@ -969,6 +969,17 @@ def test_tuple_items_by_constant_negative_and_computed_indexes():
     assert_rows(beyond, [(1,), (0,)])
 
 
+def test_items_of_untyped_python_objects_index_as_python_does():
+    def first_n(n):  # no annotation: a column of Python objects (Any)
+        return tuple(range(n))
+
+    t = pw.debug.table_from_markdown("n\n2\n4").select(tup=pw.apply(first_n, pw.this.n))
+    result = t.select(second=pw.this.tup[1], last=pw.this.tup[-1], third=pw.this.tup.get(2, default=-1))
+    assert_rows(result, [(1, 1, -1), (1, 3, 2)])  # by hand: (0, 1) and (0, 1, 2, 3)
+    with pytest.raises(IndexError, match="tuple index out of range"):
+        pw.debug.compute_and_print(t.select(x=pw.this.tup[3]))
+
+
 def test_sorted_tuple_puts_none_first():
     t = pw.debug.table_from_markdown("g | v\n1 | 1\n1 | \n1 | -1")
     result = t.groupby(pw.this.g).reduce(s=pw.reducers.sorted_tuple(pw.this.v))

@@ -268,3 +268,13 @@ def test_a_row_deleted_twice_at_once_is_an_error() -> None:
     t.select(b=pw.udf(lambda x: x + 1, return_type=int)(pw.this.b))
     with pytest.raises(ComputationError, match="Got more deletions of a row with key"):
         pw.run_all()
+
+
+def test_a_function_called_on_no_column_is_refused() -> None:
+    # Pathway asserts that an applied function has an argument
+    def one() -> int:
+        return 1
+
+    for call in (lambda: pw.apply(one), lambda: pw.udf(one)(), lambda: pw.apply_with_type(one, int)):
+        with pytest.raises(AssertionError, match="one is called on no column"):
+            call()

@@ -31,7 +31,7 @@ from typing import Any, Callable
 from sparkway.core.dtypes import ANY, DType, dtype_of
 from sparkway.core.expression import Apply, RowFailure, wrap
 from sparkway.core.type_rules import return_type
-from sparkway.errors import warn_user
+from sparkway.errors import PlanAssertionError, warn_user
 from sparkway.persistence import udf_cache
 
 
@@ -474,13 +474,16 @@ class UDF:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Apply:
         fn = self.__wrapped__
+        if not args and not kwargs:  # Pathway asserts this (an AssertionError)
+            raise PlanAssertionError(
+                f"{getattr(fn, '__name__', 'the function')} is called on no column: a function applied to rows "
+                "takes at least one column (or value) as an argument"
+            )
         if kwargs:  # keyword arguments are columns too: passed by position, named again here
             fn = _with_keywords(fn, len(args), tuple(kwargs))
         arguments = tuple(wrap(a) for a in (*args, *kwargs.values()))
         asynchronous = self.executor.kind in ("async", "fully_async")
         batched = self.max_batch_size is not None or asynchronous
-        if batched and not arguments:  # a batched function counts its rows by an argument's values
-            fn, arguments = _with_keywords(fn, 0, ()), (wrap(0),)
         call = self._batch_function(fn) if batched else self._row_function(fn)
         return Apply(call, arguments, self._result_type(), self.propagate_none, batched, self.deterministic)
 
@@ -582,7 +585,6 @@ def _with_keywords(fn: Callable[..., Any], positional: int, names: tuple[str, ..
     function stays one)."""
     @functools.wraps(fn)
     def call(*values: Any) -> Any:
-        values = values[: positional + len(names)]  # past them: a placeholder argument
         return fn(*values[:positional], **dict(zip(names, values[positional:])))
 
     @functools.wraps(fn)

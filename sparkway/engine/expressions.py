@@ -626,6 +626,10 @@ def _get_item(e: GetItem, scope: Scope) -> Column:
             value, compile_expr(e.key, scope).cast("long"), default.cast(item_type.spark_type())
         )
     key = compile_expr(e.key, scope)
+    if container == dt.ANY:  # Python objects (a UDF's untyped result): Python's indexing
+        default_expr = e.default if e.default is not None else Const(None)
+        get = _object_item_udf(_type(e.key, scope), _type(default_expr, scope), e.checked, scope.where)
+        return get(value, key, compile_expr(default_expr, scope))
     if e.checked:  # json[key] is JSON null where the key is missing
         default = F.lit("null")
     elif e.default is not None:
@@ -634,6 +638,27 @@ def _get_item(e: GetItem, scope: Scope) -> Column:
         default = F.lit(None).cast("string")
     by_position = _type(e.key, scope).with_optional(False) == dt.INT
     return python_column(scope, _json_get(by_position), "string", [value, key.cast("string"), default])
+
+
+def _object_item_udf(key_type: DType, default_type: DType, checked: bool, where: str):
+    """``value[key]`` of Python objects as Python gives it (an IndexError or KeyError
+    stops the run); ``.get(key, default)`` gives ``default`` where the item is missing."""
+    stored_object, key_of, default_of = dt.to_python(dt.ANY), dt.to_python(key_type), dt.to_python(default_type)
+    as_stored = dt.from_python(dt.ANY)
+
+    def get(stored: Any, key: Any, default: Any) -> Any:
+        if stored is None:
+            return None
+        try:
+            item = stored_object(stored)[key_of(key)]
+        except (IndexError, KeyError):
+            if not checked:
+                return as_stored(default_of(default))
+            with failures_named(where):
+                raise
+        return as_stored(item)
+
+    return F.udf(get, dt.ANY.spark_type(), useArrow=True)
 
 
 def _array_item_udf(item_type: DType, checked: bool, where: str):

@@ -13,8 +13,8 @@ a stub ``pathway/__init__.py`` that makes ``import pathway`` give sparkway
 SparkSession for all; a test that times out ends it, and a fresh one runs the rest);
 write the report.  Nothing from the wheel is written inside the
 repository.  Exclusions are in ``exclusions.txt``; ``SAMPLE`` trims files that repeat one
-test many times.  A whole run takes about 35 minutes on 2 cores; ``--share 30`` runs a fixed
-30% of every file (the regression check of ``test_compat.py``).
+test many times.  A whole run takes about 35 minutes on 2 cores; ``--share 25`` runs a fixed
+25% of every file (the regression check of ``test_compat.py``).
 """
 
 from __future__ import annotations

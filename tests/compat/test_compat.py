@@ -21,13 +21,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = Path(__file__).with_name("baseline.json")
-SHARE = 30
+SHARE = 25
 BUDGET = 1800
 
 
 @pytest.mark.compat
 @pytest.mark.timeout(BUDGET + 300)  # the runner stops itself at its budget
-@pytest.mark.skipif(os.environ.get("SPARKWAY_COMPAT") != "1", reason="opt-in: set SPARKWAY_COMPAT=1 (~12 min)")
+@pytest.mark.skipif(os.environ.get("SPARKWAY_COMPAT") != "1", reason="opt-in: set SPARKWAY_COMPAT=1 (~20 min)")
 def test_pathway_tests_passed_do_not_drop(tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
     command = ["-m", "tests.compat.runner", "--share", str(SHARE), "--budget", str(BUDGET), "--report", str(report_path)]
