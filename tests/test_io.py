@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import sparkway as pw
+from sparkway.errors import PlanError
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -144,3 +145,28 @@ def test_columns_named_time_and_diff_are_written_before_the_change_s_own(tmp_pat
     assert line.startswith('{"time":5,"value":"a","diff":10,"diff":1,"time":')
     assert seen == [({"time": 5, "value": "a", "diff": 10}, True)]
     assert pw.debug.table_to_pandas(result).to_dict("records") == [{"time": 5, "value": "a", "diff": 10}]
+
+
+def test_misspelt_options_are_refused_and_pathways_unused_ones_accepted(tmp_path: Path) -> None:
+    class S(pw.Schema):
+        a: int
+
+    with pytest.raises(TypeError, match="pw.io.csv.read\\(\\) got unexpected keyword arguments: 'mdoe'"):
+        pw.io.csv.read(tmp_path, schema=S, mdoe="static")
+    table = pw.io.csv.read(tmp_path, schema=S, mode="static", autocommit_duration_ms=10, max_backlog_size=5)
+    with pytest.raises(TypeError, match="'nmae'"):
+        pw.io.jsonlines.write(table, tmp_path / "out.jsonl", nmae="out")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sortby'"):
+        pw.io.subscribe(table, on_change=print, sortby=[table.a])
+    with pytest.raises(PlanError, match="json_field_paths"):
+        pw.io.jsonlines.read(tmp_path, schema=S, json_field_paths={"a": "/x/a"})
+
+
+def test_file_writers_order_the_changes_of_a_time_by_sort_by(tmp_path: Path) -> None:
+    t = pw.debug.table_from_markdown("name  | n\nzoe   | 1\namy   | 3\nbob   | 2\n")
+    pw.io.csv.write(t, tmp_path / "by_name.csv", sort_by=[t.name])
+    pw.io.csv.write(t, tmp_path / "by_n.csv", sort_by=[pw.this.n])
+    pw.run(monitoring_level=pw.MonitoringLevel.NONE)
+    names = [r["name"] for r in csv.DictReader(open(tmp_path / "by_name.csv"))]
+    counts = [r["n"] for r in csv.DictReader(open(tmp_path / "by_n.csv"))]
+    assert (names, counts) == (["amy", "bob", "zoe"], ["1", "2", "3"])

@@ -232,7 +232,8 @@ def _rows_table(
 @traced
 def table_from_markdown(
     text: str, id_from: list[str] | None = None, schema: type[Schema] | None = None,
-    split_on_whitespace: bool = True, **_: Any,
+    split_on_whitespace: bool = True, unsafe_trusted_ids: bool = False, _stacklevel: int = 1,
+    _new_universe: bool = False,
 ) -> Table:
     """A table from a markdown-like text; the header names the columns.
 
@@ -297,7 +298,10 @@ def table_from_rows(schema: type[Schema], rows: list[tuple], unsafe_trusted_ids:
 
 
 @traced
-def table_from_pandas(df: pd.DataFrame, id_from: list[str] | None = None, schema: type[Schema] | None = None, **_: Any) -> Table:
+def table_from_pandas(
+    df: pd.DataFrame, id_from: list[str] | None = None, schema: type[Schema] | None = None,
+    unsafe_trusted_ids: bool = False, _stacklevel: int = 1, _new_universe: bool = False,
+) -> Table:
     """A table from a pandas DataFrame; ids come from the ``id_from`` columns, the schema's
     primary key, or else the index."""
     if schema is not None and id_from is not None:

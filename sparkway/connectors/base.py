@@ -14,10 +14,11 @@ import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sparkway.core.dtypes import DType
 from sparkway.persistence.storage import BlobStorage
@@ -144,6 +145,16 @@ class OutputBatch:
     #: the changes of the last step, after every source ended (rows held back until the
     #: end, e.g. by ``Table.buffer``): Pathway gives them its time 18446744073709551614
     end_of_input: bool = False
+
+    def sorted_by(self, columns: list[str]) -> "OutputBatch":
+        """The same changes in the order of ``columns``' values (None last), for the
+        sinks' ``sort_by``; ties keep their order."""
+        if not columns or self.table.num_rows < 2:
+            return self
+        order = pc.sort_indices(self.table.select(columns), sort_keys=[(c, "ascending") for c in columns])
+        ids = None if self.ids is None else self.ids.take(order)
+        errors = None if self.errors is None else self.errors.take(order)
+        return replace(self, table=self.table.take(order), diffs=self.diffs.take(order), ids=ids, errors=errors)
 
 
 class Sink(ABC):

@@ -31,13 +31,11 @@ class CallbackSink(Sink):
 
     def write(self, batch: OutputBatch) -> None:
         if self.on_change is not None and batch.table.num_rows:
+            batch = batch.sorted_by(self.sort_by)
             values = {c: [convert(v) for v in batch.table.column(c).to_pylist()] for c, convert in self.converters.items()}
             ids = batch.ids.to_pylist() if batch.ids is not None else [None] * batch.table.num_rows
             diffs = batch.diffs.to_pylist()
-            order = range(len(diffs))
-            if self.sort_by:
-                order = sorted(order, key=lambda i: tuple(values[c][i] for c in self.sort_by))
-            for i in order:
+            for i in range(len(diffs)):
                 row = {c: column[i] for c, column in values.items()}
                 self.on_change(key=ids[i], row=row, time=batch.time, is_addition=diffs[i] > 0)
         if self.on_time_end is not None:

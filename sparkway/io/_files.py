@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from sparkway.api import graph
@@ -12,7 +13,7 @@ from sparkway.connectors.formats.csv import CsvParserSettings
 from sparkway.connectors.writers import CsvSink, JsonLinesSink, NullSink
 from sparkway.core.columns import Column
 from sparkway.errors import PlanError
-from sparkway.io._common import persistent_name
+from sparkway.io._common import persistent_name, refuse_unknown_options, sort_columns
 
 _LABELS = {
     "csv": "CsvFilesystemReader",
@@ -23,7 +24,13 @@ _LABELS = {
 }
 
 
+# options of Pathway's file readers that change nothing here: commits follow the files,
+# and the backlog is bounded by a step's files
+_IGNORED_READ_OPTIONS = ("autocommit_duration_ms", "max_backlog_size", "debug_data")
+
+
 def read_files(
+    function: str,
     path: str | Any,
     *,
     format: str,
@@ -34,9 +41,15 @@ def read_files(
     name: str | None = None,
     with_metadata: bool = False,
     object_pattern: str = "*",
-    **ignored: Any,
+    json_field_paths: dict[str, str] | None = None,
+    **options: Any,
 ) -> Table:
-    """A table fed by the files under ``path``; see ``pw.io.fs.read``."""
+    """A table fed by the files under ``path``; see ``pw.io.fs.read``.  ``function`` is the
+    public name, for messages."""
+    refuse_unknown_options(function, options, _IGNORED_READ_OPTIONS)
+    if json_field_paths:
+        raise PlanError(f"{function}: json_field_paths is not supported by the file readers yet: "
+                        "read the JSON objects whole (a pw.Json column) and select the fields")
     if format in ("csv", "json") and schema is None:
         raise PlanError(f"reading {format} files needs schema=: a pw.Schema subclass naming the columns")
     columns: dict[str, Column] = schema.columns() if schema is not None else {}
@@ -54,16 +67,23 @@ def read_files(
     return graph.table_from_source(source)
 
 
-def write_file(table: Table, filename: str | Any, *, format: str, name: str | None = None, **ignored: Any) -> None:
+def write_file(
+    function: str, table: Table, filename: str | Any, *, format: str, name: str | None = None,
+    sort_by: Iterable[Any] | None = None, **options: Any,
+) -> None:
     """Every change of ``table`` appended to a file, with ``time`` and ``diff``."""
+    refuse_unknown_options(function, options)
     sinks = {"csv": CsvSink, "json": JsonLinesSink}
     if format not in sinks:
         raise PlanError(f"cannot write format {format!r}; use 'csv' or 'json'")
-    sink = sinks[format](str(filename), table.column_names(), dtypes=table.schema._dtypes(), name=name)
+    sink = sinks[format](
+        str(filename), table.column_names(), dtypes=table.schema._dtypes(), name=name, sort_by=sort_columns(sort_by)
+    )
     graph.write_to_sink(table, sink)
 
 
-def write_null(table: Table, **ignored: Any) -> None:
+def write_null(table: Table, **options: Any) -> None:
+    refuse_unknown_options("pw.io.null.write", options, ("name", "sort_by"))  # nothing is written
     graph.write_to_sink(table, NullSink())
 
 

@@ -9,6 +9,7 @@ from sparkway.api import graph
 from sparkway.api.table import Table
 from sparkway.connectors.callbacks import CallbackSink
 from sparkway.errors import traced
+from sparkway.io._common import sort_columns
 
 
 @traced
@@ -20,7 +21,6 @@ def subscribe(
     *,
     name: str | None = None,
     sort_by: Iterable[Any] | None = None,
-    **ignored: Any,
 ) -> None:
     """Calls ``on_change(key, row, time, is_addition)`` for every change of ``table``.
 
@@ -35,6 +35,6 @@ def subscribe(
     >>> pw.run(monitoring_level=pw.MonitoringLevel.NONE)  # doctest: +SKIP
     {'a': 1}
     """
-    order = [c if isinstance(c, str) else c.name for c in sort_by or ()]
+    order = sort_columns(sort_by)
     sink = CallbackSink(dict(table._node.columns), on_change, on_time_end, on_end, order)
     graph.write_to_sink(table, sink)

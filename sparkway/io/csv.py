@@ -27,7 +27,7 @@ def read(path: Any, *, schema: type[Schema], mode: str = "streaming", csv_settin
     >>> pw.io.csv.read("inputs/", schema=S, mode="static").column_names()
     ['word']
     """
-    return read_files(path, format="csv", schema=schema, mode=mode, csv_settings=csv_settings, **kwargs)
+    return read_files("pw.io.csv.read", path, format="csv", schema=schema, mode=mode, csv_settings=csv_settings, **kwargs)
 
 
 @traced
@@ -38,4 +38,4 @@ def write(table: Table, filename: Any, **kwargs: Any) -> None:
     >>> t = pw.debug.table_from_markdown("a\\n1")
     >>> pw.io.csv.write(t, "out.csv")
     """
-    write_file(table, filename, format="csv", **kwargs)
+    write_file("pw.io.csv.write", table, filename, format="csv", **kwargs)

@@ -18,10 +18,10 @@ def read(path: Any, *, format: str, schema: type[Schema] | None = None, mode: st
     >>> pw.io.fs.read("blobs/", format="binary", mode="static").column_names()
     ['data']
     """
-    return read_files(path, format=format, schema=schema, mode=mode, **kwargs)
+    return read_files("pw.io.fs.read", path, format=format, schema=schema, mode=mode, **kwargs)
 
 
 @traced
 def write(table: Table, filename: Any, *, format: str, **kwargs: Any) -> None:
     """Writes every change of ``table`` as csv or json lines, with ``time`` and ``diff``."""
-    write_file(table, filename, format=format, **kwargs)
+    write_file("pw.io.fs.write", table, filename, format=format, **kwargs)

@@ -20,7 +20,7 @@ def read(path: Any, *, schema: type[Schema], mode: str = "streaming", **kwargs: 
     >>> pw.io.jsonlines.read("inputs/", schema=S, mode="static").column_names()
     ['word']
     """
-    return read_files(path, format="json", schema=schema, mode=mode, **kwargs)
+    return read_files("pw.io.jsonlines.read", path, format="json", schema=schema, mode=mode, **kwargs)
 
 
 @traced
@@ -30,4 +30,4 @@ def write(table: Table, filename: Any, **kwargs: Any) -> None:
     >>> import sparkway as pw
     >>> pw.io.jsonlines.write(pw.debug.table_from_markdown("a\\n1"), "out.jsonl")
     """
-    write_file(table, filename, format="json", **kwargs)
+    write_file("pw.io.jsonlines.write", table, filename, format="json", **kwargs)

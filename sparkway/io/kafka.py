@@ -30,7 +30,11 @@ def read(
     persistent_id: str | None = None,
     name: str | None = None,
     max_backlog_size: int | None = None,
-    **ignored: Any,
+    debug_data: Any = None,
+    schema_registry_settings: Any = None,
+    autogenerate_key: bool = False,
+    with_metadata: bool = False,
+    start_from_timestamp_ms: int | None = None,
 ) -> Table:
     """A table of the messages of ``topic``, one row per message, read as they come.
 
@@ -40,8 +44,10 @@ def read(
     ids come from the schema's primary key (keys are expected to be unique, as in
     Pathway: messages are inserts), else from the message's partition and offset.  Messages are committed into a step at most every
     ``autocommit_duration_ms``.  With persistence, the partition offsets are the source's
-    position: a restart reads each message once.  ``parallel_readers`` is accepted and
-    ignored (one consumer reads every partition).
+    position: a restart reads each message once.  ``parallel_readers``,
+    ``max_backlog_size``, ``debug_data`` and ``autogenerate_key`` are accepted and ignored
+    (one consumer reads every partition); a schema registry, ``with_metadata`` and
+    ``start_from_timestamp_ms`` are not supported yet (refused).
 
     >>> import sparkway as pw
     >>> class Event(pw.Schema):
@@ -53,6 +59,10 @@ def read(
     """
     if mode != "streaming":
         raise PlanError(f"mode={mode!r}: Kafka topics are read in mode='streaming' only")
+    _refuse_unsupported(
+        "pw.io.kafka.read", schema_registry_settings=schema_registry_settings,
+        with_metadata=with_metadata or None, start_from_timestamp_ms=start_from_timestamp_ms,
+    )
     columns: dict[str, Column] = schema.columns() if schema is not None else {}
     source = KafkaSource(
         rdkafka_settings,
@@ -87,14 +97,19 @@ def write(
     key: ColumnRef | str | None = None,
     value: ColumnRef | str | None = None,
     name: str | None = None,
-    **ignored: Any,
+    sort_by: Any = None,
+    schema_registry_settings: Any = None,
+    subject: Any = None,
+    delimiter: str = ",",
+    headers: Any = None,
 ) -> None:
     """Sends every change of ``table`` to ``topic_name``, one message per change.
 
     ``format="json"``: a JSON object with the row's columns, ``diff`` and ``time``.
     ``"raw"``/``"plaintext"``: the ``value`` column (by default the table's only column)
     as the payload, with ``time`` and ``diff`` in the headers ``pathway_time`` and
-    ``pathway_diff``.  ``key`` (a column) gives the message key.  A step is committed only
+    ``pathway_diff``.  ``key`` (a column) gives the message key (a schema registry,
+    ``headers`` and ``sort_by`` are not supported yet: refused).  A step is committed only
     once the broker acknowledged all its messages: at least once after a crash.
 
     >>> import sparkway as pw
@@ -103,6 +118,12 @@ def write(
     """
     if not topic_name:
         raise PlanError("give the topic to write: pw.io.kafka.write(table, settings, 'counts')")
+    _refuse_unsupported(
+        "pw.io.kafka.write", schema_registry_settings=schema_registry_settings, subject=subject,
+        headers=headers, sort_by=sort_by,
+    )
+    if delimiter != ",":
+        raise PlanError("pw.io.kafka.write: delimiter= is for the 'dsv' format, which is not supported yet")
     sink = KafkaSink(
         rdkafka_settings,
         topic_name,
@@ -114,6 +135,14 @@ def write(
         name=name,
     )
     graph.write_to_sink(table, sink)
+
+
+def _refuse_unsupported(function: str, **options: Any) -> None:
+    """Pathway options that would change what is read or written, and that sparkway does
+    not have yet: refused rather than ignored."""
+    given = [name for name, value in options.items() if value is not None]
+    if given:
+        raise PlanError(f"{function}: {', '.join(given)} not supported by sparkway yet")
 
 
 def _column_name(column: ColumnRef | str | None) -> str | None:

@@ -17,4 +17,4 @@ def read(path: Any, *, mode: str = "streaming", **kwargs: Any) -> Table:
     >>> pw.io.plaintext.read("notes/", mode="static").column_names()
     ['data']
     """
-    return read_files(path, format="plaintext", schema=None, mode=mode, **kwargs)
+    return read_files("pw.io.plaintext.read", path, format="plaintext", schema=None, mode=mode, **kwargs)

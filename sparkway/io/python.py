@@ -28,7 +28,8 @@ def read(
     autocommit_duration_ms: int | None = 1500,
     name: str | None = None,
     persistent_id: str | None = None,
-    **ignored: Any,
+    max_backlog_size: int | None = None,
+    debug_data: Any = None,
 ) -> Table:
     """The rows ``subject`` emits; its ``run()`` starts when the computation does.
 
@@ -40,6 +41,7 @@ def read(
     primary key with each new row (``delete`` removes it).  With persistence, a committed
     transaction is stored before ``commit()`` returns, so a restart processes it even if
     the subject cannot produce it again; ``name=`` (or ``persistent_id=``) names the source.
+    ``max_backlog_size`` and ``debug_data`` are accepted and not used.
 
     >>> import sparkway as pw
     >>> class Greetings(pw.io.python.ConnectorSubject):
