@@ -125,6 +125,16 @@ def test_raw_gives_bytes_and_plaintext_gives_text_one_row_per_message(kafka_brok
     )
 
 
+def test_simple_read_takes_the_server_and_reads_the_topic_from_its_start(kafka_broker) -> None:
+    topic = kafka_broker.new_topic("simple")
+    kafka_broker.produce(topic, ["one", "two"])
+    text = collect(pw.io.kafka.simple_read(kafka_broker.settings["bootstrap.servers"], topic, format="plaintext"))
+    run_until(lambda: len(text.rows) >= 2)
+    assert changes(text.rows, ["data"]) == collections.Counter({("one", 1): 1, ("two", 1): 1})
+    with pytest.raises(TypeError, match="use pw.io.kafka.read"):
+        pw.io.kafka.simple_read("localhost:9092", topic, rdkafka_settings={})
+
+
 def test_json_field_paths_and_primary_keys_give_the_ids_of_their_values(kafka_broker) -> None:
     class City(pw.Schema):
         key: int = pw.column_definition(primary_key=True)

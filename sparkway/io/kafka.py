@@ -13,7 +13,7 @@ from sparkway.core.expression import ColumnRef
 from sparkway.errors import PlanError, traced
 from sparkway.io._common import persistent_name
 
-__all__ = ["read", "write"]
+__all__ = ["read", "simple_read", "write"]
 
 
 @traced
@@ -75,6 +75,35 @@ def read(
         max_backlog_size=max_backlog_size,
     )
     return graph.table_from_source(source)
+
+
+@traced
+def simple_read(
+    server: str,
+    topic: str,
+    *,
+    read_only_new: bool = False,
+    schema: type[Schema] | None = None,
+    format: str = "raw",
+    autocommit_duration_ms: int | None = 1500,
+    json_field_paths: dict[str, str] | None = None,
+    name: str | None = None,
+    **kwargs: Any,
+) -> Table:
+    """``read`` of ``topic`` on the broker ``server`` ("host:port"), without settings to
+    write: from the topic's start, or with ``read_only_new=True`` only the messages that
+    arrive after the start.  For authentication, TLS or a consumer group, use ``read``.
+
+    >>> import sparkway as pw
+    >>> logins = pw.io.kafka.simple_read("localhost:9092", "logins", format="plaintext")  # doctest: +SKIP
+    """
+    if "rdkafka_settings" in kwargs:
+        raise TypeError("simple_read makes the rdkafka settings itself: to give them, use pw.io.kafka.read")
+    settings = {"bootstrap.servers": server, "auto.offset.reset": "latest" if read_only_new else "earliest"}
+    return read(
+        settings, topic, schema=schema, format=format, autocommit_duration_ms=autocommit_duration_ms,
+        json_field_paths=json_field_paths, name=name, **kwargs,
+    )
 
 
 def _one_topic(topic: str | list[str] | None) -> str:
