@@ -930,7 +930,7 @@ class Table(_Promises):
                 "other universe has to be a subset of self universe. Consider using "
                 "pw.universes.promise_is_subset_of(other, self) to assert this."
             )
-        return self._merge("intersect", (self, other), dict(self._node.columns), other._universe)
+        return self._merge("restrict", (self, other), dict(self._node.columns), other._universe)
 
     def having(self, *indexers: Expr) -> "Table":
         """The rows whose ids the given pointer columns of another table name."""

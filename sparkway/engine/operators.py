@@ -29,7 +29,7 @@ from sparkway.engine.expressions import (
 from sparkway.engine.kernels.gate import INSTANCE, THRESHOLD, TIME, gate
 from sparkway.engine.kernels.ids import DROPPED, MESSAGE
 from sparkway.engine.kernels.join import join_groups
-from sparkway.engine.kernels.merge import MISSING, POINTER, merge_groups
+from sparkway.engine.kernels.merge import CHECKED, MISSING, POINTER, merge_groups
 from sparkway.engine.kernels.ordered import REJECTED, deduplicate_instances, sort_groups
 from sparkway.engine.kernels.reduce import fallible, reduce_groups, written_in_python
 from sparkway.engine.kernels.session import sessionize
@@ -695,10 +695,12 @@ def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) 
     if checks_missing:
         params += ((node.prefix or "") + ERRORS,)
         fields.append(T.StructField(MISSING, T.StringType()))
+    elif node.mode in CHECKED:  # the kernel checks the promises about ids, and says what to log
+        params += (True,)
+        fields += [T.StructField(MESSAGE, T.StringType()), T.StructField(DROPPED, T.BooleanType())]
     merged = ctx.keyed(node, inputs, merge_groups, params, T.StructType([*fields, output.fields[-1]]))
-    if checks_missing:
-        missing = F.when(col(MISSING).isNotNull() & (col(DIFF) > 0), F.array(col(MISSING)))
-        merged = ctx.logging(node, merged.withColumn(LOGGED, missing)).drop(MISSING)
+    if checks_missing or node.mode in CHECKED:
+        merged = _logging_messages(node, ctx, merged)
     if len(errors) == 1:
         return merged
     both = F.concat(_prefixed(col(ERRORS), ""), _prefixed(col(errors[1]), node.prefix))
@@ -707,6 +709,8 @@ def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) 
 
 def _merge_payload(node: n.KeyedMerge, position: int, table: n.Node) -> dict[str, Column]:
     """The columns an input of a keyed merge carries into the kernel, by output name."""
+    if node.mode == "restrict" and position == 1:  # only its ids count
+        return {}
     if node.mode != "ix":
         return {c: col(c) for c in table.columns}
     if position == 0:  # the pointer holder: only its pointer, unless its columns come along

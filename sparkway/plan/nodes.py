@@ -385,7 +385,8 @@ class Sort(_Stateful, _Unary):
 @dataclass(frozen=True, eq=False)
 class KeyedMerge(_Stateful, Node):
     """Combines tables by row id: ``update_rows``, ``update_cells``, ``difference``,
-    ``intersect``, ``restrict``, and ``ix`` (where ids come from a pointer column).
+    ``intersect``, ``restrict`` (by the ids of ``tables[1]``, which must all be in
+    ``tables[0]``), and ``ix`` (where ids come from a pointer column).
 
     ``ix`` gives, per row of the pointer holder (``tables[0]``), the looked-up row of
     ``tables[1]``.  With ``prefix`` set (``other.ix(t.p)`` read inside ``t``'s own
@@ -393,7 +394,7 @@ class KeyedMerge(_Stateful, Node):
     """
 
     tables: tuple[Node, ...]
-    mode: str  # update_rows, update_cells, difference, intersect, ix
+    mode: str  # update_rows, update_cells, difference, intersect, restrict, ix
     keys: tuple[Expr | None, ...] = ()  # per table: the pointer to match on (None: its id)
     optional: bool = False  # ix(..., optional=True)
     prefix: str | None = None  # ix only: see above
