@@ -282,7 +282,7 @@ def _append_only(node: n.AppendOnly, frames: list[DataFrame], ctx: StepContext) 
     # would be evaluated ahead of them), named as failures_named names errors
     pointer = F.lpad(F.hex(col(ID)), 16, "0")
     message = F.concat(F.lit(f"{node.label}: ValueError: Expected table to be append-only, but got diff=-1 for key: ^"),
-                       pointer)
+                       pointer, F.lit(f" ({node.why})" if node.why else ""))
     return frames[0].filter(F.when(col(DIFF) < 0, F.raise_error(message)).otherwise(F.lit(True)))
 
 

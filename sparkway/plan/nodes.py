@@ -143,9 +143,11 @@ class RemoveErrors(_Unary):
 @dataclass(frozen=True, eq=False)
 class AppendOnly(_Unary):
     """The insertions of the input: retractions are dropped, or with ``check`` they fail
-    the run (``assert_append_only``).  Keeps ids."""
+    the run (``assert_append_only``; the failure says ``why`` the rows must only be
+    inserted, when another operation needs it).  Keeps ids."""
 
     check: bool = False
+    why: str = ""
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "check": self.check}
