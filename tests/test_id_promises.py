@@ -183,3 +183,34 @@ def test_keeping_errors_restrict_gives_error_values_for_an_id_the_table_lacks() 
     rows, messages = outcome(t1.restrict(t2))
     assert rows == [("5",), ("Error",)]
     assert [m.startswith(f"key ^{key(3)} {MISSING}") for m in messages] == [True]
+
+
+def intersecting() -> pw.Table:
+    t1 = pw.debug.table_from_markdown(
+        """
+          | lower | upper
+        1 | a     | A
+        2 | b     | B
+        """
+    )
+    t2 = pw.debug.table_from_markdown(
+        """
+          | lower | upper
+        1 | c     | C
+        """
+    )
+    pw.universes.promise_are_pairwise_disjoint(t1, t2)
+    return pw.Table.concat(t1, t2)
+
+
+def test_printing_a_concat_whose_ids_meet_fails_naming_the_key() -> None:
+    with pytest.raises(KeyError, match=re.escape(f"duplicated entries for key ^{key(1)}")):
+        pw.debug.compute_and_print(intersecting())
+
+
+def test_keeping_errors_a_repeated_id_prints_as_one_row_of_errors_with_a_warning(capsys: pytest.CaptureFixture) -> None:
+    t = pw.debug.table_from_markdown("a | b\n1 | 3\n2 | 4\n3 | 5\n3 | 6").with_id_from(pw.this.a)
+    capsys.readouterr()
+    with pytest.warns(UserWarning, match=re.escape(f"duplicated entries for key ^{key(3)}")):
+        pw.debug.compute_and_print(t, include_id=False, terminate_on_error=False)
+    assert capsys.readouterr().out.splitlines() == ["a     | b", "1     | 3", "2     | 4", "Error | Error"]
