@@ -317,12 +317,26 @@ def test_earliest_and_latest_follow_arrival_order():
         4 | b | 2 | 2        | 1
         2 | a | 1 | 4        | 1
         3 | a | 9 | 6        | 1
-        3 | a | 9 | 8        | -1
         """
     )
     result = t.groupby(pw.this.k).reduce(pw.this.k, first=pw.reducers.earliest(pw.this.v), last=pw.reducers.latest(pw.this.v))
-    # a: 5 arrived first; 9 arrived last but was retracted, so 1 is the latest present
-    assert_rows(result, [("a", 5, 1), ("b", 2, 2)])
+    assert_rows(result, [("a", 5, 9), ("b", 2, 2)])
+
+
+def test_a_deletion_reaching_the_latest_reducer_fails_the_run():
+    # as in Pathway: the latest reducer cannot take a row back (checked against Pathway 0.33)
+    t = pw.debug.table_from_markdown(
+        """
+          | k | v | __time__ | __diff__
+        1 | a | 5 | 2        | 1
+        3 | a | 9 | 6        | 1
+        3 | a | 9 | 8        | -1
+        """
+    )
+    with pytest.warns(UserWarning, match="the latest reducer requires an append-only input"):
+        result = t.groupby(pw.this.k).reduce(pw.this.k, last=pw.reducers.latest(pw.this.v))
+    with pytest.raises(pw.errors.ComputationError, match="append-only.*the latest reducer cannot take a row back"):
+        pw.debug.compute_and_print(result)
 
 
 def test_groupby_ids_are_pointers_of_the_keys_and_ix_ref():

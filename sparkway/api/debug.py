@@ -384,15 +384,33 @@ def batch_rows(batch: OutputBatch, columns: dict[str, DType]) -> list[dict[str, 
 
 
 def _final_state(batches: list[OutputBatch], columns: dict[str, DType]) -> dict[int, tuple[dict[str, Any], int]]:
+    """Per id, the row a table holds after its changes, with its multiplicity.
+
+    Two rows under one id (``concat`` of tables whose ids meet, ``with_id_from`` values
+    that repeat) fail here, as in Pathway: with a ``KeyError``, or, in a run keeping
+    Error values, a warning and a row of Error values.  (Nothing else holds a whole
+    table, so nothing else can tell; operators keyed by id check their own inputs.)
+    """
     state: dict[int, tuple[dict[str, Any], int]] = {}
     for batch in batches:
-        for row_id, row, diff in zip(batch.ids.to_pylist(), batch_rows(batch, columns), batch.diffs.to_pylist()):
+        changes = zip(batch.ids.to_pylist(), batch_rows(batch, columns), batch.diffs.to_pylist())
+        for row_id, row, diff in sorted(changes, key=lambda change: change[2] > 0):  # deletions first
             _, count = state.get(row_id, (row, 0))
+            if diff > 0 and count > 0:
+                row = _duplicated(row_id, row, batch.errors is not None)
             if count + diff == 0:
                 state.pop(row_id, None)
             else:
                 state[row_id] = (row if diff > 0 else state[row_id][0], count + diff)
     return state
+
+
+def _duplicated(row_id: int, row: dict[str, Any], keeps_errors: bool) -> dict[str, Any]:
+    message = f"duplicated entries for key ^{row_id & 0xFFFFFFFFFFFFFFFF:016X}"
+    if not keeps_errors:
+        raise KeyError(message)
+    warn_user(message)
+    return {name: ERROR for name in row}
 
 
 @traced

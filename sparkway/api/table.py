@@ -931,7 +931,7 @@ class Table(_Promises):
                 "other universe has to be a subset of self universe. Consider using "
                 "pw.universes.promise_is_subset_of(other, self) to assert this."
             )
-        return self._merge("intersect", (self, other), dict(self._node.columns), other._universe)
+        return self._merge("restrict", (self, other), dict(self._node.columns), other._universe)
 
     def having(self, *indexers: Expr) -> "Table":
         """The rows whose ids the given pointer columns of another table name."""
@@ -1496,6 +1496,7 @@ class GroupedTable(_Promises):
             table, exprs = table._with_lookups(exprs)
         key_names = [k for k, _ in self._keys]
         aggregates: list[tuple[str, n.Aggregate]] = []
+        by_arrival: list[str] = []  # latest reducers over rows that may be deleted
 
         def lift(e: Expr) -> Expr | None:
             if isinstance(e, ReducerExpr):
@@ -1510,6 +1511,8 @@ class GroupedTable(_Promises):
                         f"the {e.kind} reducer requires an append-only input, and this one's rows may be "
                         "updated or deleted: to choose a row by value, use pw.reducers.argmax/argmin instead"
                     )
+                    if e.kind == "latest":  # as in Pathway (earliest keeps its row: it came first)
+                        by_arrival.append(e.kind)
                 args_bound = tuple(table._bind(a) for a in e.args)
                 if self._row_ids is not None:
                     args_bound = _with_row_ids(e.kind, args_bound, self._row_ids)
@@ -1535,8 +1538,13 @@ class GroupedTable(_Promises):
             name: _aggregate_type(a, [table._node.columns]) for name, a in aggregates
         }
         key_types = {k: infer(e, [table._node.columns]) for k, e in self._keys}
+        source = table._node
+        if by_arrival:  # they keep one row per group, and could not tell which row replaces a deleted one
+            why = (f"the {by_arrival[0]} reducer cannot take a row back: use pw.reducers.argmax/argmin to choose "
+                   "a row by value, or make the input append-only")
+            source = n.AppendOnly(dict(source.columns), source, check=True, why=why)
         reduce_node: n.Node = n.Reduce(
-            {**key_types, **agg_types}, table._node, tuple(self._keys), tuple(aggregates), self._skip_errors
+            {**key_types, **agg_types}, source, tuple(self._keys), tuple(aggregates), self._skip_errors
         )
         id_type = dt.pointer_to(*key_types.values())
         if self._id_key is not None:

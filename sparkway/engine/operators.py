@@ -27,8 +27,9 @@ from sparkway.engine.expressions import (
     Scope, array_items, as_type, col, compile_expr, errors_column, has_errors, messages_column, pointer_of,
 )
 from sparkway.engine.kernels.gate import INSTANCE, THRESHOLD, TIME, gate
+from sparkway.engine.kernels.ids import DROPPED, MESSAGE
 from sparkway.engine.kernels.join import join_groups
-from sparkway.engine.kernels.merge import MISSING, POINTER, merge_groups
+from sparkway.engine.kernels.merge import CHECKED, MISSING, POINTER, merge_groups
 from sparkway.engine.kernels.ordered import REJECTED, deduplicate_instances, sort_groups
 from sparkway.engine.kernels.reduce import fallible, reduce_groups, written_in_python
 from sparkway.engine.kernels.session import sessionize
@@ -281,7 +282,7 @@ def _append_only(node: n.AppendOnly, frames: list[DataFrame], ctx: StepContext) 
     # would be evaluated ahead of them), named as failures_named names errors
     pointer = F.lpad(F.hex(col(ID)), 16, "0")
     message = F.concat(F.lit(f"{node.label}: ValueError: Expected table to be append-only, but got diff=-1 for key: ^"),
-                       pointer)
+                       pointer, F.lit(f" ({node.why})" if node.why else ""))
     return frames[0].filter(F.when(col(DIFF) < 0, F.raise_error(message)).otherwise(F.lit(True)))
 
 
@@ -483,14 +484,28 @@ def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
         left_payload, right_payload = left_payload + [ERRORS], right_payload + [ERRORS]
     output = T.StructType([T.StructField("_l_id", T.LongType()), T.StructField("_r_id", T.LongType()), *pair_fields])
     bounds = tuple(durations.nanos_or_number(b) for b in node.interval[2:]) if node.interval is not None else None
-    params = (node.how, left_payload, right_payload, bounds)
+    params: tuple = (node.how, left_payload, right_payload, bounds)
+    if node.id_from is not None:  # one side's ids: the kernel checks they stay unique
+        params += ((node.id_from, ctx.keep_errors),)
+        if ctx.keep_errors:
+            output = T.StructType([*output.fields[:-1], T.StructField(MESSAGE, T.StringType()), output.fields[-1]])
     pairs = ctx.keyed(node, sides, join_groups, params, output)
     if node.id_from is not None:
         new_id = col("_l_id" if node.id_from == "left" else "_r_id")
     else:
         new_id = pointer_of([F.coalesce(col("_l_id"), F.lit(-1)), F.coalesce(col("_r_id"), F.lit(-2))])
     errors = [_joined_errors()] if ctx.keep_errors else []
-    return pairs.select(new_id.alias(ID), *[col(c) for c in node.columns], col(DIFF), *errors)
+    messages = [col(MESSAGE)] if MESSAGE in output.fieldNames() else []
+    joined = pairs.select(new_id.alias(ID), *[col(c) for c in node.columns], col(DIFF), *errors, *messages)
+    return _logging_messages(node, ctx, joined) if messages else joined
+
+
+def _logging_messages(node: n.Node, ctx: StepContext, frame: DataFrame) -> DataFrame:
+    """A kernel's output without its ``MESSAGE`` column (logged when its row is inserted)
+    and without the rows that only carry a message (``DROPPED``)."""
+    logged = F.when(col(MESSAGE).isNotNull() & (col(DIFF) > 0), F.array(col(MESSAGE)))
+    frame = ctx.logging(node, frame.withColumn(LOGGED, logged)).drop(MESSAGE)
+    return frame.filter(~col(DROPPED)).drop(DROPPED) if DROPPED in frame.columns else frame
 
 
 def _joined_errors() -> Column:
@@ -680,10 +695,12 @@ def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) 
     if checks_missing:
         params += ((node.prefix or "") + ERRORS,)
         fields.append(T.StructField(MISSING, T.StringType()))
+    elif node.mode in CHECKED:  # the kernel checks the promises about ids, and says what to log
+        params += (True,)
+        fields += [T.StructField(MESSAGE, T.StringType()), T.StructField(DROPPED, T.BooleanType())]
     merged = ctx.keyed(node, inputs, merge_groups, params, T.StructType([*fields, output.fields[-1]]))
-    if checks_missing:
-        missing = F.when(col(MISSING).isNotNull() & (col(DIFF) > 0), F.array(col(MISSING)))
-        merged = ctx.logging(node, merged.withColumn(LOGGED, missing)).drop(MISSING)
+    if checks_missing or node.mode in CHECKED:
+        merged = _logging_messages(node, ctx, merged)
     if len(errors) == 1:
         return merged
     both = F.concat(_prefixed(col(ERRORS), ""), _prefixed(col(errors[1]), node.prefix))
@@ -692,6 +709,8 @@ def _keyed_merge(node: n.KeyedMerge, frames: list[DataFrame], ctx: StepContext) 
 
 def _merge_payload(node: n.KeyedMerge, position: int, table: n.Node) -> dict[str, Column]:
     """The columns an input of a keyed merge carries into the kernel, by output name."""
+    if node.mode == "restrict" and position == 1:  # only its ids count
+        return {}
     if node.mode != "ix":
         return {c: col(c) for c in table.columns}
     if position == 0:  # the pointer holder: only its pointer, unless its columns come along

@@ -143,9 +143,11 @@ class RemoveErrors(_Unary):
 @dataclass(frozen=True, eq=False)
 class AppendOnly(_Unary):
     """The insertions of the input: retractions are dropped, or with ``check`` they fail
-    the run (``assert_append_only``).  Keeps ids."""
+    the run (``assert_append_only``; the failure says ``why`` the rows must only be
+    inserted, when another operation needs it).  Keeps ids."""
 
     check: bool = False
+    why: str = ""
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "check": self.check}
@@ -385,7 +387,8 @@ class Sort(_Stateful, _Unary):
 @dataclass(frozen=True, eq=False)
 class KeyedMerge(_Stateful, Node):
     """Combines tables by row id: ``update_rows``, ``update_cells``, ``difference``,
-    ``intersect``, ``restrict``, and ``ix`` (where ids come from a pointer column).
+    ``intersect``, ``restrict`` (by the ids of ``tables[1]``, which must all be in
+    ``tables[0]``), and ``ix`` (where ids come from a pointer column).
 
     ``ix`` gives, per row of the pointer holder (``tables[0]``), the looked-up row of
     ``tables[1]``.  With ``prefix`` set (``other.ix(t.p)`` read inside ``t``'s own
@@ -393,7 +396,7 @@ class KeyedMerge(_Stateful, Node):
     """
 
     tables: tuple[Node, ...]
-    mode: str  # update_rows, update_cells, difference, intersect, ix
+    mode: str  # update_rows, update_cells, difference, intersect, restrict, ix
     keys: tuple[Expr | None, ...] = ()  # per table: the pointer to match on (None: its id)
     optional: bool = False  # ix(..., optional=True)
     prefix: str | None = None  # ix only: see above

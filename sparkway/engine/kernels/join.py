@@ -8,7 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkway.core.changes import ID
+from sparkway.core.changes import ERRORS, ID
+from sparkway.engine.kernels.ids import DUPLICATE_MESSAGE, MESSAGE, fail_if_new, messages, repeated_ids
 
 _JOIN_TYPES = {"inner": "inner", "left": "left outer", "right": "right outer", "outer": "full outer"}
 
@@ -34,8 +35,10 @@ def join_groups(tables: list[pa.Table], params: Any) -> pa.Table:
     ``params`` = (how, left columns, right columns, interval bounds or None).  With
     bounds, each side has a ``_t`` column and a pair matches only when
     ``lower <= right _t - left _t <= upper``; outer kinds pad the rows left unmatched.
+    With ``unique`` = (side, keeping errors), the pairs take that side's ids, which must
+    then stay unique (see ``_unique_ids``).
     """
-    how, left_payload, right_payload, bounds = params
+    how, left_payload, right_payload, bounds, *unique = params
     left, right = tables
     if bounds is None:
         groups, li, ri = positions_join(left, right, how)
@@ -48,7 +51,35 @@ def join_groups(tables: list[pa.Table], params: Any) -> pa.Table:
     }
     columns.update({f"_l_{n}": pc.take(left.column(n), li) for n in left_payload})
     columns.update({f"_r_{n}": pc.take(right.column(n), ri) for n in right_payload})
+    if unique:
+        return _unique_ids(pa.table(columns), *unique[0], left_payload if unique[0][0] == "right" else right_payload)
     return pa.table(columns)
+
+
+def _unique_ids(pairs: pa.Table, side: str, keep_errors: bool, other_payload: list[str]) -> pa.Table:
+    """The pairs of a join whose ids come from one ``side``: a row of that side matching
+    several rows would give them one id.  That fails the step; keeping Error values, one
+    pair stays, with the other side's columns as Error values and a message (``MESSAGE``)."""
+    own, other = ("_l", "_r") if side == "left" else ("_r", "_l")
+    ids = pairs.column(f"{own}_id")
+    repeated, first = repeated_ids(pairs.column("_g"), ids)
+    if not keep_errors:
+        fail_if_new(repeated, pairs.column("_g"), ids, DUPLICATE_MESSAGE)
+        return pairs
+    pairs = pairs.filter(pa.array(~repeated | first))
+    repeated = repeated[~repeated | first]
+    if not repeated.any():
+        return pairs.append_column(MESSAGE, pa.nulls(pairs.num_rows, pa.string()))
+    blanked = pa.array(repeated)
+    erred = [n for n in other_payload if n != ERRORS]
+    for name in [f"{other}_{n}" for n in erred] + [f"{other}_id"]:
+        column = pairs.column(name)
+        pairs = pairs.set_column(pairs.column_names.index(name), name,
+                                 pc.if_else(blanked, pa.nulls(pairs.num_rows, column.type), column))
+    errors = f"{other}_{ERRORS}"
+    names = pa.array([erred] * pairs.num_rows, pa.list_(pa.string()))
+    pairs = pairs.set_column(pairs.column_names.index(errors), errors, pc.if_else(blanked, names, pairs.column(errors)))
+    return pairs.append_column(MESSAGE, messages(repeated, pairs.column(f"{own}_id"), DUPLICATE_MESSAGE))
 
 
 def _interval_positions(

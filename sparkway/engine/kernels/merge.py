@@ -1,34 +1,43 @@
-"""Combining tables by row id: update_rows, update_cells, difference, intersect, ix.
+"""Combining tables by row id: update_rows, update_cells, difference, intersect,
+restrict, ix.
 
-Every input is grouped by the id it is matched on (``_g``); outputs keep ``_id``.
+Every input is grouped by the id it is matched on (``_g``); outputs keep ``_id``.  Where
+the program promised something about the ids that the rows break (an id repeated in
+``update_rows``, an update of a row that does not exist, ``restrict`` by an id the table
+lacks), the step fails; keeping Error values, the rows at fault get Error values (or are
+dropped) and the kernel gives the message to log (``sparkway.engine.kernels.ids``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkway.core.changes import ERRORS, ID
+from sparkway.engine.kernels.ids import (
+    DROPPED, DUPLICATE_MESSAGE, MESSAGE, MISSING_MESSAGE, NO_ROW_MESSAGE, fail_if_new, messages, pointer_text,
+    repeated_ids,
+)
 from sparkway.engine.kernels.join import positions_join
 
 
 #: keeping Error values, an ``ix`` holder carries the pointer it looks up in this column,
-#: and a row whose pointer names no row gets Error values, with this message to log
-POINTER, MISSING = "_pw_pointer", "_pw_missing"
-
-MISSING_MESSAGE = (
-    "key {k} exists in the universe (the table providing the ids) but not in the table restricted to it: "
-    "with_universe_of(), restrict(), ix() and update_cells() need every id of the universe to be present "
-    "there - use a left join or ix(..., optional=True) when ids can be absent"
-)
+#: and a row whose pointer names no row gets Error values, with a message in ``MISSING``
+POINTER, MISSING = "_pw_pointer", MESSAGE
+#: the modes whose kernels check the promises about ids (and, keeping Error values, give
+#: ``MESSAGE`` and ``DROPPED`` columns)
+CHECKED = ("update_rows", "update_cells", "restrict")
 
 
 def merge_groups(tables: list[pa.Table], params: Any) -> pa.Table:
     mode, payload, optional, *keep = params
     if mode == "ix" and keep:
         return _ix_keeping_errors(tables, payload, keep[0])
+    if mode in CHECKED:
+        return _CHECKED[mode](tables, payload, bool(keep))
     return _MODES[mode](tables, payload, optional)
 
 
@@ -106,15 +115,104 @@ def _ix_keeping_errors(tables: list[pa.Table], payload: list[str], target_errors
     out = out.set_column(index, target_errors, pc.if_else(missing, names, out.column(target_errors)))
     pointers = pc.take(holders.column(POINTER), li).to_pylist()
     messages = [
-        MISSING_MESSAGE.format(k=_pointer_text(p)) if gone else None
+        MISSING_MESSAGE.format(k=pointer_text(p)) if gone else None
         for p, gone in zip(pointers, missing.to_pylist())
     ]
     return out.append_column(MISSING, pa.array(messages, pa.string()))
 
 
-def _pointer_text(value: int | None) -> str:
-    return "None" if value is None else f"^{value & 0xFFFFFFFFFFFFFFFF:016X}"
+def _checked_update_rows(tables: list[pa.Table], payload: list[str], keep_errors: bool) -> pa.Table:
+    """``update_rows`` of tables whose ids must be unique; keeping Error values, an id
+    repeated in either table gives no row."""
+    repeats = [repeated_ids(t.column("_g"), t.column(ID)) for t in tables]
+    if not keep_errors:
+        for table, (repeated, _) in zip(tables, repeats):
+            fail_if_new(repeated, table.column("_g"), table.column(ID), DUPLICATE_MESSAGE)
+        return _update_rows(tables, payload, False)
+    out = _update_rows(tables, payload, False)
+    faulty = _faulty_rows(tables, repeats)
+    out = out.filter(pc.invert(pc.is_in(out.column("_g"), faulty.column("_g"))))
+    return pa.concat_tables([_with_messages(out), _message_rows(faulty, out.schema, DUPLICATE_MESSAGE)])
 
+
+def _checked_update_cells(tables: list[pa.Table], payload: list[str], keep_errors: bool) -> pa.Table:
+    """``update_cells`` whose updates must each name one row of the table; keeping Error
+    values, a repeated id gives a row of Error values, an update of no row is dropped."""
+    base, update = tables
+    repeats = [repeated_ids(t.column("_g"), t.column(ID)) for t in tables]
+    orphans = pc.invert(pc.is_in(update.column("_g"), base.column("_g"))).to_numpy(zero_copy_only=False)
+    if not keep_errors:
+        for table, (repeated, _) in zip(tables, repeats):
+            fail_if_new(repeated, table.column("_g"), table.column(ID), DUPLICATE_MESSAGE)
+        fail_if_new(orphans, update.column("_g"), update.column(ID), NO_ROW_MESSAGE)
+        return _update_cells(tables, payload, False)
+    faulty = _faulty_rows(tables, repeats)
+    firsts = [t.filter(pa.array(~repeated | first)) for t, (repeated, first) in zip(tables, repeats)]
+    out = _update_cells(firsts, payload, False)
+    broken = pc.is_in(out.column("_g"), faulty.column("_g")).to_numpy(zero_copy_only=False)
+    out = _with_messages(_as_errors(out, broken, payload), messages(broken, out.column(ID), DUPLICATE_MESSAGE))
+    lost = update.filter(pa.array(orphans)).select(["_g", ID])
+    return pa.concat_tables([out, _message_rows(lost, out.schema, NO_ROW_MESSAGE)])
+
+
+def _checked_restrict(tables: list[pa.Table], payload: list[str], keep_errors: bool) -> pa.Table:
+    """The rows of the first table whose ids the second has, whose ids must all be in the
+    first; keeping Error values, an id it lacks gives a row of Error values."""
+    base, other = tables
+    groups, li, ri = positions_join(other, base, "left")
+    ids = pc.take(other.column(ID), li)
+    missing = pc.is_null(ri).to_numpy(zero_copy_only=False)
+    if not keep_errors:
+        fail_if_new(missing, groups, ids, MISSING_MESSAGE)
+    out = pa.table({"_g": groups, ID: ids, **{n: pc.take(base.column(n), ri) for n in payload}})
+    if not keep_errors:
+        return out
+    return _with_messages(_as_errors(out, missing, payload), messages(missing, ids, MISSING_MESSAGE))
+
+
+def _faulty_rows(tables: list[pa.Table], repeats: list[tuple[np.ndarray, np.ndarray]]) -> pa.Table:
+    """``_g`` and ``_id`` of the groups where a table repeats an id, once each."""
+    found = [t.select(["_g", ID]).filter(pa.array(repeated & first)) for t, (repeated, first) in zip(tables, repeats)]
+    rows = pa.concat_tables(found)
+    return rows.group_by("_g", use_threads=False).aggregate([(ID, "first")]).rename_columns(["_g", ID])
+
+
+def _as_errors(rows: pa.Table, broken: np.ndarray, payload: list[str]) -> pa.Table:
+    """``rows`` whose columns are Error values where ``broken`` (values null, every column
+    named in ``ERRORS``)."""
+    if not broken.any():
+        return rows
+    flags = pa.array(broken)
+    names = [n for n in payload if n != ERRORS]
+    for name in names:
+        column = rows.column(name)
+        rows = rows.set_column(rows.column_names.index(name), name, pc.if_else(flags, pa.nulls(len(rows), column.type), column))
+    erred = pa.array([names] * len(rows), pa.list_(pa.string()))
+    return rows.set_column(rows.column_names.index(ERRORS), ERRORS, pc.if_else(flags, erred, rows.column(ERRORS)))
+
+
+def _with_messages(rows: pa.Table, texts: pa.Array | None = None) -> pa.Table:
+    """``rows`` with their messages to log (none by default), kept in the output."""
+    texts = texts if texts is not None else pa.nulls(len(rows), pa.string())
+    return rows.append_column(MESSAGE, texts).append_column(DROPPED, pa.array(np.zeros(len(rows), bool)))
+
+
+def _message_rows(faulty: pa.Table, schema: pa.Schema, message: str) -> pa.Table:
+    """A row per (``_g``, ``_id``) of ``faulty`` that only carries ``message`` about its id."""
+    count = len(faulty)
+    names = [name for name in schema.names if name not in (MESSAGE, DROPPED)]
+    columns = {name: faulty.column(name) if name in ("_g", ID) else pa.nulls(count, schema.field(name).type) for name in names}
+    columns[MESSAGE] = messages(np.ones(count, bool), faulty.column(ID), message)
+    columns[DROPPED] = pa.array(np.ones(count, bool))
+    fields = [schema.field(name) for name in names]
+    return pa.table(columns).cast(pa.schema([*fields, pa.field(MESSAGE, pa.string()), pa.field(DROPPED, pa.bool_())]))
+
+
+_CHECKED = {
+    "update_rows": _checked_update_rows,
+    "update_cells": _checked_update_cells,
+    "restrict": _checked_restrict,
+}
 
 _MODES = {
     "update_rows": _update_rows,
