@@ -1295,6 +1295,9 @@ def test_compute_and_print(capsys):
     # None prints as an empty cell and sorts first
     pw.debug.compute_and_print(pw.debug.table_from_markdown("a | b\n1 | None\n2 | 3\nNone | 4"), include_id=False)
     assert capsys.readouterr().out.split("\n")[:4] == ["a | b", "  | 4", "1 |", "2 | 3"]
+    # several tables: one after another (as Pathway prints them)
+    pw.debug.compute_and_print(pw.debug.table_from_markdown("x\n1"), pw.debug.table_from_markdown("y\n3\n2"), include_id=False)
+    assert capsys.readouterr().out.split("\n") == ["x", "1", "y", "2", "3", ""]
 
 
 def test_compute_and_print_update_stream(capsys):

@@ -356,11 +356,16 @@ def table_to_parquet(table: Table, filename: str | os.PathLike) -> None:
 @traced
 def compute(table: Table, **run_kwargs: Any) -> list[OutputBatch]:
     """Runs just what ``table`` needs and returns its batches of changes, time by time."""
+    return _compute_tables([table], **run_kwargs)[0]
+
+
+def _compute_tables(tables: list[Table], **run_kwargs: Any) -> list[list[OutputBatch]]:
+    """The batches of each table, from one run computing them all."""
     from sparkway.api.run import run_outputs
 
-    sink = MemorySink()
-    run_outputs([n.Output(dict(table._node.columns), table._node, sink)], **run_kwargs)
-    return sink.batches
+    sinks = [MemorySink() for _ in tables]
+    run_outputs([n.Output(dict(t._node.columns), t._node, sink) for t, sink in zip(tables, sinks)], **run_kwargs)
+    return [sink.batches for sink in sinks]
 
 
 class _Error:
@@ -500,25 +505,33 @@ def _order(row: list[Any]) -> tuple:
 
 
 @traced
-def compute_and_print(table: Table, *, include_id: bool = True, short_pointers: bool = True, n_rows: int | None = None, **run_kwargs: Any) -> None:
-    """Prints the table's final contents, one row per line, sorted."""
-    state = _final_state(compute(table, **run_kwargs), table.schema._dtypes())
-    names = table.column_names()
-    rows = [([_short(i)] if include_id else []) + _printed(row, table) for i, (row, _) in state.items()]
-    rows.sort(key=_order)
-    _print_rows(([""] if include_id else []) + names, rows[:n_rows] if n_rows else rows)
+def compute_and_print(
+    *tables: Table, include_id: bool = True, short_pointers: bool = True, n_rows: int | None = None, **run_kwargs: Any
+) -> None:
+    """Prints each table's final contents, one row per line, sorted (all computed in one run)."""
+    for table, batches in zip(tables, _compute_tables(list(tables), **run_kwargs)):
+        state = _final_state(batches, table.schema._dtypes())
+        rows = [([_short(i)] if include_id else []) + _printed(row, table) for i, (row, _) in state.items()]
+        rows.sort(key=_order)
+        _print_rows(([""] if include_id else []) + table.column_names(), rows[:n_rows] if n_rows else rows)
 
 
 @traced
-def compute_and_print_update_stream(table: Table, *, include_id: bool = True, short_pointers: bool = True, n_rows: int | None = None, **run_kwargs: Any) -> None:
-    """Prints every change of the table: its rows with ``__time__`` and ``__diff__``."""
-    names = table.column_names()
+def compute_and_print_update_stream(
+    *tables: Table, include_id: bool = True, short_pointers: bool = True, n_rows: int | None = None, **run_kwargs: Any
+) -> None:
+    """Prints every change of each table: its rows with ``__time__`` and ``__diff__``."""
+    for table, batches in zip(tables, _compute_tables(list(tables), **run_kwargs)):
+        _print_update_stream(table, batches, include_id, n_rows)
+
+
+def _print_update_stream(table: Table, batches: list[OutputBatch], include_id: bool, n_rows: int | None) -> None:
     rows = []
-    for batch in compute(table, **run_kwargs):
+    for batch in batches:
         rows_of = batch_rows(batch, table.schema._dtypes())
         for row_id, row, diff in zip(batch.ids.to_pylist(), rows_of, batch.diffs.to_pylist()):
             time = END_OF_INPUT_TIME if batch.end_of_input else batch.time
             rows.append(([_short(row_id)] if include_id else []) + _printed(row, table) + [time, diff])
     # as Pathway prints them: by time, then diff, then values
     rows.sort(key=lambda r: (r[-2], r[-1], _order(r[1:-2] if include_id else r[:-2])))
-    _print_rows(([""] if include_id else []) + names + ["__time__", "__diff__"], rows[:n_rows] if n_rows else rows)
+    _print_rows(([""] if include_id else []) + table.column_names() + ["__time__", "__diff__"], rows[:n_rows] if n_rows else rows)
