@@ -58,6 +58,16 @@ def test_an_exception_in_a_user_function_names_the_function_the_operator_and_the
     assert any("ZeroDivisionError" in (r.exc_text or "") for r in caplog.records if r.levelno == logging.DEBUG)
 
 
+def test_a_key_error_message_is_not_quoted() -> None:
+    def look_up(a: int) -> int:
+        raise KeyError("no price for this item")
+
+    t = pw.debug.table_from_markdown("a\n1")
+    with pytest.raises(KeyError) as info:
+        pw.debug.table_to_pandas(t.select(x=pw.apply(look_up, pw.this.a)))
+    assert str(info.value).endswith("look_up: KeyError: no price for this item")
+
+
 def test_a_failing_reducer_names_the_reduce_and_its_line() -> None:
     t = pw.debug.table_from_markdown("k | v\n1 | 1\n1 | 2")
     where = here()

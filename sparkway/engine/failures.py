@@ -52,7 +52,9 @@ def failures_named(where: str) -> Iterator[None]:
         raise
     except Exception as error:
         kind = type(error)
-        text = " ".join(str(error).split())  # one line: the driver reads it back from text
+        # KeyError's str() quotes its message
+        said = error.args[0] if isinstance(error, KeyError) and len(error.args) == 1 else error
+        text = " ".join(str(said).split())  # one line: the driver reads it back from text
         failure = ComputationError.of(kind.__name__, f"{where}: {kind.__name__}: {text}")
         if kind.__module__ != "builtins":  # on a line of its own, read by computation_error
             failure.args = (f"{failure.args[0]}\n{_CLASS_LINE}{kind.__module__}:{kind.__qualname__}",)
