@@ -185,3 +185,27 @@ def test_the_id_column_has_the_type_of_the_ids() -> None:
     typed = pw.Table.empty().update_id_type(pw.Pointer[int])
     assert typed._id_column.dtype.typehint == pw.Pointer[int]
     assert pw.Table.concat_reindex(typed, typed)._id_column.dtype.typehint is pw.Pointer
+
+
+def test_a_serialized_schema_reads_back_and_its_defaults_are_pathways_bytes() -> None:
+    import numpy as np
+
+    class S(pw.Schema):
+        key: int = pw.column_definition(primary_key=True, default_value=5)
+        note: str | None
+        pair: tuple[bytes, bool] = pw.column_definition(default_value=(b"w", True))
+        data: pw.Json = pw.column_definition(default_value=pw.Json({"a": 1}))
+        grid: np.ndarray[None, int] = pw.column_definition(default_value=np.array([[1, 2], [3, 4]]))
+
+    data = S.to_json_serializable_dict()
+    columns = data["columns"]
+    # as Pathway 0.33 writes them (recorded from it)
+    assert columns["note"]["dtype"] == {"type": "OPTIONAL", "wrapped": {"type": "STR"}}
+    assert columns["key"]["_serialized_default_value"] == "AgAAAAUAAAAAAAAA"
+    assert columns["pair"]["_serialized_default_value"] == "BwAAAAIAAAAAAAAABgAAAAEAAAAAAAAAdwEAAAAB"
+    assert columns["data"]["_serialized_default_value"] == "DQAAAAcAAAAAAAAAeyJhIjoxfQ=="
+    assert "_serialized_default_value" not in columns["note"]
+    again = pw.schema_from_dict(**data)
+    assert again.to_json_serializable_dict() == data
+    assert again.primary_key_columns() == ["key"] and again.typehints()["note"] == str | None
+    assert again.default_values()["grid"].tolist() == [[1, 2], [3, 4]]

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from sparkway.core.columns import NO_DEFAULT, Column
 from sparkway.core import dtypes as dt
+from sparkway.core import serialized
 from sparkway.core.dtypes import DType, dtype_of
 
 
@@ -202,6 +203,25 @@ class Schema(metaclass=_SchemaMeta):
         return list(cls.__columns__)
 
     @classmethod
+    def default_values(cls) -> dict[str, Any]:
+        """The defaults of the columns that have one."""
+        return {name: c.default_value for name, c in cls.__columns__.items() if c.has_default}
+
+    @classmethod
+    def to_json_serializable_dict(cls) -> dict[str, Any]:
+        """The schema as JSON-able data, in Pathway's layout (defaults in its binary value
+        format), which ``pw.schema_from_dict(**data)`` reads back.
+
+        >>> import sparkway as pw
+        >>> class S(pw.Schema):
+        ...     n: int = pw.column_definition(primary_key=True, default_value=5)
+        >>> data = S.to_json_serializable_dict()
+        >>> data["columns"]["n"]["dtype"], pw.schema_from_dict(**data).default_values()
+        ({'type': 'INT'}, {'n': 5})
+        """
+        return {"columns": {name: _column_json(column) for name, column in cls.__columns__.items()}}
+
+    @classmethod
     def primary_key_columns(cls) -> list[str] | None:
         keys = [c.name for c in cls.__columns__.values() if c.primary_key]
         return keys or None
@@ -323,7 +343,8 @@ def schema_from_dict(
     columns: dict[str, Any], *, name: str | None = None, properties: dict[str, Any] | SchemaProperties | None = None
 ) -> type[Schema]:
     """A schema from a dict: each column's type (a type or its name, e.g. ``"int"``), or a
-    dict of its ``pw.column_definition`` options with ``dtype``.
+    dict of its ``pw.column_definition`` options with ``dtype``; also what
+    ``Schema.to_json_serializable_dict()`` gives (``pw.schema_from_dict(**data)``).
 
     >>> import sparkway as pw
     >>> S = pw.schema_from_dict({"key": {"dtype": "int", "primary_key": True}, "value": str})
@@ -333,11 +354,26 @@ def schema_from_dict(
     definitions = {}
     for col, spec in columns.items():
         options = dict(spec) if isinstance(spec, dict) else {"dtype": spec}
-        options["dtype"] = _type_named(options.get("dtype", Any))
+        for described in ("description", "source_component", "example"):  # not used here
+            options.pop(described, None)
+        if "_serialized_default_value" in options:
+            options["default_value"] = serialized.decode_value(options.pop("_serialized_default_value"))
+        kind = options.get("dtype", Any)
+        options["dtype"] = serialized.dtype_from_json(kind) if isinstance(kind, dict) else _type_named(kind)
         definitions[col] = ColumnDefinition(**options)
     if isinstance(properties, dict):
         properties = SchemaProperties(**properties)
     return schema_builder(definitions, name=name, properties=properties)
+
+
+def _column_json(column: Column) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "dtype": serialized.dtype_to_json(column.dtype), "name": column.name, "primary_key": column.primary_key,
+        "append_only": bool(column.append_only), "description": None, "source_component": "payload",
+    }
+    if column.has_default:
+        data["_serialized_default_value"] = serialized.encode_value(column.default_value)
+    return data
 
 
 _TYPE_NAMES = {"int": int, "float": float, "str": str, "bool": bool, "bytes": bytes, "Any": Any, "typing.Any": Any}
