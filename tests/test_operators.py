@@ -562,6 +562,67 @@ def test_left_right_and_outer_joins_pad_with_none():
     assert all(t.optional for t in outer.schema._dtypes().values())
 
 
+EXACTLY_ONCE_LEFT = """
+      | k | a  | __time__
+    1 | 1 | 10 | 2
+    2 | 1 | 11 | 8
+    """
+EXACTLY_ONCE_RIGHT = """
+      | k | c   | __time__ | __diff__
+    1 | 1 | 100 | 4        | 1
+    1 | 1 | 100 | 6        | -1
+    3 | 1 | 300 | 12       | 1
+    """
+
+
+def test_left_exactly_once_rows_leave_the_join_when_matched():
+    left, right = pw.debug.table_from_markdown(EXACTLY_ONCE_LEFT), pw.debug.table_from_markdown(EXACTLY_ONCE_RIGHT)
+    result = left.join(right, left.k == right.k, left_exactly_once=True).select(left.a, right.c)
+    # row 10 met 100 and left: deleting 100 retracts nothing; 11 came when 100 was gone
+    # and waits for 300; so the result is append-only although the right side is not
+    assert result.is_append_only
+    # one batch per input time: 2, 4, 6, 8, 12
+    assert_changes(result, [[], [(10, 100, 1)], [], [], [(11, 300, 1)]])
+    plain = left.join(right, left.k == right.k).select(left.a, right.c)
+    assert_changes(plain, [[], [(10, 100, 1)], [(10, 100, -1)], [], [(10, 300, 1), (11, 300, 1)]])
+
+
+def test_right_exactly_once_rows_may_share_a_left_row():
+    left = pw.debug.table_from_markdown("k | a | __time__\n2 | 20 | 4")
+    right = pw.debug.table_from_markdown(
+        """
+          | k | c   | __time__
+        1 | 2 | 200 | 2
+        2 | 2 | 201 | 2
+        3 | 2 | 202 | 6
+        """
+    )
+    result = left.join(right, left.k == right.k, right_exactly_once=True).select(left.a, right.c)
+    # each right row matches once; the left row stays and meets 202 too
+    assert_changes(result, [[], [(20, 200, 1), (20, 201, 1)], [(20, 202, 1)]])
+
+
+def test_exactly_once_row_matching_several_rows_in_one_step_fails():
+    left = pw.debug.table_from_markdown("k | a | __time__\n2 | 20 | 4")
+    right = pw.debug.table_from_markdown("k | c | __time__\n2 | 200 | 2\n2 | 500 | 2")
+    result = left.join(right, left.k == right.k, left_exactly_once=True).select(left.a, right.c)
+    with pytest.raises(ValueError, match="Repeated entry in a batch"):  # Pathway's words
+        pw.debug.compute(result)
+
+
+def test_exactly_once_side_must_be_append_only():
+    left, right = pw.debug.table_from_markdown(EXACTLY_ONCE_LEFT), pw.debug.table_from_markdown(EXACTLY_ONCE_RIGHT)
+    result = left.join(right, left.k == right.k, right_exactly_once=True).select(left.a, right.c)
+    with pytest.raises(ValueError, match="right table of a join with right_exactly_once=True to be append-only"):
+        pw.debug.compute(result)
+
+
+def test_exactly_once_is_for_inner_joins():
+    left, right = pw.debug.table_from_markdown(EXACTLY_ONCE_LEFT), pw.debug.table_from_markdown(EXACTLY_ONCE_RIGHT)
+    with pytest.raises(pw.errors.PlanError, match="inner joins only"):
+        left.join_left(right, left.k == right.k, left_exactly_once=True)
+
+
 def test_join_on_two_columns_and_id_from_a_side():
     left = pw.debug.table_from_markdown(
         """

@@ -1610,6 +1610,7 @@ class JoinResult(_Promises):
         self, left_table: Table, right_table: Table, on: tuple, how: str, id_from: Any,
         interval: tuple[Any, Any, Any, Any] | None = None, shared: tuple[str, ...] = (), keep_left: bool = True,
         aliases: dict[int, tuple[Table, Table, dict[str, str]]] | None = None,
+        exactly_once: tuple[bool, bool] = (False, False),
     ) -> None:
         self._left, self._right = left_table, right_table
         # tables joined earlier in a chain (t1.join(t2).join(t3)): their columns are hidden
@@ -1649,7 +1650,7 @@ class JoinResult(_Promises):
             )
         self._node = n.Join(
             columns, left_table._node, right_table._node, tuple(left_keys), tuple(right_keys), how, id_side, interval,
-            keep_left,
+            keep_left, exactly_once,
         )
         self._universe = _join_universe(left_table, right_table, how, id_side)
         self._id_type = {"left": left_table._id_type, "right": right_table._id_type}.get(id_side, dt.POINTER)
@@ -1875,9 +1876,7 @@ def _joined(
         raise PlanError("a join takes both left_instance and right_instance, or neither")
     if left_instance is not None:  # rows meet only within one instance
         on = (*on, left_instance == right_instance)
-    once = [side for side in ("left_exactly_once", "right_exactly_once") if extra.pop(side, False)]
-    if once:
-        raise PlanError(f"{once[0]}=True is not supported by sparkway yet: join without it and deduplicate the result")
+    exactly_once = (bool(extra.pop("left_exactly_once", False)), bool(extra.pop("right_exactly_once", False)))
     if extra:
         raise PlanError(
             "Join received extra kwargs.\nYou probably want to use TableLike.join(...).select(**kwargs) "
@@ -1888,13 +1887,19 @@ def _joined(
     if id_from is not None and id_from.name != "id":
         raise AssertionError(f"the id of a join's rows is one side's id (left.id or right.id), not {id_from.name!r}")
     mode = _join_mode(how)
+    if any(exactly_once) and mode != "inner":
+        side = "left_exactly_once" if exactly_once[0] else "right_exactly_once"
+        raise PlanError(
+            f"{side}=True is supported by sparkway for inner joins only (this join is how={mode!r}): "
+            "join with how=pw.JoinMode.INNER, or without it"
+        )
     if isinstance(right, JoinResult):  # t1.join(t2.join(t3, ...), ...)
         right, more = right._as_table()
         aliases = {**aliases, **more}
     elif not aliases:
         for cond in on:
             _check_condition(cond, left, right)
-    return JoinResult(left, right, on, mode, id_from, aliases=aliases)
+    return JoinResult(left, right, on, mode, id_from, aliases=aliases, exactly_once=exactly_once)
 
 
 def _check_condition(cond: Any, left_table: Table, right_table: Table) -> None:
