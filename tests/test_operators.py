@@ -340,6 +340,24 @@ def test_groupby_ids_are_pointers_of_the_keys_and_ix_ref():
     assert_rows(looked_up, [("a", 6), ("b", 7)])
 
 
+def test_optional_ix_ref_gives_none_where_a_key_is_none():
+    t = pw.debug.table_from_markdown(GROUPS)
+    totals = t.groupby(pw.this.k).reduce(pw.this.k, total=pw.reducers.sum(pw.this.v))
+    keys = pw.debug.table_from_markdown(
+        """
+        k | m
+        a | 1
+        b | 2
+        c | 3
+          | 4
+        """
+    )
+    assert keys.schema._dtypes()["k"].optional
+    # a None key makes no pointer (Pathway's pointer_from(optional=True)); "c" has no row
+    looked_up = keys.select(keys.k, total=totals.ix_ref(keys.k, optional=True).total)
+    assert_rows(looked_up, [("a", 6), ("b", 7), ("c", None), (None, None)])
+
+
 # -- incremental behaviour ------------------------------------------------------------------
 
 def test_groupby_count_update_stream():

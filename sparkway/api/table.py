@@ -973,10 +973,24 @@ class Table(_Promises):
         node = n.KeyedMerge(columns, (holder._node, self._node), "ix", (bound, None), optional)
         return self._derive(node, universe=holder._universe)  # a row per row of the holder
 
-    def ix_ref(self, *args: Any, optional: bool = False, context: Any = None, instance: Any = None) -> "Table | PendingIx":
-        """Rows of this table looked up by the values its ids were made from."""
-        keys = (*args, instance) if instance is not None else args
-        return self.ix(PointerFrom(tuple(wrap(a) for a in keys)), optional=optional, context=context)
+    def ix_ref(
+        self, *args: Any, optional: bool = False, context: Any = None, instance: Any = None, allow_misses: bool = False,
+    ) -> "Table | PendingIx":
+        """Rows of this table looked up by the values its ids were made from; with
+        ``optional``, None where a value is None (or no row has the id).
+
+        >>> import sparkway as pw
+        >>> totals = pw.debug.table_from_markdown("k | n\\nA | 1\\nA | 2").groupby(pw.this.k).reduce(
+        ...     pw.this.k, n=pw.reducers.sum(pw.this.n))
+        >>> keys = pw.debug.table_from_markdown("k\\nA").select(k=pw.this.k)
+        >>> pw.debug.compute_and_print(keys.select(n=totals.ix_ref(keys.k).n), include_id=False)
+        n
+        3
+        """
+        return self.ix(
+            self.pointer_from(*args, optional=optional, instance=instance),
+            optional=optional, context=context, allow_misses=allow_misses,
+        )
 
     def _resolve_ix(self, expr: Expr) -> Expr:
         """``IxRef`` columns as columns of ``target.ix(pointer)``, the pointer read from
