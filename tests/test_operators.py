@@ -641,6 +641,31 @@ def test_exactly_once_is_for_inner_joins():
         left.join_left(right, left.k == right.k, left_exactly_once=True)
 
 
+def test_join_select_reads_another_select_of_the_same_join():
+    left = pw.debug.table_from_markdown("  | a\n1 | 1\n2 | 2\n3 | 3")
+    right = pw.debug.table_from_markdown("  | b\n0 | x\n1 | y\n2 | z")
+    pairs = left.join(right, left.id == right.id)
+    doubled = pairs.select(d=left.a * 2)
+    # rows 1 and 2 pair up: a + 2a
+    assert_rows(pairs.select(s=left.a + doubled.d, b=right.b), [(3, "y"), (6, "z")])
+
+
+def test_join_select_reads_ix_by_a_pointer_of_one_side():
+    names = pw.debug.table_from_markdown("  | name\n1 | one\n2 | two\n3 | three")
+    refs = pw.debug.table_from_markdown("  | n\n7 | 3\n8 | 1").select(p=names.pointer_from(pw.this.n))
+    extra = pw.debug.table_from_markdown("  | tag\n7 | u\n8 | v")
+    result = refs.join(extra, refs.id == extra.id).select(extra.tag, name=names.ix(refs.p, context=pw.this).name)
+    assert_rows(result, [("u", "three"), ("v", "one")])
+
+
+def test_intersect_ids_are_among_every_table():
+    a = pw.debug.table_from_markdown("  | x\n1 | 10\n2 | 20\n3 | 30")
+    b = pw.debug.table_from_markdown("  | y\n2 | 200\n3 | 300\n4 | 400")
+    both = a.intersect(b)
+    # restricting b to the intersection needs no promise
+    assert_rows(b.restrict(both).select(pw.this.y), [(200,), (300,)])
+
+
 def test_join_on_two_columns_and_id_from_a_side():
     left = pw.debug.table_from_markdown(
         """

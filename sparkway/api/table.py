@@ -920,7 +920,9 @@ class Table(_Promises):
         """The rows whose ids are in every one of ``others`` (with none: the table itself)."""
         if not others:
             return self
-        return self._merge("intersect", (self, *others), dict(self._node.columns), Universe(self._universe))
+        universe = Universe(self._universe)
+        universe.supersets.extend(other._universe for other in others)  # its ids are among every table's
+        return self._merge("intersect", (self, *others), dict(self._node.columns), universe)
 
     def restrict(self, other: "Table") -> "Table":
         """The rows whose ids are in ``other``, whose ids must be among this table's
@@ -1676,9 +1678,70 @@ class JoinResult(_Promises):
     def select(self, *args: Any, **kwargs: Any) -> Table:
         """The output columns, from ``pw.left``, ``pw.right``, ``pw.this`` or the tables."""
         exprs = _named_exprs(args, kwargs, [self._left, self._right], self._this_columns())
+        if any(self._is_foreign(ref) for _, e in exprs for ref in walk(wrap(e))):
+            return self._select_with_foreign(exprs)
         bound = [(name, self._bind_pair(e)) for name, e in exprs]
         node = n.Select(_types(bound, [self._node.columns]), self._node, tuple(bound))
         return Table(node, self._left._label, universe=self._universe, id_type=self._id_type)
+
+    def _is_foreign(self, ref: Any) -> bool:
+        """Whether ``ref`` is a column of a table that is not joined here but has a row per
+        pair: one with the pairs' ids (another select of this join), or ``other.ix``
+        by a pointer of one side (Pathway reads both in the join's select)."""
+        if not isinstance(ref, ColumnRef) or not isinstance(ref.table, Table):
+            return False
+        table = ref.table
+        if id(table._node) in _join_sides(self._left, self._right) or id(table._node) in self._aliases:
+            return False
+        return table._universe is self._universe or self._side_lookup(table) is not None
+
+    def _side_lookup(self, table: Table) -> int | None:
+        """The side (0, 1) holding the pointer of ``table`` when it is ``other.ix(pointer)``
+        with the pointer a column of that side; else None."""
+        node = table._node
+        if not (isinstance(node, n.KeyedMerge) and node.mode == "ix" and node.prefix is None):
+            return None
+        return _join_sides(self._left, self._right).get(id(node.tables[0]))
+
+    def _select_with_foreign(self, exprs: list[tuple[str, Any]]) -> Table:
+        """``select`` reading columns of tables with a row per pair (``_is_foreign``): the
+        pairs become a table holding every joined column, whose select reads them by id."""
+        pairs, aliases = self._as_table()
+        sides = _join_sides(self._left, self._right)
+        side_tables = (self._left, self._right)
+
+        def hidden(table: Table, name: str) -> ColumnRef:
+            if id(table._node) not in aliases:  # another Table object over a side's node
+                table = side_tables[sides[id(table._node)]]
+            return ColumnRef(pairs, aliases[id(table._node)][2][name])
+
+        def lookup_on_pairs(table: Table) -> Table:
+            node = table._node
+            side = side_tables[self._side_lookup(table)]
+            pointer = transform(node.keys[0], lambda x: hidden(side, x.name) if (
+                isinstance(x, ColumnRef) and isinstance(x.table, n.InputRef)) else None)
+            merged = n.KeyedMerge(dict(node.columns), (pairs._node, node.tables[1]), "ix", (pairs._bind(pointer), None),
+                                  node.optional)
+            return pairs._derive(merged, universe=pairs._universe)
+
+        lookups: dict[int, Table] = {}
+
+        def via_pairs(e: Expr) -> Expr | None:
+            if not isinstance(e, ColumnRef):
+                return None
+            if e.table is left or e.table is right:
+                return hidden(side_tables[0 if e.table is left else 1], e.name)
+            if not isinstance(e.table, Table):
+                return None  # pw.this: the pairs table has the columns pw.this reads
+            if id(e.table._node) in aliases or id(e.table._node) in sides:
+                return hidden(e.table, e.name)
+            if self._side_lookup(e.table) is not None:
+                if id(e.table._node) not in lookups:
+                    lookups[id(e.table._node)] = lookup_on_pairs(e.table)
+                return ColumnRef(lookups[id(e.table._node)], e.name)
+            return None
+
+        return pairs.select(**{name: transform(wrap(e), via_pairs) for name, e in exprs})
 
     def groupby(self, *args: Any, instance: Any = None, **kwargs: Any) -> GroupedTable:
         """Groups the joined pairs by the given columns (of either table); ``reduce`` follows.
