@@ -354,6 +354,24 @@ def test_groupby_ids_are_pointers_of_the_keys_and_ix_ref():
     assert_rows(looked_up, [("a", 6), ("b", 7)])
 
 
+def test_optional_ix_ref_gives_none_where_a_key_is_none():
+    t = pw.debug.table_from_markdown(GROUPS)
+    totals = t.groupby(pw.this.k).reduce(pw.this.k, total=pw.reducers.sum(pw.this.v))
+    keys = pw.debug.table_from_markdown(
+        """
+        k | m
+        a | 1
+        b | 2
+        c | 3
+          | 4
+        """
+    )
+    assert keys.schema._dtypes()["k"].optional
+    # a None key makes no pointer (Pathway's pointer_from(optional=True)); "c" has no row
+    looked_up = keys.select(keys.k, total=totals.ix_ref(keys.k, optional=True).total)
+    assert_rows(looked_up, [("a", 6), ("b", 7), ("c", None), (None, None)])
+
+
 # -- incremental behaviour ------------------------------------------------------------------
 
 def test_groupby_count_update_stream():
@@ -574,6 +592,92 @@ def test_left_right_and_outer_joins_pad_with_none():
     )
     outer = left.join_outer(right, *on).select(**columns)
     assert all(t.optional for t in outer.schema._dtypes().values())
+
+
+EXACTLY_ONCE_LEFT = """
+      | k | a  | __time__
+    1 | 1 | 10 | 2
+    2 | 1 | 11 | 8
+    """
+EXACTLY_ONCE_RIGHT = """
+      | k | c   | __time__ | __diff__
+    1 | 1 | 100 | 4        | 1
+    1 | 1 | 100 | 6        | -1
+    3 | 1 | 300 | 12       | 1
+    """
+
+
+def test_left_exactly_once_rows_leave_the_join_when_matched():
+    left, right = pw.debug.table_from_markdown(EXACTLY_ONCE_LEFT), pw.debug.table_from_markdown(EXACTLY_ONCE_RIGHT)
+    result = left.join(right, left.k == right.k, left_exactly_once=True).select(left.a, right.c)
+    # row 10 met 100 and left: deleting 100 retracts nothing; 11 came when 100 was gone
+    # and waits for 300; so the result is append-only although the right side is not
+    assert result.is_append_only
+    # one batch per input time: 2, 4, 6, 8, 12
+    assert_changes(result, [[], [(10, 100, 1)], [], [], [(11, 300, 1)]])
+    plain = left.join(right, left.k == right.k).select(left.a, right.c)
+    assert_changes(plain, [[], [(10, 100, 1)], [(10, 100, -1)], [], [(10, 300, 1), (11, 300, 1)]])
+
+
+def test_right_exactly_once_rows_may_share_a_left_row():
+    left = pw.debug.table_from_markdown("k | a | __time__\n2 | 20 | 4")
+    right = pw.debug.table_from_markdown(
+        """
+          | k | c   | __time__
+        1 | 2 | 200 | 2
+        2 | 2 | 201 | 2
+        3 | 2 | 202 | 6
+        """
+    )
+    result = left.join(right, left.k == right.k, right_exactly_once=True).select(left.a, right.c)
+    # each right row matches once; the left row stays and meets 202 too
+    assert_changes(result, [[], [(20, 200, 1), (20, 201, 1)], [(20, 202, 1)]])
+
+
+def test_exactly_once_row_matching_several_rows_in_one_step_fails():
+    left = pw.debug.table_from_markdown("k | a | __time__\n2 | 20 | 4")
+    right = pw.debug.table_from_markdown("k | c | __time__\n2 | 200 | 2\n2 | 500 | 2")
+    result = left.join(right, left.k == right.k, left_exactly_once=True).select(left.a, right.c)
+    with pytest.raises(ValueError, match="Repeated entry in a batch"):  # Pathway's words
+        pw.debug.compute(result)
+
+
+def test_exactly_once_side_must_be_append_only():
+    left, right = pw.debug.table_from_markdown(EXACTLY_ONCE_LEFT), pw.debug.table_from_markdown(EXACTLY_ONCE_RIGHT)
+    result = left.join(right, left.k == right.k, right_exactly_once=True).select(left.a, right.c)
+    with pytest.raises(ValueError, match="right table of a join with right_exactly_once=True to be append-only"):
+        pw.debug.compute(result)
+
+
+def test_exactly_once_is_for_inner_joins():
+    left, right = pw.debug.table_from_markdown(EXACTLY_ONCE_LEFT), pw.debug.table_from_markdown(EXACTLY_ONCE_RIGHT)
+    with pytest.raises(pw.errors.PlanError, match="inner joins only"):
+        left.join_left(right, left.k == right.k, left_exactly_once=True)
+
+
+def test_join_select_reads_another_select_of_the_same_join():
+    left = pw.debug.table_from_markdown("  | a\n1 | 1\n2 | 2\n3 | 3")
+    right = pw.debug.table_from_markdown("  | b\n0 | x\n1 | y\n2 | z")
+    pairs = left.join(right, left.id == right.id)
+    doubled = pairs.select(d=left.a * 2)
+    # rows 1 and 2 pair up: a + 2a
+    assert_rows(pairs.select(s=left.a + doubled.d, b=right.b), [(3, "y"), (6, "z")])
+
+
+def test_join_select_reads_ix_by_a_pointer_of_one_side():
+    names = pw.debug.table_from_markdown("  | name\n1 | one\n2 | two\n3 | three")
+    refs = pw.debug.table_from_markdown("  | n\n7 | 3\n8 | 1").select(p=names.pointer_from(pw.this.n))
+    extra = pw.debug.table_from_markdown("  | tag\n7 | u\n8 | v")
+    result = refs.join(extra, refs.id == extra.id).select(extra.tag, name=names.ix(refs.p, context=pw.this).name)
+    assert_rows(result, [("u", "three"), ("v", "one")])
+
+
+def test_intersect_ids_are_among_every_table():
+    a = pw.debug.table_from_markdown("  | x\n1 | 10\n2 | 20\n3 | 30")
+    b = pw.debug.table_from_markdown("  | y\n2 | 200\n3 | 300\n4 | 400")
+    both = a.intersect(b)
+    # restricting b to the intersection needs no promise
+    assert_rows(b.restrict(both).select(pw.this.y), [(200,), (300,)])
 
 
 def test_join_on_two_columns_and_id_from_a_side():

@@ -921,7 +921,9 @@ class Table(_Promises):
         """The rows whose ids are in every one of ``others`` (with none: the table itself)."""
         if not others:
             return self
-        return self._merge("intersect", (self, *others), dict(self._node.columns), Universe(self._universe))
+        universe = Universe(self._universe)
+        universe.supersets.extend(other._universe for other in others)  # its ids are among every table's
+        return self._merge("intersect", (self, *others), dict(self._node.columns), universe)
 
     def restrict(self, other: "Table") -> "Table":
         """The rows whose ids are in ``other``, whose ids must be among this table's
@@ -974,10 +976,24 @@ class Table(_Promises):
         node = n.KeyedMerge(columns, (holder._node, self._node), "ix", (bound, None), optional)
         return self._derive(node, universe=holder._universe)  # a row per row of the holder
 
-    def ix_ref(self, *args: Any, optional: bool = False, context: Any = None, instance: Any = None) -> "Table | PendingIx":
-        """Rows of this table looked up by the values its ids were made from."""
-        keys = (*args, instance) if instance is not None else args
-        return self.ix(PointerFrom(tuple(wrap(a) for a in keys)), optional=optional, context=context)
+    def ix_ref(
+        self, *args: Any, optional: bool = False, context: Any = None, instance: Any = None, allow_misses: bool = False,
+    ) -> "Table | PendingIx":
+        """Rows of this table looked up by the values its ids were made from; with
+        ``optional``, None where a value is None (or no row has the id).
+
+        >>> import sparkway as pw
+        >>> totals = pw.debug.table_from_markdown("k | n\\nA | 1\\nA | 2").groupby(pw.this.k).reduce(
+        ...     pw.this.k, n=pw.reducers.sum(pw.this.n))
+        >>> keys = pw.debug.table_from_markdown("k\\nA").select(k=pw.this.k)
+        >>> pw.debug.compute_and_print(keys.select(n=totals.ix_ref(keys.k).n), include_id=False)
+        n
+        3
+        """
+        return self.ix(
+            self.pointer_from(*args, optional=optional, instance=instance),
+            optional=optional, context=context, allow_misses=allow_misses,
+        )
 
     def _resolve_ix(self, expr: Expr) -> Expr:
         """``IxRef`` columns as columns of ``target.ix(pointer)``, the pointer read from
@@ -1619,6 +1635,7 @@ class JoinResult(_Promises):
         self, left_table: Table, right_table: Table, on: tuple, how: str, id_from: Any,
         interval: tuple[Any, Any, Any, Any] | None = None, shared: tuple[str, ...] = (), keep_left: bool = True,
         aliases: dict[int, tuple[Table, Table, dict[str, str]]] | None = None,
+        exactly_once: tuple[bool, bool] = (False, False),
     ) -> None:
         self._left, self._right = left_table, right_table
         # tables joined earlier in a chain (t1.join(t2).join(t3)): their columns are hidden
@@ -1658,7 +1675,7 @@ class JoinResult(_Promises):
             )
         self._node = n.Join(
             columns, left_table._node, right_table._node, tuple(left_keys), tuple(right_keys), how, id_side, interval,
-            keep_left,
+            keep_left, exactly_once,
         )
         self._universe = _join_universe(left_table, right_table, how, id_side)
         self._id_type = {"left": left_table._id_type, "right": right_table._id_type}.get(id_side, dt.POINTER)
@@ -1670,9 +1687,70 @@ class JoinResult(_Promises):
     def select(self, *args: Any, **kwargs: Any) -> Table:
         """The output columns, from ``pw.left``, ``pw.right``, ``pw.this`` or the tables."""
         exprs = _named_exprs(args, kwargs, [self._left, self._right], self._this_columns())
+        if any(self._is_foreign(ref) for _, e in exprs for ref in walk(wrap(e))):
+            return self._select_with_foreign(exprs)
         bound = [(name, self._bind_pair(e)) for name, e in exprs]
         node = n.Select(_types(bound, [self._node.columns]), self._node, tuple(bound))
         return Table(node, self._left._label, universe=self._universe, id_type=self._id_type)
+
+    def _is_foreign(self, ref: Any) -> bool:
+        """Whether ``ref`` is a column of a table that is not joined here but has a row per
+        pair: one with the pairs' ids (another select of this join), or ``other.ix``
+        by a pointer of one side (Pathway reads both in the join's select)."""
+        if not isinstance(ref, ColumnRef) or not isinstance(ref.table, Table):
+            return False
+        table = ref.table
+        if id(table._node) in _join_sides(self._left, self._right) or id(table._node) in self._aliases:
+            return False
+        return table._universe is self._universe or self._side_lookup(table) is not None
+
+    def _side_lookup(self, table: Table) -> int | None:
+        """The side (0, 1) holding the pointer of ``table`` when it is ``other.ix(pointer)``
+        with the pointer a column of that side; else None."""
+        node = table._node
+        if not (isinstance(node, n.KeyedMerge) and node.mode == "ix" and node.prefix is None):
+            return None
+        return _join_sides(self._left, self._right).get(id(node.tables[0]))
+
+    def _select_with_foreign(self, exprs: list[tuple[str, Any]]) -> Table:
+        """``select`` reading columns of tables with a row per pair (``_is_foreign``): the
+        pairs become a table holding every joined column, whose select reads them by id."""
+        pairs, aliases = self._as_table()
+        sides = _join_sides(self._left, self._right)
+        side_tables = (self._left, self._right)
+
+        def hidden(table: Table, name: str) -> ColumnRef:
+            if id(table._node) not in aliases:  # another Table object over a side's node
+                table = side_tables[sides[id(table._node)]]
+            return ColumnRef(pairs, aliases[id(table._node)][2][name])
+
+        def lookup_on_pairs(table: Table) -> Table:
+            node = table._node
+            side = side_tables[self._side_lookup(table)]
+            pointer = transform(node.keys[0], lambda x: hidden(side, x.name) if (
+                isinstance(x, ColumnRef) and isinstance(x.table, n.InputRef)) else None)
+            merged = n.KeyedMerge(dict(node.columns), (pairs._node, node.tables[1]), "ix", (pairs._bind(pointer), None),
+                                  node.optional)
+            return pairs._derive(merged, universe=pairs._universe)
+
+        lookups: dict[int, Table] = {}
+
+        def via_pairs(e: Expr) -> Expr | None:
+            if not isinstance(e, ColumnRef):
+                return None
+            if e.table is left or e.table is right:
+                return hidden(side_tables[0 if e.table is left else 1], e.name)
+            if not isinstance(e.table, Table):
+                return None  # pw.this: the pairs table has the columns pw.this reads
+            if id(e.table._node) in aliases or id(e.table._node) in sides:
+                return hidden(e.table, e.name)
+            if self._side_lookup(e.table) is not None:
+                if id(e.table._node) not in lookups:
+                    lookups[id(e.table._node)] = lookup_on_pairs(e.table)
+                return ColumnRef(lookups[id(e.table._node)], e.name)
+            return None
+
+        return pairs.select(**{name: transform(wrap(e), via_pairs) for name, e in exprs})
 
     def groupby(self, *args: Any, instance: Any = None, **kwargs: Any) -> GroupedTable:
         """Groups the joined pairs by the given columns (of either table); ``reduce`` follows.
@@ -1884,9 +1962,7 @@ def _joined(
         raise PlanError("a join takes both left_instance and right_instance, or neither")
     if left_instance is not None:  # rows meet only within one instance
         on = (*on, left_instance == right_instance)
-    once = [side for side in ("left_exactly_once", "right_exactly_once") if extra.pop(side, False)]
-    if once:
-        raise PlanError(f"{once[0]}=True is not supported by sparkway yet: join without it and deduplicate the result")
+    exactly_once = (bool(extra.pop("left_exactly_once", False)), bool(extra.pop("right_exactly_once", False)))
     if extra:
         raise PlanError(
             "Join received extra kwargs.\nYou probably want to use TableLike.join(...).select(**kwargs) "
@@ -1897,13 +1973,19 @@ def _joined(
     if id_from is not None and id_from.name != "id":
         raise AssertionError(f"the id of a join's rows is one side's id (left.id or right.id), not {id_from.name!r}")
     mode = _join_mode(how)
+    if any(exactly_once) and mode != "inner":
+        side = "left_exactly_once" if exactly_once[0] else "right_exactly_once"
+        raise PlanError(
+            f"{side}=True is supported by sparkway for inner joins only (this join is how={mode!r}): "
+            "join with how=pw.JoinMode.INNER, or without it"
+        )
     if isinstance(right, JoinResult):  # t1.join(t2.join(t3, ...), ...)
         right, more = right._as_table()
         aliases = {**aliases, **more}
     elif not aliases:
         for cond in on:
             _check_condition(cond, left, right)
-    return JoinResult(left, right, on, mode, id_from, aliases=aliases)
+    return JoinResult(left, right, on, mode, id_from, aliases=aliases, exactly_once=exactly_once)
 
 
 def _check_condition(cond: Any, left_table: Table, right_table: Table) -> None:

@@ -28,7 +28,7 @@ from sparkway.engine.expressions import (
 )
 from sparkway.engine.kernels.gate import INSTANCE, THRESHOLD, TIME, gate
 from sparkway.engine.kernels.ids import DROPPED, MESSAGE
-from sparkway.engine.kernels.join import join_groups
+from sparkway.engine.kernels.join import join_exactly_once, join_groups
 from sparkway.engine.kernels.merge import CHECKED, MISSING, POINTER, merge_groups
 from sparkway.engine.kernels.ordered import REJECTED, deduplicate_instances, sort_groups
 from sparkway.engine.kernels.reduce import fallible, reduce_groups, written_in_python
@@ -277,13 +277,20 @@ def _filter(node: n.Filter, frames: list[DataFrame], ctx: StepContext) -> DataFr
 def _append_only(node: n.AppendOnly, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     if not node.check:
         return frames[0].filter(col(DIFF) > 0)
+    return _failing_on_retraction(frames[0], node.label, why=node.why)
 
+
+def _failing_on_retraction(frame: DataFrame, where: str, what: str = "table", why: str | None = None) -> DataFrame:
+    """``frame``, whose first retraction fails the step (named as ``failures_named``
+    names errors)."""
     # a native expression, so that it runs after the filters before it (a Python function
-    # would be evaluated ahead of them), named as failures_named names errors
+    # would be evaluated ahead of them)
     pointer = F.lpad(F.hex(col(ID)), 16, "0")
-    message = F.concat(F.lit(f"{node.label}: ValueError: Expected table to be append-only, but got diff=-1 for key: ^"),
-                       pointer, F.lit(f" ({node.why})" if node.why else ""))
-    return frames[0].filter(F.when(col(DIFF) < 0, F.raise_error(message)).otherwise(F.lit(True)))
+    message = F.concat(
+        F.lit(f"{where}: ValueError: Expected {what} to be append-only, but got diff=-1 for key: ^"), pointer,
+        F.lit(f" ({why})" if why else ""),
+    )
+    return frame.filter(F.when(col(DIFF) < 0, F.raise_error(message)).otherwise(F.lit(True)))
 
 
 def _remove_errors(node: n.RemoveErrors, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -460,10 +467,13 @@ def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     unified = [dt.unify(a, b) for a, b in zip(left_types, right_types)]
     sides = []
     times = node.interval[:2] if node.interval is not None else (None, None)
-    for frame, table, keys, time, stored in (
-        (frames[0], node.left, node.left_keys, times[0], node.keep_left),
-        (frames[1], node.right, node.right_keys, times[1], True),
+    for frame, table, keys, time, stored, once in (
+        (frames[0], node.left, node.left_keys, times[0], node.keep_left, node.exactly_once[0]),
+        (frames[1], node.right, node.right_keys, times[1], True, node.exactly_once[1]),
     ):
+        if once:  # Pathway's exactly-once side is append-only
+            side = "left" if len(sides) == 0 else "right"
+            frame = _failing_on_retraction(frame, node.label, f"the {side} table of a join with {side}_exactly_once=True")
         scope = ctx.scope(node, table.columns)
         payload = {c: col(c) for c in table.columns}
         if time is not None:
@@ -484,12 +494,15 @@ def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
         left_payload, right_payload = left_payload + [ERRORS], right_payload + [ERRORS]
     output = T.StructType([T.StructField("_l_id", T.LongType()), T.StructField("_r_id", T.LongType()), *pair_fields])
     bounds = tuple(durations.nanos_or_number(b) for b in node.interval[2:]) if node.interval is not None else None
-    params: tuple = (node.how, left_payload, right_payload, bounds)
-    if node.id_from is not None:  # one side's ids: the kernel checks they stay unique
-        params += ((node.id_from, ctx.keep_errors),)
-        if ctx.keep_errors:
-            output = T.StructType([*output.fields[:-1], T.StructField(MESSAGE, T.StringType()), output.fields[-1]])
-    pairs = ctx.keyed(node, sides, join_groups, params, output)
+    if any(node.exactly_once):
+        pairs = ctx.keyed(node, sides, join_exactly_once, (node.exactly_once, left_payload, right_payload), output, mode="groups")
+    else:
+        params: tuple = (node.how, left_payload, right_payload, bounds)
+        if node.id_from is not None:  # one side's ids: the kernel checks they stay unique
+            params += ((node.id_from, ctx.keep_errors),)
+            if ctx.keep_errors:
+                output = T.StructType([*output.fields[:-1], T.StructField(MESSAGE, T.StringType()), output.fields[-1]])
+        pairs = ctx.keyed(node, sides, join_groups, params, output)
     if node.id_from is not None:
         new_id = col("_l_id" if node.id_from == "left" else "_r_id")
     else:

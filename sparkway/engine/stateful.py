@@ -44,7 +44,8 @@ GateKernel = Callable[[Any, pa.Table, Any], tuple[pa.Table, Any]]
 #: an operator keeping a state per group that sees its changes in one call for all the
 #: groups of a partition (groups of one row: a select's stored results; or of one
 #: instance: deduplicate): given the stored states by group pointer (groups without one
-#: are absent), the changes (``_gid``, ``_id``, the payload, ``_diff``) and the params,
+#: are absent), the changes (``_gid``, ``_input``, ``_id``, the first input's payload by
+#: name, the others' as ``_<input>_<name>``, ``_diff``) and the params,
 #: the output changes and the new states of the groups that changed (None: deleted)
 GroupsKernel = Callable[[dict[int, Any], pa.Table, Any], tuple[pa.Table, dict[int, Any]]]
 #: row id -> [payload values, multiplicity, arrival time]; or, for an id under which rows
@@ -231,8 +232,9 @@ def _apply_groups(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Tabl
     keys = [_state_key(0, gid) for gid in gids]
     states = {gid: pickle.loads(b) for gid, b in zip(gids, store.get_many(keys)) if b is not None}
     names = [name for name, _ in spec.payloads[0]]
-    changes = rows.select(["_gid", ID, *[f"_0_{name}" for name in names], DIFF])
-    changes = changes.rename_columns(["_gid", ID, *names, DIFF])
+    others = [f"_{i}_{name}" for i in range(1, len(spec.payloads)) for name, _ in spec.payloads[i]]
+    changes = rows.select(["_gid", "_input", ID, *[f"_0_{name}" for name in names], *others, DIFF])
+    changes = changes.rename_columns(["_gid", "_input", ID, *names, *others, DIFF])
     with failures_named(spec.where):
         out, changed = spec.kernel(states, changes, spec.params)
     updates = {

@@ -258,6 +258,10 @@ class Join(_Stateful, Node):
     # built from the other operators: they are functions of the rows a table holds now,
     # and the answer depends on right rows that may have been deleted since
     keep_left: bool = True
+    # per side (left, right): a row of that side joins at most once, ever (Pathway's
+    # left_exactly_once / right_exactly_once): once matched it leaves the state, and the
+    # pairs it made are never retracted; that side must be append-only
+    exactly_once: tuple[bool, bool] = (False, False)
 
     @property
     def inputs(self) -> tuple[Node, ...]:
@@ -266,6 +270,8 @@ class Join(_Stateful, Node):
     def describe(self) -> dict[str, Any]:
         bounds = {"interval": [repr(b) for b in self.interval[2:]]} if self.interval is not None else {}
         once = {} if self.keep_left else {"keep_left": False}
+        if any(self.exactly_once):
+            once["exactly_once"] = list(self.exactly_once)
         return {**super().describe(), "how": self.how, "keys": len(self.left_keys), **bounds, **once}
 
 
@@ -475,7 +481,8 @@ def is_append_only(node: Node) -> bool:
         case Concat(tables=tables):
             return all(is_append_only(t) for t in tables)
         case Join(how="inner"):  # an outer join retracts a padded row when its match comes
-            return is_append_only(node.left) and is_append_only(node.right)
+            # a pair with an exactly-once row is never retracted
+            return any(node.exactly_once) or (is_append_only(node.left) and is_append_only(node.right))
     return False
 
 

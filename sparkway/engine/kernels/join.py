@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkway.core.changes import ERRORS, ID
+from sparkway.core.changes import DIFF, ERRORS, ID
 from sparkway.engine.kernels.ids import DUPLICATE_MESSAGE, MESSAGE, fail_if_new, messages, repeated_ids
 
 _JOIN_TYPES = {"inner": "inner", "left": "left outer", "right": "right outer", "outer": "full outer"}
@@ -105,3 +105,101 @@ def _unmatched(rows: int, matched: pa.Array) -> pa.Array:
     """Positions 0..rows-1 that are not among ``matched``."""
     everything = pa.array(np.arange(rows, dtype=np.int64))
     return everything.filter(pc.invert(pc.is_in(everything, value_set=matched)))
+
+
+def join_exactly_once(
+    states: dict[int, Any], changes: pa.Table, params: Any
+) -> tuple[pa.Table, dict[int, Any]]:
+    """An inner join whose rows of one side (or both) join at most once, as a
+    ``GroupsKernel`` whose groups are the join keys.
+
+    ``params`` = (exactly once per side, left columns, right columns).  A group's state
+    is, per side, the rows it still holds (a table of ``_id`` and the side's columns, or
+    None): an exactly-once row leaves it when it matches.  So the rows held before a step
+    never match each other (they would have matched when the later came), and the step's
+    new pairs are all the pairs of the rows held after its changes.  Each pair is output
+    once and never retracted.  An exactly-once row matching several rows in one step is
+    an error, as in Pathway: which match would count is undefined.
+    """
+    once, left_payload, right_payload = params
+    names = (left_payload, [f"_1_{name}" for name in right_payload])
+    held = [_held_rows(states, changes, side, names[side]) for side in (0, 1)]
+    left, right = held
+    groups, li, ri = (c.combine_chunks().cast(pa.int64()) for c in positions_join(left, right, "inner"))
+    for side, positions in ((0, li), (1, ri)):
+        if once[side] and len(positions) and pc.max(pc.value_counts(positions).field("counts")).as_py() > 1:
+            raise ValueError(
+                "Repeated entry in a batch. A row of a join with "
+                f"{'left' if side == 0 else 'right'}_exactly_once=True matched several rows in one step"
+            )
+    columns: dict[str, Any] = {"_l_id": pc.take(left.column(ID), li), "_r_id": pc.take(right.column(ID), ri)}
+    columns.update({f"_l_{n}": pc.take(left.column(n), li) for n in names[0]})
+    columns.update({f"_r_{n}": pc.take(right.column(c), ri) for n, c in zip(right_payload, names[1])})
+    columns[DIFF] = pa.array(np.ones(len(groups), dtype=np.int64))
+    for side, positions in ((0, li), (1, ri)):
+        if once[side]:
+            held[side] = held[side].filter(_unmatched_mask(held[side].num_rows, positions))
+    touched = set(pc.unique(changes.column("_gid")).to_pylist())
+    return pa.table(columns), _group_states(held, touched)
+
+
+def _held_rows(states: dict[int, Any], changes: pa.Table, side: int, names: list[str]) -> pa.Table:
+    """``_g`` (the group), ``_id`` and the side's columns: the rows a side holds after the
+    step's changes (a retraction removes as many rows of its id)."""
+    own = changes.filter(pc.equal(changes.column("_input"), side))
+    shape = own.select(["_gid", ID, *names]).rename_columns(["_g", ID, *names])
+    parts = [shape.slice(0, 0)]
+    for gid, state in states.items():
+        rows = state[side]
+        if rows is not None and rows.num_rows:
+            rows = rows.rename_columns([ID, *names]).add_column(0, "_g", pa.array(np.full(rows.num_rows, gid, dtype=np.int64)))
+            parts.append(rows.cast(shape.schema))
+    diffs = own.column(DIFF).to_numpy()
+    inserted = np.repeat(np.flatnonzero(diffs > 0), diffs[diffs > 0])
+    parts.append(shape.take(pa.array(inserted, pa.int64())))
+    rows = pa.concat_tables(parts)
+    retracted = np.flatnonzero(diffs < 0)
+    if len(retracted) == 0:
+        return rows
+    counts = pa.table({
+        "_g": own.column("_gid").take(retracted), ID: own.column(ID).take(retracted),
+        "_n": pa.array(-diffs[retracted], pa.int64()),
+    }).group_by(["_g", ID]).aggregate([("_n", "sum")])
+    return rows.filter(pa.array(_surviving(rows, counts)))
+
+
+def _surviving(rows: pa.Table, counts: pa.Table) -> np.ndarray:
+    """Per row of ``rows``: False for the first ``_n_sum`` rows of each (``_g``, ``_id``)
+    that ``counts`` names, True for the rest."""
+    position = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    keyed = pa.table({"_g": rows.column("_g"), ID: rows.column(ID), "_pos": position})
+    found = keyed.join(counts, keys=["_g", ID], join_type="left outer", use_threads=False).sort_by("_pos")
+    removed = found.column("_n_sum").fill_null(0).to_numpy()
+    groups, ids = rows.column("_g").to_numpy(), rows.column(ID).to_numpy()
+    order = np.lexsort((np.arange(rows.num_rows), ids, groups))
+    run_start = np.ones(len(order), dtype=bool)
+    run_start[1:] = (groups[order][1:] != groups[order][:-1]) | (ids[order][1:] != ids[order][:-1])
+    starts = np.maximum.accumulate(np.where(run_start, np.arange(len(order)), 0))
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order)) - starts
+    return rank >= removed
+
+
+def _unmatched_mask(rows: int, matched: pa.Array) -> pa.Array:
+    kept = np.ones(rows, dtype=bool)
+    kept[matched.to_numpy(zero_copy_only=False)] = False
+    return pa.array(kept)
+
+
+def _group_states(held: list[pa.Table], touched: set[int]) -> dict[int, Any]:
+    """The new state of every touched group: per side its rows (without ``_g``), or None;
+    a group holding nothing is deleted (None)."""
+    by_group: dict[int, list] = {gid: [None, None] for gid in touched}
+    for side, rows in enumerate(held):
+        rows = rows.sort_by("_g")
+        gids = rows.column("_g").to_numpy()
+        starts = [0, *(np.flatnonzero(gids[1:] != gids[:-1]) + 1).tolist(), len(gids)]
+        for start, end in zip(starts[:-1], starts[1:]):
+            if end > start:
+                by_group[int(gids[start])][side] = rows.slice(start, end - start).drop_columns(["_g"])
+    return {gid: (tuple(state) if any(s is not None for s in state) else None) for gid, state in by_group.items()}
