@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 import sparkway as pw
@@ -188,8 +189,6 @@ def test_the_id_column_has_the_type_of_the_ids() -> None:
 
 
 def test_a_serialized_schema_reads_back_and_its_defaults_are_pathways_bytes() -> None:
-    import numpy as np
-
     class S(pw.Schema):
         key: int = pw.column_definition(primary_key=True, default_value=5)
         note: str | None
