@@ -33,7 +33,10 @@ TIMEOUT = 30
 @pytest.mark.skipif(os.environ.get("SPARKWAY_COMPAT") != "1", reason="opt-in: set SPARKWAY_COMPAT=1 (~20 min)")
 def test_pathway_tests_passed_do_not_drop(tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
-    command = ["-m", "tests.compat.runner", "--share", str(SHARE), "--budget", str(BUDGET), "--timeout", str(TIMEOUT), "--report", str(report_path)]
+    command = [
+        "-m", "tests.compat.runner", "--share", str(SHARE), "--budget", str(BUDGET), "--timeout", str(TIMEOUT),
+        "--report", str(report_path),
+    ]
     subprocess.run([sys.executable, *command], cwd=ROOT, check=True)
     report, baseline = json.loads(report_path.read_text()), json.loads(BASELINE.read_text())
     problems = []
