@@ -22,6 +22,7 @@ from sparkway.core import changes
 from sparkway.core import dtypes as dt
 from sparkway.core.changes import DIFF, ID
 from sparkway.core.dtypes import DType
+from sparkway.core.text import pointer_text
 from sparkway.errors import PlanTypeError, UnknownColumnError, traced, warn_user
 from sparkway.plan import nodes as n
 
@@ -411,7 +412,7 @@ def _final_state(batches: list[OutputBatch], columns: dict[str, DType]) -> dict[
 
 
 def _duplicated(row_id: int, row: dict[str, Any], keeps_errors: bool) -> dict[str, Any]:
-    message = f"duplicated entries for key ^{row_id & 0xFFFFFFFFFFFFFFFF:016X}"
+    message = f"duplicated entries for key {pointer_text(row_id)}"
     if not keeps_errors:
         raise KeyError(message)
     warn_user(message)
@@ -465,15 +466,11 @@ def _pandas_dtype(kind: DType) -> Any:
     return object if kind.is_pointer else None
 
 
-def _short(row_id: int) -> str:
-    return "^" + format(row_id & 0xFFFFFFFFFFFFFFFF, "016X")[:8]
-
-
 def _printed(row: dict[str, Any], table: Table) -> list[Any]:
     """The row's values in column order; pointers as Pathway prints them (``^`` and digits),
     and so the values of method columns (the ids of the rows whose method they call)."""
     pointers = {c for c, kind in table.schema._dtypes().items() if kind.name == "Callable" or kind.is_pointer}
-    return [_short(row[c]) if c in pointers and row[c] is not None else row[c] for c in table.column_names()]
+    return [pointer_text(row[c], short=True) if c in pointers and row[c] is not None else row[c] for c in table.column_names()]
 
 
 def _cell_text(value: Any) -> str:
@@ -511,7 +508,7 @@ def compute_and_print(
     """Prints each table's final contents, one row per line, sorted (all computed in one run)."""
     for table, batches in zip(tables, _compute_tables(list(tables), **run_kwargs)):
         state = _final_state(batches, table.schema._dtypes())
-        rows = [([_short(i)] if include_id else []) + _printed(row, table) for i, (row, _) in state.items()]
+        rows = [([pointer_text(i, short=True)] if include_id else []) + _printed(row, table) for i, (row, _) in state.items()]
         rows.sort(key=_order)
         _print_rows(([""] if include_id else []) + table.column_names(), rows[:n_rows] if n_rows else rows)
 
@@ -531,7 +528,7 @@ def _print_update_stream(table: Table, batches: list[OutputBatch], include_id: b
         rows_of = batch_rows(batch, table.schema._dtypes())
         for row_id, row, diff in zip(batch.ids.to_pylist(), rows_of, batch.diffs.to_pylist()):
             time = END_OF_INPUT_TIME if batch.end_of_input else batch.time
-            rows.append(([_short(row_id)] if include_id else []) + _printed(row, table) + [time, diff])
+            rows.append(([pointer_text(row_id, short=True)] if include_id else []) + _printed(row, table) + [time, diff])
     # as Pathway prints them: by time, then diff, then values
     rows.sort(key=lambda r: (r[-2], r[-1], _order(r[1:-2] if include_id else r[:-2])))
     _print_rows(([""] if include_id else []) + table.column_names() + ["__time__", "__diff__"], rows[:n_rows] if n_rows else rows)

@@ -46,6 +46,7 @@ from sparkway.api.thisclass import this
 from sparkway.core import dtypes as dt
 from sparkway.core.dtypes import DType, MethodTarget
 from sparkway.core.expression import ColumnRef, Expr, MethodCall, transform
+from sparkway.core.text import pointer_text
 from sparkway.core.type_rules import return_type
 from sparkway.engine.expressions import python_pointer_of
 from sparkway.errors import ComputationError, PlanError, PlanTypeError, UnknownColumnError, traced
@@ -815,7 +816,7 @@ class _Evaluation:
                 f"not by {type(pointer).__name__} {pointer!r}"
             )
         if pointer not in self._rows.get(class_name, {}):
-            raise KeyError(f"{self.transformer.name}.{class_name} has no row with id {_short(pointer)}")
+            raise KeyError(f"{self.transformer.name}.{class_name} has no row with id {pointer_text(pointer, short=True)}")
         return _Row(self, class_name, pointer)
 
     def attribute(self, row: "_Row", name: str) -> Any:
@@ -834,7 +835,7 @@ class _Evaluation:
             return self._values[key]
         if key in self._pending:
             raise RecursionError(
-                f"attribute {name} of {self.transformer.name}.{class_name} (row {_short(row.id)}) depends on "
+                f"attribute {name} of {self.transformer.name}.{class_name} (row {pointer_text(row.id, short=True)}) depends on "
                 "itself, through the attributes it reads"
             )
         self._pending.add(key)
@@ -888,7 +889,7 @@ class _Row:
         return self._pw_evaluation.attribute(self, name)
 
     def __repr__(self) -> str:
-        return f"<row {_short(self.id)} of {self._pw_evaluation.transformer.name}.{self._pw_class}>"
+        return f"<row {pointer_text(self.id, short=True)} of {self._pw_evaluation.transformer.name}.{self._pw_class}>"
 
 
 class _Classes:
@@ -963,8 +964,6 @@ def _user_line(error: BaseException, user_files: frozenset[str]) -> str:
     return ""
 
 
-def _short(row_id: int) -> str:
-    return "^" + format(row_id & 0xFFFFFFFFFFFFFFFF, "016X")[:8]
 
 
 def _pointer_from(args: tuple, optional: bool) -> int | None:

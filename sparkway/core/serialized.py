@@ -117,7 +117,7 @@ def _encode(value: Any) -> bytes:
 
 def _encode_array(array: np.ndarray) -> bytes:
     """An array: Pathway's engine writes a 16-byte hash of it first, which is not
-    computed here (zeros; a reader recomputes it)."""
+    computed here (written as zeros; reading skips it)."""
     ints = np.issubdtype(array.dtype, np.integer)
     data = array.astype("<i8" if ints else "<f8").ravel()
     shape = struct.pack("<Q", array.ndim) + b"".join(struct.pack("<Q", n) for n in array.shape)

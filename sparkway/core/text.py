@@ -36,6 +36,17 @@ def text_of(value: Any) -> str:
     return str(value)
 
 
+def pointer_text(row_id: int, *, short: bool = False) -> str:
+    """A row id as sparkway writes it: ``^`` and its 16 hex digits (the first 8 in
+    printed tables, where Pathway shortens its ids too).
+
+    >>> pointer_text(-1), pointer_text(255, short=True)
+    ('^FFFFFFFFFFFFFFFF', '^00000000')
+    """
+    digits = f"{row_id & 0xFFFFFFFFFFFFFFFF:016X}"
+    return "^" + (digits[:8] if short else digits)
+
+
 def date_time_text(value: dt.datetime) -> str:
     """``2024-01-02T03:04:05.123456789``: nine fraction digits (a pandas Timestamp's
     nanoseconds too), and ``+0000`` after a UTC date-time, which is shown in UTC.

@@ -467,19 +467,18 @@ def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
     unified = [dt.unify(a, b) for a, b in zip(left_types, right_types)]
     sides = []
     times = node.interval[:2] if node.interval is not None else (None, None)
-    for frame, table, keys, time, stored, once in (
-        (frames[0], node.left, node.left_keys, times[0], node.keep_left, node.exactly_once[0]),
-        (frames[1], node.right, node.right_keys, times[1], True, node.exactly_once[1]),
+    for side, frame, table, keys, time, stored, once in (
+        ("left", frames[0], node.left, node.left_keys, times[0], node.keep_left, node.exactly_once[0]),
+        ("right", frames[1], node.right, node.right_keys, times[1], True, node.exactly_once[1]),
     ):
         if once:  # Pathway's exactly-once side is append-only
-            side = "left" if len(sides) == 0 else "right"
             frame = _failing_on_retraction(frame, node.label, f"the {side} table of a join with {side}_exactly_once=True")
         scope = ctx.scope(node, table.columns)
         payload = {c: col(c) for c in table.columns}
         if time is not None:
             payload["_t"] = compile_expr(time, scope)
         # an outer side keeps a row whose key is an Error (unmatched); the other side skips it
-        outer = node.how in ("outer", "left" if len(sides) == 0 else "right")
+        outer = node.how in ("outer", side)
         own_groups = len(sides) if ctx.keep_errors and node.how != "inner" else None
         sides.append(_keyed_input(
             node, ctx, typed(table, frame), scope, list(keys), unified, payload, "join condition", errors_as=ERRORS,

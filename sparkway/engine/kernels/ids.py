@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkway.core.text import pointer_text
+
 #: the column of a kernel's output (kept Error values only) holding a message to log for
 #: the row; a row that is only there to carry a message has ``DROPPED`` set
 MESSAGE, DROPPED = "_pw_missing", "_pw_dropped"
@@ -31,9 +33,9 @@ MISSING_MESSAGE = (
 NO_ROW_MESSAGE = "updating a row that does not exist, key: {k}"
 
 
-def pointer_text(value: int | None) -> str:
-    """A row id as sparkway writes pointers in messages."""
-    return "None" if value is None else f"^{value & 0xFFFFFFFFFFFFFFFF:016X}"
+def key_text(value: int | None) -> str:
+    """A row id (or None) as messages name it."""
+    return "None" if value is None else pointer_text(value)
 
 
 def repeated_ids(groups: pa.Array | pa.ChunkedArray, ids: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
@@ -59,12 +61,25 @@ def fail_if_new(broken: np.ndarray, groups: pa.Array | pa.ChunkedArray, ids: pa.
     new = np.asarray(pc.bit_wise_and(pc.fill_null(groups, 0), 1).to_numpy(zero_copy_only=False)) == 1
     offenders = np.flatnonzero(broken & new)
     if len(offenders):
-        raise KeyError(message.format(k=pointer_text(ids[int(offenders[0])].as_py())))
+        raise KeyError(message.format(k=key_text(ids[int(offenders[0])].as_py())))
+
+
+def as_errors(rows: pa.Table, broken: np.ndarray, columns: list[str], errors: str, named: list[str]) -> pa.Table:
+    """``rows`` where ``broken`` with ``columns`` as Error values: their values null, and
+    ``named`` (the columns as the user knows them) listed in the ``errors`` column."""
+    if not broken.any():
+        return rows
+    flags = pa.array(broken)
+    for name in columns:
+        column = rows.column(name)
+        rows = rows.set_column(rows.column_names.index(name), name, pc.if_else(flags, pa.nulls(len(rows), column.type), column))
+    listed = pa.array([named] * len(rows), pa.list_(pa.string()))
+    return rows.set_column(rows.column_names.index(errors), errors, pc.if_else(flags, listed, rows.column(errors)))
 
 
 def messages(flags: np.ndarray, ids: pa.Array | pa.ChunkedArray, message: str) -> pa.Array:
     """``message`` about each row's id where ``flags``, else null."""
     texts: list[str | None] = [None] * len(flags)
     for position in np.flatnonzero(flags).tolist():  # only the rows at fault, which are few
-        texts[position] = message.format(k=pointer_text(ids[position].as_py()))
+        texts[position] = message.format(k=key_text(ids[position].as_py()))
     return pa.array(texts, pa.string())

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkway.core.changes import DIFF, ERRORS, ID
-from sparkway.engine.kernels.ids import DUPLICATE_MESSAGE, MESSAGE, fail_if_new, messages, repeated_ids
+from sparkway.engine.kernels.ids import DUPLICATE_MESSAGE, MESSAGE, as_errors, fail_if_new, messages, repeated_ids
 
 _JOIN_TYPES = {"inner": "inner", "left": "left outer", "right": "right outer", "outer": "full outer"}
 
@@ -70,15 +70,9 @@ def _unique_ids(pairs: pa.Table, side: str, keep_errors: bool, other_payload: li
     repeated = repeated[~repeated | first]
     if not repeated.any():
         return pairs.append_column(MESSAGE, pa.nulls(pairs.num_rows, pa.string()))
-    blanked = pa.array(repeated)
     erred = [n for n in other_payload if n != ERRORS]
-    for name in [f"{other}_{n}" for n in erred] + [f"{other}_id"]:
-        column = pairs.column(name)
-        pairs = pairs.set_column(pairs.column_names.index(name), name,
-                                 pc.if_else(blanked, pa.nulls(pairs.num_rows, column.type), column))
-    errors = f"{other}_{ERRORS}"
-    names = pa.array([erred] * pairs.num_rows, pa.list_(pa.string()))
-    pairs = pairs.set_column(pairs.column_names.index(errors), errors, pc.if_else(blanked, names, pairs.column(errors)))
+    blanked = [f"{other}_{n}" for n in erred] + [f"{other}_id"]
+    pairs = as_errors(pairs, repeated, blanked, f"{other}_{ERRORS}", erred)
     return pairs.append_column(MESSAGE, messages(repeated, pairs.column(f"{own}_id"), DUPLICATE_MESSAGE))
 
 

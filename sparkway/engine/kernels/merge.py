@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from sparkway.core.changes import ERRORS, ID
 from sparkway.engine.kernels.ids import (
-    DROPPED, DUPLICATE_MESSAGE, MESSAGE, MISSING_MESSAGE, NO_ROW_MESSAGE, fail_if_new, messages, pointer_text,
+    DROPPED, DUPLICATE_MESSAGE, MESSAGE, MISSING_MESSAGE, NO_ROW_MESSAGE, as_errors, fail_if_new, messages,
     repeated_ids,
 )
 from sparkway.engine.kernels.join import positions_join
@@ -113,12 +113,9 @@ def _ix_keeping_errors(tables: list[pa.Table], payload: list[str], target_errors
     names = pa.array([looked_up] * out.num_rows, pa.list_(pa.string()))
     index = out.column_names.index(target_errors)
     out = out.set_column(index, target_errors, pc.if_else(missing, names, out.column(target_errors)))
-    pointers = pc.take(holders.column(POINTER), li).to_pylist()
-    messages = [
-        MISSING_MESSAGE.format(k=pointer_text(p)) if gone else None
-        for p, gone in zip(pointers, missing.to_pylist())
-    ]
-    return out.append_column(MISSING, pa.array(messages, pa.string()))
+    pointers = pc.take(holders.column(POINTER), li)
+    gone = missing.to_numpy(zero_copy_only=False)
+    return out.append_column(MISSING, messages(gone, pointers, MISSING_MESSAGE))
 
 
 def _checked_update_rows(tables: list[pa.Table], payload: list[str], keep_errors: bool) -> pa.Table:
@@ -178,17 +175,9 @@ def _faulty_rows(tables: list[pa.Table], repeats: list[tuple[np.ndarray, np.ndar
 
 
 def _as_errors(rows: pa.Table, broken: np.ndarray, payload: list[str]) -> pa.Table:
-    """``rows`` whose columns are Error values where ``broken`` (values null, every column
-    named in ``ERRORS``)."""
-    if not broken.any():
-        return rows
-    flags = pa.array(broken)
+    """``rows`` whose columns are Error values where ``broken``."""
     names = [n for n in payload if n != ERRORS]
-    for name in names:
-        column = rows.column(name)
-        rows = rows.set_column(rows.column_names.index(name), name, pc.if_else(flags, pa.nulls(len(rows), column.type), column))
-    erred = pa.array([names] * len(rows), pa.list_(pa.string()))
-    return rows.set_column(rows.column_names.index(ERRORS), ERRORS, pc.if_else(flags, erred, rows.column(ERRORS)))
+    return as_errors(rows, broken, names, ERRORS, names)
 
 
 def _with_messages(rows: pa.Table, texts: pa.Array | None = None) -> pa.Table:

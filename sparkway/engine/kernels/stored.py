@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from sparkway.core.changes import DIFF, ID
+from sparkway.core.text import pointer_text
 
 
 def replay_stored(states: dict[int, Any], changes: pa.Table, params: Any) -> tuple[pa.Table, dict[int, Any]]:
@@ -36,7 +37,7 @@ def replay_stored(states: dict[int, Any], changes: pa.Table, params: Any) -> tup
         insertions = [i for i in positions if diffs[i] > 0]
         if -sum(diffs[i] for i in deletions) > 1:
             raise ValueError(
-                f"Got more deletions of a row with key: {_key(ids[deletions[0]])} than insertions of that row. "
+                f"Got more deletions of a row with key: {pointer_text(ids[deletions[0]])} than insertions of that row. "
                 "Does the input delete a row (or a primary key) twice?"
             )
         held = states.get(gid)
@@ -49,7 +50,7 @@ def replay_stored(states: dict[int, Any], changes: pa.Table, params: Any) -> tup
         # a deletion of a row never inserted (under its id) has nothing to retract
         if sum(diffs[i] for i in insertions) > 1 or (insertions and held is not None):
             raise ValueError(
-                f"Got a second insertion of a row with key: {_key(ids[insertions[0]])}, "
+                f"Got a second insertion of a row with key: {pointer_text(ids[insertions[0]])}, "
                 "but expected a deletion of that row first. Does the input insert a row (or a "
                 "primary key) twice without deleting it in between?"
             )
@@ -62,8 +63,3 @@ def replay_stored(states: dict[int, Any], changes: pa.Table, params: Any) -> tup
         columns[name] = pa.array([o[1][j] for o in out], changes.schema.field(name).type)
     columns[DIFF] = pa.array([o[2] for o in out], pa.int64())
     return pa.table(columns), changed
-
-
-def _key(row_id: int) -> str:
-    """A row id as sparkway prints pointers in messages."""
-    return f"^{row_id & 0xFFFFFFFFFFFFFFFF:016X}"
