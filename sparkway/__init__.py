@@ -38,11 +38,14 @@ from sparkway.stdlib import indexing, ml, utils
 from sparkway.stdlib.utils.pandas_transformer import pandas_transformer
 from sparkway.stdlib import statistical
 from sparkway.stdlib import time_utils as _time_utils
+from sparkway.stdlib import viz as _viz
 
 # Pathway's temporal utilities that read the clock are methods of tables, and in pw.temporal
 Table.inactivity_detection = _time_utils.inactivity_detection
 Table.add_update_timestamp_utc = _time_utils.add_update_timestamp_utc
 Table.interpolate = statistical.interpolate
+Table.plot = _viz.plot
+Table.show = _viz.show
 temporal.utc_now = _time_utils.utc_now
 temporal.inactivity_detection = _time_utils.inactivity_detection
 temporal.add_update_timestamp_utc = _time_utils.add_update_timestamp_utc

@@ -106,6 +106,12 @@ class Source(ABC):
         """True when the source will never have another segment (static mode, read)."""
         return False
 
+    @property
+    def bounded(self) -> bool:
+        """True when the input is finite by construction (static mode), so that a table
+        made only from such sources can be computed before ``pw.run`` (``Table.plot``)."""
+        return False
+
     def close(self) -> None:
         """Release resources at the end of the run."""
 

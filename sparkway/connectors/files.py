@@ -303,6 +303,10 @@ class FileSource(Source):
     def is_finished(self) -> bool:
         return self._finished
 
+    @property
+    def bounded(self) -> bool:
+        return self.mode == "static"
+
     def _finish(self) -> None:
         if not self._finished:
             self._finished = True

@@ -53,6 +53,10 @@ class MemorySource(Source):
     def is_finished(self) -> bool:
         return self.next >= len(self.transactions)
 
+    @property
+    def bounded(self) -> bool:
+        return True
+
 
 class MemorySink(Sink):
     """Keeps every batch it receives, in order (Error values too)."""

@@ -486,6 +486,21 @@ def is_append_only(node: Node) -> bool:
     return False
 
 
+def is_bounded(node: Node) -> bool:
+    """Whether every source the node reads is finite by construction (static mode), so
+    that its whole contents can be computed before ``pw.run``."""
+    seen, todo = set(), [node]
+    while todo:  # a walk, not a recursion: plans share nodes and may be deep
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, Input) and not current.source.bounded:
+            return False
+        todo.extend(current.inputs)
+    return True
+
+
 @dataclass(frozen=True, eq=False)
 class Output(_Unary):
     sink: Any  # sparkway.connectors.base.Sink, or a callback sink

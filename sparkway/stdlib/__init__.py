@@ -1,5 +1,5 @@
 """Pathway's standard library modules (``pw.stdlib``), built from the public API."""
 
-from sparkway.stdlib import indexing, ml, statistical, time_utils, utils
+from sparkway.stdlib import indexing, ml, statistical, time_utils, utils, viz
 
-__all__ = ["indexing", "ml", "statistical", "time_utils", "utils"]
+__all__ = ["indexing", "ml", "statistical", "time_utils", "utils", "viz"]
