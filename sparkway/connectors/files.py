@@ -516,7 +516,9 @@ class FileSource(Source):
     def _chunk_table(self, segment: Segment, parsed: ParsedRows) -> pa.Table:
         arrays = [pa.array(self._ids(segment, parsed), pa.int64())]
         for name, column in self.schema.items():
-            arrays.append(pa.array(parsed.columns[name], column.dtype.arrow_type()))
+            values = parsed.columns[name]
+            kind = column.dtype.arrow_type()
+            arrays.append(values.cast(kind) if isinstance(values, pa.Array) else pa.array(values, kind))
         if self.with_metadata:
             arrays.append(pa.array([_metadata_text(segment)] * len(parsed), pa.string()))
         if self.keep_errors:

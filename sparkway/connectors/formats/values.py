@@ -86,7 +86,7 @@ class RowError(InputDataError):
 @dataclass
 class ParsedRows:
     """The valid rows of one chunk: per row an ordinal (the line number where the record
-    starts), and per schema column the list of stored values.
+    starts), and per schema column its stored values (a list, or an Arrow array).
 
     Keeping Error values: ``errors`` has, per row, the names of its columns whose value
     is an Error (their stored value is None), and ``messages`` the errors to log, by the
