@@ -22,7 +22,7 @@ FOUND = {name: i for i, name in enumerate(HEADER)}
 # texts that fit each column, and (less often) any text, some of them not plain
 anything = st.one_of(
     st.sampled_from(["", "0", "+5", "007", "1e3", "nan", "true", "None", "x", "é", " 1", "9223372036854775808",
-                     "a,b", '"q"', "\r", "#c", "a\n\nb"]),
+                     "a,b", '"q"', "\r", "#c", "a\n\nb", "\ufeff"]),
     st.text(max_size=4),
 )
 ints = st.integers(-(2**63), 2**63 - 1).map(str)

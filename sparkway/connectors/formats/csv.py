@@ -351,12 +351,14 @@ def _plain_rows(
 
 def _looks_plain(data: bytes, settings: CsvParserSettings) -> bool:
     """No byte that would make a record span lines or be read differently by the ``csv``
-    module (quotes, escapes, comments, carriage returns, NULs, blank lines)."""
+    module (quotes, escapes, comments, carriage returns, NULs, blank lines, a byte-order
+    mark, which pyarrow would drop)."""
     special = [b"\r", b"\0", b"\n\n"]
     special += [settings.quote.encode()] if settings.enable_quoting else []
     special += [settings.escape.encode()] if settings.escape else []
     special += [settings.comment_character.encode()] if settings.comment_character else []
-    return bool(data) and not data.startswith(b"\n") and not any(s in data for s in special)
+    starts_oddly = data.startswith((b"\n", b"\xef\xbb\xbf"))
+    return bool(data) and not starts_oddly and not any(s in data for s in special)
 
 
 def _plain_values(texts: pa.Array, dtype: DType) -> pa.Array | list[Any] | None:
