@@ -170,3 +170,9 @@ def test_file_writers_order_the_changes_of_a_time_by_sort_by(tmp_path: Path) -> 
     names = [r["name"] for r in csv.DictReader(open(tmp_path / "by_name.csv"))]
     counts = [r["n"] for r in csv.DictReader(open(tmp_path / "by_n.csv"))]
     assert (names, counts) == (["amy", "bob", "zoe"], ["1", "2", "3"])
+
+
+def test_sort_by_must_name_columns_of_the_table_written(tmp_path: Path) -> None:
+    t = pw.debug.table_from_markdown("name  | n\nzoe   | 1")
+    with pytest.raises(KeyError, match="sort_by: no column 'age'.*its columns: name, n"):
+        pw.io.csv.write(t, tmp_path / "out.csv", sort_by=["age"])

@@ -297,6 +297,15 @@ def test_write_sends_each_change_as_json_with_time_and_diff(kafka_broker) -> Non
     ]
 
 
+def test_write_sends_the_messages_of_one_time_in_the_order_of_sort_by(kafka_broker) -> None:
+    names = ["zoe", "amy", "kim", "bob", "eve", "dan"]
+    t = pw.debug.table_from_markdown("name\n" + "\n".join(names))
+    topic = kafka_broker.new_topic("sorted")
+    pw.io.kafka.write(t, kafka_broker.settings, topic, sort_by=[t.name])
+    pw.run()
+    assert [m["name"] for m in _consume_json(kafka_broker, topic, len(names))] == sorted(names)
+
+
 def test_write_plaintext_sends_the_value_with_time_and_diff_headers_and_the_key(kafka_broker) -> None:
     table = pw.debug.table_from_markdown("k | text\n1 | hi\n2 | yo")
     topic = kafka_broker.new_topic("plain")

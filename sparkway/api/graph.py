@@ -9,7 +9,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from sparkway.api import row_transformer
 from sparkway.api.schema import Schema
@@ -42,8 +43,15 @@ def table_from_source(source: Source, label: str = "table", ids_key: object = No
     return Table(n.Input(dict(source.columns), source), label, universe=universe, id_type=dt.pointer_to(*keys))
 
 
-def write_to_sink(table: Table, sink: Sink) -> None:
-    """Makes ``sink`` receive every change of ``table`` when the program runs."""
+def write_to_sink(table: Table, sink: Sink, sort_by: Iterable[Any] | None = None) -> None:
+    """Makes ``sink`` receive every change of ``table`` when the program runs, the changes
+    of one time in the order of the ``sort_by`` columns (references or names)."""
+    names = [c if isinstance(c, str) else c.name for c in sort_by or ()]
+    unknown = [name for name in names if name not in table._node.columns]
+    if unknown:
+        raise KeyError(f"sort_by: no column {', '.join(map(repr, unknown))} in the table written; "
+                       f"its columns: {', '.join(table.column_names())}")
+    sink.sort_by = names
     _outputs.append(n.Output(dict(table._node.columns), table._node, sink))
 
 

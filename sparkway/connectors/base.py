@@ -167,6 +167,9 @@ class Sink(ABC):
     """An output connector: receives every time's consolidated changes, in time order."""
 
     name: str = "sink"
+    #: the order of the changes of one time (by these columns' values), set from the
+    #: writer's ``sort_by``; the step loop sorts each batch before ``write``
+    sort_by: list[str] = []
     #: receives rows with Error values (``OutputBatch.errors``); other sinks skip them
     keeps_errors: bool = False
 

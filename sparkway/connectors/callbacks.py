@@ -21,17 +21,14 @@ class CallbackSink(Sink):
         on_change: Callable[..., Any] | None,
         on_time_end: Callable[[int], Any] | None,
         on_end: Callable[[], Any] | None,
-        sort_by: list[str] | None = None,
     ) -> None:
         self.converters = {c: to_python(d) for c, d in columns.items()}
         self.on_change = on_change
         self.on_time_end = on_time_end
         self.on_end = on_end
-        self.sort_by = sort_by or []  # the order of the changes of one time: by these columns
 
     def write(self, batch: OutputBatch) -> None:
         if self.on_change is not None and batch.table.num_rows:
-            batch = batch.sorted_by(self.sort_by)
             values = {c: [convert(v) for v in batch.table.column(c).to_pylist()] for c, convert in self.converters.items()}
             ids = batch.ids.to_pylist() if batch.ids is not None else [None] * batch.table.num_rows
             diffs = batch.diffs.to_pylist()

@@ -87,9 +87,8 @@ class _FileSink(Sink):
     """Appends one text block per batch to a file created (or truncated) by ``open()``."""
 
     def __init__(self, path: str, columns: list[str], *, dtypes: dict[str, DType] | None = None,
-                 name: str | None = None, sort_by: list[str] | None = None) -> None:
+                 name: str | None = None) -> None:
         self.path = path
-        self.sort_by = sort_by or []  # the order of the changes of one time: by these columns
         self.columns = list(columns)
         self.dtypes = dict(dtypes or {})
         if name is not None:
@@ -119,7 +118,7 @@ class _FileSink(Sink):
         assert self._file is not None
         # the header comes with the first rows: no rows, an empty file (as Pathway)
         header = self.header() if self._file.tell() == 0 else ""
-        self._write_block(header + self.format_batch(batch.sorted_by(self.sort_by)))
+        self._write_block(header + self.format_batch(batch))
         took = (time.monotonic() - started) * 1000
         self._total_ms += took
         log.info(

@@ -151,7 +151,7 @@ class Runner:
                 log.info("%s: %d entries (%d minibatch(es)) have been sent to the engine", source.label, entries, count)
         batches = self._compute(spark, location, step, time, tables, kind)
         for out, batch in zip(self.plan.outputs, batches):
-            out.sink.write(batch)
+            out.sink.write(batch.sorted_by(out.sink.sort_by))
         for source in self.sources:
             source.advance(segments.get(source.name, []))
         if self.metadata is not None:

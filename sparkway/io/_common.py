@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from sparkway.api.table import Table
@@ -17,11 +16,6 @@ def refuse_unknown_options(function: str, options: dict[str, Any], ignored: tupl
     unknown = [name for name in options if name not in ignored]
     if unknown:
         raise TypeError(f"{function}() got unexpected keyword arguments: {', '.join(map(repr, unknown))}")
-
-
-def sort_columns(sort_by: Iterable[Any] | None) -> list[str]:
-    """A sink's ``sort_by`` (references such as ``table.col``, or names) as column names."""
-    return [c if isinstance(c, str) else c.name for c in sort_by or ()]
 
 
 def persistent_name(name: str | None, persistent_id: str | None) -> str | None:

@@ -13,7 +13,7 @@ from sparkway.connectors.formats.csv import CsvParserSettings
 from sparkway.connectors.writers import CsvSink, JsonLinesSink, NullSink
 from sparkway.core.columns import Column
 from sparkway.errors import PlanError
-from sparkway.io._common import persistent_name, refuse_unknown_options, sort_columns
+from sparkway.io._common import persistent_name, refuse_unknown_options
 
 _LABELS = {
     "csv": "CsvFilesystemReader",
@@ -76,10 +76,8 @@ def write_file(
     sinks = {"csv": CsvSink, "json": JsonLinesSink}
     if format not in sinks:
         raise PlanError(f"cannot write format {format!r}; use 'csv' or 'json'")
-    sink = sinks[format](
-        str(filename), table.column_names(), dtypes=table.schema._dtypes(), name=name, sort_by=sort_columns(sort_by)
-    )
-    graph.write_to_sink(table, sink)
+    sink = sinks[format](str(filename), table.column_names(), dtypes=table.schema._dtypes(), name=name)
+    graph.write_to_sink(table, sink, sort_by)
 
 
 def write_null(table: Table, **options: Any) -> None:

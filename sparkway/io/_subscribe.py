@@ -9,7 +9,6 @@ from sparkway.api import graph
 from sparkway.api.table import Table
 from sparkway.connectors.callbacks import CallbackSink
 from sparkway.errors import traced
-from sparkway.io._common import sort_columns
 
 
 @traced
@@ -35,6 +34,5 @@ def subscribe(
     >>> pw.run(monitoring_level=pw.MonitoringLevel.NONE)  # doctest: +SKIP
     {'a': 1}
     """
-    order = sort_columns(sort_by)
-    sink = CallbackSink(dict(table._node.columns), on_change, on_time_end, on_end, order)
-    graph.write_to_sink(table, sink)
+    sink = CallbackSink(dict(table._node.columns), on_change, on_time_end, on_end)
+    graph.write_to_sink(table, sink, sort_by)

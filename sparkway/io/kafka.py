@@ -137,8 +137,9 @@ def write(
     ``format="json"``: a JSON object with the row's columns, ``diff`` and ``time``.
     ``"raw"``/``"plaintext"``: the ``value`` column (by default the table's only column)
     as the payload, with ``time`` and ``diff`` in the headers ``pathway_time`` and
-    ``pathway_diff``.  ``key`` (a column) gives the message key (a schema registry,
-    ``headers`` and ``sort_by`` are not supported yet: refused).  A step is committed only
+    ``pathway_diff``.  ``key`` (a column) gives the message key (a schema registry and
+    ``headers`` are not supported yet: refused); ``sort_by`` (columns) orders the
+    messages of one time.  A step is committed only
     once the broker acknowledged all its messages: at least once after a crash.
 
     >>> import sparkway as pw
@@ -149,7 +150,7 @@ def write(
         raise PlanError("give the topic to write: pw.io.kafka.write(table, settings, 'counts')")
     _refuse_unsupported(
         "pw.io.kafka.write", schema_registry_settings=schema_registry_settings, subject=subject,
-        headers=headers, sort_by=sort_by,
+        headers=headers,
     )
     if delimiter != ",":
         raise PlanError("pw.io.kafka.write: delimiter= is for the 'dsv' format, which is not supported yet")
@@ -163,7 +164,7 @@ def write(
         value=_column_name(value),
         name=name,
     )
-    graph.write_to_sink(table, sink)
+    graph.write_to_sink(table, sink, sort_by)
 
 
 def _refuse_unsupported(function: str, **options: Any) -> None:

@@ -5,6 +5,7 @@ See docs/postgres.md for the table layouts, the type mapping and the guarantees.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from sparkway.api import graph
@@ -29,6 +30,7 @@ def write(
     output_table_type: str = STREAM_OF_CHANGES,
     primary_key: list[Any] | None = None,
     name: str | None = None,
+    sort_by: Iterable[Any] | None = None,
 ) -> None:
     """Writes ``table`` to the PostgreSQL table ``table_name``, exactly once.
 
@@ -41,7 +43,8 @@ def write(
     ``user``, ``password``, ...).  ``init_mode``: ``"default"`` (the table must exist),
     ``"create_if_not_exists"`` or ``"replace"`` (drop and create).  ``max_batch_size``
     splits a step's rows into several statements, all in the step's one transaction.
-    ``name`` identifies the sink's progress (default: ``table_name``).
+    ``name`` identifies the sink's progress (default: ``table_name``). ``sort_by``
+    (columns) orders the rows of one time.
 
     >>> import sparkway as pw
     >>> t = pw.debug.table_from_markdown("word | count\\n a | 2")
@@ -53,12 +56,13 @@ def write(
     if output_table_type not in (STREAM_OF_CHANGES, SNAPSHOT):
         raise PlanError(f"output_table_type must be {STREAM_OF_CHANGES!r} or {SNAPSHOT!r}, not {output_table_type!r}")
     _write(table, postgres_settings, table_name, max_batch_size, init_mode, output_table_type, primary_key, name,
-           with_time_columns=output_table_type == STREAM_OF_CHANGES)
+           sort_by, with_time_columns=output_table_type == STREAM_OF_CHANGES)
 
 
 def _write(
     table: Table, postgres_settings: dict, table_name: str, max_batch_size: int | None, init_mode: str,
-    output_table_type: str, primary_key: list[Any] | None, name: str | None, *, with_time_columns: bool,
+    output_table_type: str, primary_key: list[Any] | None, name: str | None, sort_by: Iterable[Any] | None, *,
+    with_time_columns: bool,
 ) -> None:
     if init_mode not in INIT_MODES:
         raise PlanError(f"init_mode must be one of {list(INIT_MODES)}, not {init_mode!r}")
@@ -71,7 +75,7 @@ def _write(
                         init_mode=init_mode, max_batch_size=max_batch_size, name=name,
                         with_time_columns=with_time_columns)
     _check_distinct_progress(sink)
-    graph.write_to_sink(table, sink)
+    graph.write_to_sink(table, sink, sort_by)
 
 
 @traced
@@ -84,6 +88,7 @@ def write_snapshot(
     max_batch_size: int | None = None,
     init_mode: str = "default",
     name: str | None = None,
+    sort_by: Iterable[Any] | None = None,
 ) -> None:
     """Keeps the live snapshot of ``table`` in ``table_name``, as ``write`` with
     ``output_table_type="snapshot"`` does, with two more columns, as Pathway's
@@ -95,7 +100,7 @@ def write_snapshot(
     >>> pw.io.postgres.write_snapshot(t, settings, "user_stats", ["user_id"])
     >>> pw.run()   # doctest: +SKIP
     """
-    _write(table, postgres_settings, table_name, max_batch_size, init_mode, SNAPSHOT, primary_key, name,
+    _write(table, postgres_settings, table_name, max_batch_size, init_mode, SNAPSHOT, primary_key, name, sort_by,
            with_time_columns=True)
 
 
