@@ -23,19 +23,19 @@ FOUND = {name: i for i, name in enumerate(HEADER)}
 anything = st.one_of(
     st.sampled_from(["", "0", "+5", "007", "1e3", "nan", "true", "None", "x", "é", " 1", "9223372036854775808",
                      "a,b", '"q"', "\r", "#c", "a\n\nb", "\ufeff"]),
-    st.text(max_size=4),
+    st.text(st.characters(codec="utf-8"), max_size=4),
 )
 ints = st.integers(-(2**63), 2**63 - 1).map(str)
 fitting = {
-    "s": st.text(st.characters(blacklist_characters=',"\r\n\0#'), max_size=5),
+    "s": st.text(st.characters(codec="utf-8", blacklist_characters=',"\r\n\0#\ufeff'), max_size=5),
     "i": ints,
     "f": st.floats(allow_nan=False).map(repr),
     "b": st.sampled_from(["true", "false", "True", "False"]),
     "o": st.one_of(st.just(""), st.just("None"), ints),
 }
-records = st.lists(
-    st.tuples(*[st.one_of(fit, fit, fit, fit, anything) for fit in fitting.values()]).map(",".join),
-    min_size=1, max_size=4,
+plain_records = st.lists(st.tuples(*fitting.values()).map(",".join), min_size=1, max_size=5)
+any_records = st.lists(
+    st.tuples(*[st.one_of(fit, anything) for fit in fitting.values()]).map(",".join), min_size=1, max_size=4,
 )
 
 
@@ -44,9 +44,19 @@ def as_lists(parsed) -> tuple:
     return parsed.ordinals, repr(columns)
 
 
-@settings(max_examples=600, deadline=None)
-@given(records, st.booleans(), st.sampled_from([None, "#"]))
-def test_a_plain_chunk_gives_the_rows_the_csv_module_gives(lines, final_newline, comment) -> None:
+@settings(max_examples=300, deadline=None)
+@given(plain_records, st.booleans())
+def test_a_chunk_of_fitting_values_is_read_column_by_column_as_the_csv_module_reads_it(lines, final_newline) -> None:
+    data = ("\n".join(lines) + ("\n" if final_newline else "")).encode()
+    plain = _plain_rows(data, 2, len(HEADER), FOUND, COLUMNS, CsvParserSettings())
+    assert plain is not None
+    read = _module_rows(data, "a.csv", 2, len(HEADER), FOUND, COLUMNS, CsvParserSettings(), keep_errors=False)
+    assert as_lists(plain) == as_lists(read)
+
+
+@settings(max_examples=300, deadline=None)
+@given(any_records, st.booleans(), st.sampled_from([None, "#"]))
+def test_any_chunk_read_column_by_column_gives_the_rows_the_csv_module_gives(lines, final_newline, comment) -> None:
     data = ("\n".join(lines) + ("\n" if final_newline else "")).encode()
     options = CsvParserSettings(comment_character=comment)
     plain = _plain_rows(data, 2, len(HEADER), FOUND, COLUMNS, options)

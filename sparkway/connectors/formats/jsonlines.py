@@ -1,10 +1,21 @@
-"""JSON lines input: one JSON object per line, its keys naming the columns."""
+"""JSON lines input: one JSON object per line, its keys naming the columns.
+
+A chunk of plain lines (no blank line or carriage return; every value present, not null,
+and of its column's JSON type; columns of type int, float, bool or str) is read column by
+column by ``pyarrow.json``, without Python per row.  Any other chunk is read line by line
+with the ``json`` module, which names the line and column of each bad value.  Both give
+the same rows.
+"""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.json as pa_json
 
 from sparkway.connectors.formats.values import (
     CONVERSION_ERRORS, ErrorCells, ParsedRows, RowError, SkippedRows, decode, json_converter, pathway_type_name,
@@ -28,6 +39,14 @@ def parse_json_lines(
     ...                  columns={"n": Column("n", INT)}, keep_errors=True).messages
     {1: ['failed to create a field "n" with type int from json payload: "x"']}
     """
+    plain = None if keep_errors else _plain_rows(data, first_line, columns)
+    if plain is not None:
+        return plain
+    return _module_rows(data, path, first_line, columns, keep_errors)
+
+
+def _module_rows(data: bytes, path: str, first_line: int, columns: dict[str, Column], keep_errors: bool) -> ParsedRows:
+    """``parse_json_lines`` of any chunk, line by line with the ``json`` module."""
     skips = SkippedRows(path)
     convs = {name: (c.input_name, json_converter(c.dtype), c) for name, c in columns.items()}
     result = ParsedRows(columns={name: [] for name in columns})
@@ -45,6 +64,35 @@ def parse_json_lines(
         result = cells.apply(result.ordinals, result.columns)
     result.skipped += skips.count
     return result
+
+
+# what each column type is read as by pyarrow.json, which refuses a value of another JSON
+# type (a string in an int column...) as the json module's path does
+_PLAIN_TYPES = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
+
+
+def _plain_rows(data: bytes, first_line: int, columns: dict[str, Column]) -> ParsedRows | None:
+    """The rows of a plain chunk (see the module's docstring) as Arrow arrays; None for
+    any other chunk, which the ``json`` module then reads."""
+    kinds = {c.input_name: _PLAIN_TYPES.get(c.dtype.name) for c in columns.values()}
+    if not data.strip() or None in kinds.values() or len(kinds) < len(columns):
+        return None
+    if data.startswith(b"\n") or b"\n\n" in data or b"\r" in data:
+        return None  # blank lines would shift the line numbers; "\r" is left to the json module
+    try:
+        table = pa_json.read_json(
+            io.BytesIO(data),
+            # a line longer than a block (1 MiB) is an error here, and goes to the json module
+            read_options=pa_json.ReadOptions(use_threads=False),
+            parse_options=pa_json.ParseOptions(explicit_schema=pa.schema(list(kinds.items())),
+                                               unexpected_field_behavior="ignore"),
+        )
+    except (pa.ArrowInvalid, UnicodeDecodeError):  # a value of another type, invalid JSON...
+        return None
+    if any(table.column(name).null_count for name in kinds):
+        return None  # a missing key or a null: the json module's path tells them apart
+    values = {name: table.column(c.input_name).combine_chunks() for name, c in columns.items()}
+    return ParsedRows(list(range(first_line, first_line + table.num_rows)), values)
 
 
 def _json_row(
