@@ -42,6 +42,13 @@ def table_from_source(source: Source, label: str = "table", ids_key: object = No
     return Table(n.Input(dict(source.columns), source), label, universe=universe, id_type=dt.pointer_to(*keys))
 
 
+def source_of(table: Table) -> Source | None:
+    """The source feeding ``table`` when it is a table as a source gave it (not a
+    transformed one), else None."""
+    node = table._node
+    return node.source if isinstance(node, n.Input) else None
+
+
 def write_to_sink(table: Table, sink: Sink) -> None:
     """Makes ``sink`` receive every change of ``table`` when the program runs."""
     _outputs.append(n.Output(dict(table._node.columns), table._node, sink))

@@ -9,13 +9,13 @@ import datetime
 import math
 from typing import Any
 
+from sparkway.api.graph import source_of
 from sparkway.api.table import Table
 from sparkway.connectors.base import Synchronization
 from sparkway.core import dtypes as dt
 from sparkway.core.durations import nanos
 from sparkway.core.expression import ColumnRef
 from sparkway.errors import PlanError
-from sparkway.plan import nodes as n
 
 #: a duration given as a number of seconds or as a ``datetime.timedelta`` (``pw.Duration``)
 DurationLike = int | float | datetime.timedelta
@@ -144,10 +144,10 @@ def _check_type(column: ColumnRef, kind: dt.DType, max_difference: Any) -> None:
 
 def _input_source(column: ColumnRef) -> Any:
     """The source of the column's table, which must be an input connector's table as read."""
-    node = column.table._node
-    if not isinstance(node, n.Input) or not node.source.synchronizable:
+    source = source_of(column.table)
+    if source is None or not source.synchronizable:
         raise ValueError("Only unchanged columns of an input tables can be used in input synchronization groups")
-    return node.source
+    return source
 
 
 def _check_priority(priority: Any) -> None:
