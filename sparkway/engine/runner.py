@@ -160,12 +160,12 @@ class Runner:
         step = self.step + 1
         if self.metadata is not None:
             self.metadata.log_step(step, time, segments, kind, idle if self.sync is not None else None)
-        tables = self._read(segments, idle or [])
+        tables = self._read(segments, idle or [], synchronize=kind == "input")
         for source in self.sources:
             count = len(segments.get(source.name, []))
-            if count or tables[source.name].num_rows:
+            if count or tables[source.name].num_rows:  # rows a synchronization group let through count too
                 entries = tables[source.name].num_rows
-                count = max(count, 1)
+                count = count or 1
                 self.entries[source.name] = self.entries.get(source.name, 0) + entries
                 log.info("%s: %d entries (%d minibatch(es)) have been sent to the engine", source.label, entries, count)
         batches = self._compute(spark, location, step, time, tables, kind)
@@ -182,19 +182,21 @@ class Runner:
                 self.sync.clean(self._sync_storage)
         self.step, self.last_time = step, time
 
-    def _read(self, segments: dict[str, list], idle: list[str]) -> dict[str, pa.Table]:
+    def _read(self, segments: dict[str, list], idle: list[str], synchronize: bool) -> dict[str, pa.Table]:
         """Every source's changes in this step: what the segments carry, and for the
-        sources of a synchronization group, what the group lets through."""
+        sources of a synchronization group (in a step of input), what the group lets
+        through."""
         tables: dict[str, pa.Table] = {}
         held: dict[str, list[pa.Table]] = {}
+        sync = self.sync if synchronize else None
         for source in self.sources:
             found = segments.get(source.name, [])
-            if self.sync is not None and self.sync.holds(source.name):
+            if sync is not None and sync.holds(source.name):
                 held[source.name] = source.read_transactions(found)
             else:
                 tables[source.name] = source.read(found)
-        if self.sync is not None:
-            for name, released in self.sync.step(held, idle, _time.monotonic()).items():
+        if sync is not None:
+            for name, released in sync.step(held, idle, _time.monotonic()).items():
                 empty = self._source(name).read([])
                 tables[name] = empty if released is None else changes.conform(released, empty.schema)
         return tables

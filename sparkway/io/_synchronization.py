@@ -38,7 +38,7 @@ class SynchronizedColumn:
     >>> class Logins(pw.Schema):
     ...     at: int
     >>> logins = pw.io.jsonlines.read("logins/", schema=Logins)
-    >>> pw.io.SynchronizedColumn(logins.at, priority=1, idle_duration=10)
+    >>> pw.io.SynchronizedColumn(logins.at, priority=1, idle_duration=10)  # doctest: +ELLIPSIS
     SynchronizedColumn(column=<table...>.at, priority=1, idle_duration=10)
     """
 
