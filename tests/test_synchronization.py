@@ -14,10 +14,13 @@ import signal
 import threading
 import time
 
+import pyarrow as pa
 import pytest
 
 import sparkway as pw
 from sparkway.api import graph
+from sparkway.engine.synchronization import Synchronizer, _Group, _Member
+from sparkway.persistence.storage import BlobStorage
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -376,3 +379,42 @@ def test_one_group_name_with_two_max_differences_is_refused(tmp_path) -> None:
         pw.io.subscribe(table, on_change=lambda **kwargs: None)
     with pytest.raises(ValueError, match="window length differs for two definitions of the same synchronization group"):
         pw.run(monitoring_level=pw.MonitoringLevel.NONE)
+
+
+def _rows(*values: int) -> pa.Table:
+    return pa.table({"_id": pa.array(range(len(values)), pa.int64()), "k": pa.array(values, pa.int64()),
+                     "_diff": pa.array([1] * len(values), pa.int64())})
+
+
+def _group(**priorities: int) -> Synchronizer:
+    members = [_Member(name, "k", priority, None) for name, priority in priorities.items()]
+    return Synchronizer([_Group("default", 10, members)])
+
+
+def _shown(released: dict) -> dict[str, list[int]]:
+    return {name: [] if t is None else t.column("k").to_pylist() for name, t in released.items()}
+
+
+def test_a_transaction_is_let_through_whole_and_held_rows_are_stored_and_read_back(tmp_path) -> None:
+    # a's transaction [1, 20] waits as a whole (20 > 1 + 10), though its 1 counts as read
+    sync = _group(a=0, b=0)
+    assert _shown(sync.step({"a": [_rows(1, 20)], "b": [_rows(1)]}, [], 0.0)) == {"a": [], "b": [1]}
+    storage = BlobStorage(str(tmp_path))
+    state = sync.save(storage, 1)
+    restored = _group(a=0, b=0)
+    schema = _rows().schema
+    restored.restore(storage, state, {"a": schema, "b": schema})
+    for group in (sync, restored):
+        # b's 2 passes (bound 1 + 10); b's [15, 16]: b's reach is 15, a's 20, so 15
+        # passes, then b's reach is 25: the bound 20 lets a's transaction and b's 16 through
+        assert _shown(group.step({"a": [], "b": [_rows(2)]}, [], 1.0)) == {"a": [], "b": [2]}
+        assert _shown(group.step({"a": [], "b": [_rows(15), _rows(16)]}, [], 2.0)) == {"a": [1, 20], "b": [15, 16]}
+        assert group.holding == 0
+
+
+def test_a_source_that_has_not_read_anything_holds_the_others_until_it_is_idle() -> None:
+    sync = _group(a=0, b=0)
+    assert _shown(sync.step({"a": [_rows(5)], "b": []}, [], 0.0)) == {"a": [], "b": []}
+    assert not sync.would_release([])
+    assert sync.would_release(["b"])  # b finished, or idle for its idle_duration
+    assert _shown(sync.step({"a": [], "b": []}, ["b"], 1.0)) == {"a": [5], "b": []}

@@ -70,15 +70,17 @@ class _Held:
         return int(self.values[self.approved]) if self.approved < self.count else None
 
     def append(self, transactions: Iterable[pa.Table], column: str) -> None:
-        for table in transactions:
-            if table.num_rows == 0:
-                continue
-            values = _values(table, column)
-            self.rows = table if self.rows is None else pa.concat_tables([self.rows, table.select(self.rows.column_names)])
-            self.ends = np.append(self.ends, self.count + len(values))
-            self.values = np.concatenate([self.values, values])
-            self.changed = True
-            self._running_max = None
+        """Holds the rows of these transactions after the ones held."""
+        new = [t for t in transactions if t.num_rows]
+        if not new:
+            return
+        names = (self.rows if self.rows is not None else new[0]).column_names
+        new = [t.select(names) for t in new]
+        ends = self.count + np.cumsum([t.num_rows for t in new], dtype=np.int64)
+        self.ends = np.concatenate([self.ends, ends])
+        self.values = np.concatenate([self.values, *(_values(t, column) for t in new)])
+        self.rows = pa.concat_tables(new if self.rows is None else [self.rows, *new])
+        self.changed, self._running_max = True, None
 
     def fitting(self, bound: int) -> int:
         """How many rows after the approved ones have no value above ``bound`` before them."""
