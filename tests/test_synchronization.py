@@ -418,3 +418,15 @@ def test_a_source_that_has_not_read_anything_holds_the_others_until_it_is_idle()
     assert not sync.would_release([])
     assert sync.would_release(["b"])  # b finished, or idle for its idle_duration
     assert _shown(sync.step({"a": [], "b": []}, ["b"], 1.0)) == {"a": [5], "b": []}
+
+
+def test_rows_held_by_a_group_the_program_no_longer_has_are_let_through(tmp_path) -> None:
+    sync = _group(a=0, b=0)
+    sync.step({"a": [_rows(1, 20)], "b": [_rows(1)]}, [], 0.0)
+    storage = BlobStorage(str(tmp_path))
+    state = sync.save(storage, 1)
+    without = Synchronizer([])
+    without.restore(storage, state, {"a": _rows().schema, "b": _rows().schema})
+    assert without.holds("a") and without.would_release([])
+    assert _shown(without.step({"a": [_rows(30)]}, [], 1.0)) == {"a": [1, 20, 30]}
+    assert not without.holds("a")

@@ -316,7 +316,9 @@ class Runner:
             self.step, self.last_time = commit["step"], commit["time"]
             self.entries = {s.name: commit.get("entries", {}).get(s.name, 0) for s in self.sources}
             log.info("Restored the state of step %d (time %d) from the persistence storage", self.step, self.last_time)
-            if self.sync is not None and commit.get("synchronization"):
+            if commit.get("synchronization"):
+                # rows held by groups the program no longer has are let through at once
+                self.sync = self.sync or Synchronizer([])
                 schemas = {s.name: s.read([]).schema for s in self.sources}
                 self.sync.restore(self._sync_storage, commit["synchronization"], schemas)
             for source in self.sources:
