@@ -43,6 +43,13 @@ def table_from_source(source: Source, label: str = "table", ids_key: object = No
     return Table(n.Input(dict(source.columns), source), label, universe=universe, id_type=dt.pointer_to(*keys))
 
 
+def source_of(table: Table) -> Source | None:
+    """The source feeding ``table`` when it is a table as a source gave it (not a
+    transformed one), else None."""
+    node = table._node
+    return node.source if isinstance(node, n.Input) else None
+
+
 def write_to_sink(table: Table, sink: Sink, sort_by: Iterable[Any] | None = None) -> None:
     """Makes ``sink`` receive every change of ``table`` when the program runs, the changes
     of one time in the order of the ``sort_by`` columns (references or names)."""

@@ -57,6 +57,11 @@ class Source(ABC):
     #: ``LOGGED`` columns too (``core.changes.error_fields``; a change with ``_diff`` 0
     #: only logs its messages); else such a row is skipped, with a logged error
     keep_errors: bool = False
+    #: whether the table it feeds is an input table of a connector, which an input
+    #: synchronization group may hold back (not the rows of ``pw.debug`` or of a clock)
+    synchronizable: bool = True
+    #: set by ``pw.io.register_input_synchronization_group``
+    synchronization: "Synchronization | None" = None
 
     @property
     def label(self) -> str:
@@ -78,6 +83,13 @@ class Source(ABC):
         """The changes the segments carry: an Arrow table ``_id, <columns>, _diff``
         (``core.changes.arrow_schema``).  Reading the same segments again must give the
         same rows and ids."""
+
+    def read_transactions(self, segments: list[Segment]) -> list[pa.Table]:
+        """The changes of the segments, one table per input transaction (rows that
+        must reach the engine at one time); together they are ``read(segments)``.  The
+        step loop reads a synchronized source this way, so that it can hold a
+        transaction back without splitting it."""
+        return [self.read([segment]) for segment in segments]
 
     @abstractmethod
     def advance(self, segments: list[Segment]) -> None:
@@ -114,6 +126,25 @@ class Source(ABC):
 
     def close(self) -> None:
         """Release resources at the end of the run."""
+
+
+@dataclass(frozen=True)
+class Synchronization:
+    """A source's place in an input synchronization group: the engine reads its rows so
+    that the largest ``column`` value read from any source of ``group`` stays within
+    ``max_difference`` of the others' (``pw.io.register_input_synchronization_group``).
+
+    Values are compared as the engine holds them: ints, or nanoseconds for date-times and
+    durations (``max_difference`` too).  A source of higher ``priority`` is read ahead
+    of those of lower priority; a source without input for ``idle_duration_s`` seconds
+    (None: never) holds nobody back until it has input again.
+    """
+
+    group: str
+    column: str
+    max_difference: int
+    priority: int = 0
+    idle_duration_s: float | None = None
 
 
 def record_ids(source: str, file: str, ordinals: Sequence[int]) -> list[int]:

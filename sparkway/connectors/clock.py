@@ -25,6 +25,7 @@ class ClockSource(Source):
 
     connector_label = "ClockReader"
     append_only = True
+    synchronizable = False  # the clock of pw.temporal, not a table the user read
 
     def __init__(self, refresh_s: float, initial_delay_s: float = 0.0, name: str | None = None) -> None:
         if refresh_s <= 0:

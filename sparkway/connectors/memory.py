@@ -18,6 +18,7 @@ class MemorySource(Source):
     one per step, in order."""
 
     connector_label = "MemoryReader"
+    synchronizable = False  # rows given up front (pw.debug), not read by a connector
 
     def __init__(
         self, columns: dict[str, DType], transactions: list[pa.Table], name: str | None = None,

@@ -330,6 +330,13 @@ class PythonSource(Source):
         rows = pa.concat_tables(parts) if parts else self._output_schema().empty_table()
         return _last_per_key(rows, self.key_columns) if self.upserts else rows
 
+    def read_transactions(self, segments: list[Segment]) -> list[pa.Table]:
+        # an upsert session's events of one step are reduced to the last one per key,
+        # which needs the step's batches together
+        if self.upserts:
+            return [self.read(segments)] if segments else []
+        return super().read_transactions(segments)
+
     def _batch(self, number: int) -> pa.Table:
         with self._lock:
             table = self._batches.get(number)

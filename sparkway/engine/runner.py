@@ -29,11 +29,13 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkway.connectors.base import OutputBatch, Source
+from sparkway.core import changes
 from sparkway.core.changes import DIFF, ERRORS, ID, LOGGED, consolidate, spark_schema
 from sparkway.engine.expressions import col
 from sparkway.engine.failures import computation_error
 from sparkway.engine.operators import StepContext, compile_node, error_entries
 from sparkway.engine.spark import cache_root, get_spark
+from sparkway.engine.synchronization import Synchronizer
 from sparkway.errors import PlanError
 from sparkway.persistence.config import Config
 from sparkway.persistence.metadata import MetadataLog
@@ -83,10 +85,13 @@ class Runner:
         self.order, self.reads_log = _error_log_order(self.plan.nodes)
         self.node_numbers = {id(node): i for i, node in enumerate(self.plan.nodes)}  # operator ids in the error log
         self.global_log = next((x for x in self.plan.nodes if isinstance(x, n.ErrorLog) and not x.local), None)
+        self.sync: Synchronizer | None = None  # the input synchronization groups, if any
+        self._sync_storage: BlobStorage | None = None
 
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> None:
         _name_sources(self.sources)
+        self.sync = Synchronizer.of(self.sources, _time.monotonic())
         for source in self.sources:
             source.wakeup = self.wakeup
             source.keep_errors = not self.options.terminate_on_error
@@ -106,11 +111,14 @@ class Runner:
             while not self.stop_requested.is_set():
                 self.wakeup.clear()
                 segments = {s.name: s.discover() for s in self.sources}
-                if any(segments.values()):
-                    self._run_step(spark, location, segments, self._step_time(segments))
+                idle = self._idle_sources(segments)
+                if any(segments.values()) or (self.sync is not None and self.sync.would_release(idle)):
+                    self._run_step(spark, location, segments, self._step_time(segments), idle=idle)
                     if any(_forgets_marked(node) for node in self.plan.nodes):
                         self._run_step(spark, location, {}, self.last_time + 1, kind="forgetting")
                 elif all(s.is_finished for s in self.sources):
+                    if self.sync is not None and self.sync.holding:  # cannot be: finished sources hold nobody back
+                        raise PlanError(f"the input synchronization groups hold {self.sync.holding} row(s) at the end")
                     if any(_holds_back(node) for node in self.plan.nodes):
                         self._run_step(spark, location, {}, self._step_time({}), kind="end")
                     break
@@ -133,20 +141,31 @@ class Runner:
             return min(named)
         return max(int(_time.time() * 1000), self.last_time + 1)
 
+    def _idle_sources(self, segments: dict[str, list]) -> list[str]:
+        """The synchronized sources that hold nobody back in the next step (see
+        ``Synchronizer.idle``); the step log records them, so that a replay decides alike."""
+        if self.sync is None:
+            return []
+        finished = {s.name for s in self.sources if s.is_finished}
+        return self.sync.idle(_time.monotonic(), finished, {name for name, found in segments.items() if found})
+
     def _run_step(
         self, spark: SparkSession, location: StateLocation, segments: dict[str, list], time: int, kind: str = "input",
+        idle: list[str] | None = None,
     ) -> None:
         """One step of a ``kind``: ``input`` (the segments' changes), ``end`` (the input has
         ended, and nodes holding rows back let them out) or ``forgetting`` (right after an
-        input step: marked forgets retract the rows due, see ``TimeGate``)."""
+        input step: marked forgets retract the rows due, see ``TimeGate``).  ``idle``: the
+        synchronized sources that hold nobody back in this step."""
         step = self.step + 1
         if self.metadata is not None:
-            self.metadata.log_step(step, time, segments, kind)
-        tables = {s.name: s.read(segments.get(s.name, [])) for s in self.sources}
+            self.metadata.log_step(step, time, segments, kind, idle if self.sync is not None else None)
+        tables = self._read(segments, idle or [], synchronize=kind == "input")
         for source in self.sources:
             count = len(segments.get(source.name, []))
-            if count:
+            if count or tables[source.name].num_rows:  # rows a synchronization group let through count too
                 entries = tables[source.name].num_rows
+                count = count or 1
                 self.entries[source.name] = self.entries.get(source.name, 0) + entries
                 log.info("%s: %d entries (%d minibatch(es)) have been sent to the engine", source.label, entries, count)
         batches = self._compute(spark, location, step, time, tables, kind)
@@ -155,8 +174,35 @@ class Runner:
         for source in self.sources:
             source.advance(segments.get(source.name, []))
         if self.metadata is not None:
-            self.metadata.commit(step, time, {s.name: s.position() for s in self.sources}, self.entries)
+            held = None
+            if self.sync is not None and self._sync_storage is not None:
+                held = self.sync.save(self._sync_storage, step)  # before the commit that names them
+            self.metadata.commit(step, time, {s.name: s.position() for s in self.sources}, self.entries, held)
+            if self.sync is not None and self._sync_storage is not None:
+                self.sync.clean(self._sync_storage)
         self.step, self.last_time = step, time
+
+    def _read(self, segments: dict[str, list], idle: list[str], synchronize: bool) -> dict[str, pa.Table]:
+        """Every source's changes in this step: what the segments carry, and for the
+        sources of a synchronization group (in a step of input), what the group lets
+        through."""
+        tables: dict[str, pa.Table] = {}
+        held: dict[str, list[pa.Table]] = {}
+        sync = self.sync if synchronize else None
+        for source in self.sources:
+            found = segments.get(source.name, [])
+            if sync is not None and sync.holds(source.name):
+                held[source.name] = source.read_transactions(found)
+            else:
+                tables[source.name] = source.read(found)
+        if sync is not None:
+            for name, released in sync.step(held, idle, _time.monotonic()).items():
+                empty = self._source(name).read([])
+                tables[name] = empty if released is None else changes.conform(released, empty.schema)
+        return tables
+
+    def _source(self, name: str) -> Source:
+        return next(s for s in self.sources if s.name == name)
 
     def _compute(
         self, spark: SparkSession, location: StateLocation, step: int, time: int, tables: dict[str, pa.Table],
@@ -258,9 +304,11 @@ class Runner:
             self.metadata.clear()
             snapshots.delete("operators")
             snapshots.delete("sources")
+            snapshots.delete("synchronization")
         self.partitions = record["partitions"]
         for source in self.sources:
             source.open(snapshots.child(f"sources/{_safe(source.name)}"))
+        self._sync_storage = snapshots.child("synchronization")
         commit = self.metadata.last_commit()
         if commit is None:
             log.info("No time has been advanced in the previous run, therefore no data read from the snapshot")
@@ -268,6 +316,11 @@ class Runner:
             self.step, self.last_time = commit["step"], commit["time"]
             self.entries = {s.name: commit.get("entries", {}).get(s.name, 0) for s in self.sources}
             log.info("Restored the state of step %d (time %d) from the persistence storage", self.step, self.last_time)
+            if commit.get("synchronization"):
+                # rows held by groups the program no longer has are let through at once
+                self.sync = self.sync or Synchronizer([])
+                schemas = {s.name: s.read([]).schema for s in self.sources}
+                self.sync.restore(self._sync_storage, commit["synchronization"], schemas)
             for source in self.sources:
                 if source.name in commit["positions"]:
                     position = commit["positions"][source.name]
@@ -284,7 +337,8 @@ class Runner:
         pending = self.metadata.pending_step(self.step)
         if pending is not None:
             log.info("Replaying step %d, interrupted in the previous run", pending["step"])
-            self._run_step(spark, location, pending["segments"], pending["time"], pending.get("kind", "input"))
+            self._run_step(spark, location, pending["segments"], pending["time"], pending.get("kind", "input"),
+                           pending.get("idle") or [])
 
     def _describe(self) -> list[dict[str, Any]]:
         index = {id(node): i for i, node in enumerate(self.plan.nodes)}

@@ -4,7 +4,7 @@ commit logs.
 * ``steps/<n>.json`` is written *before* step n runs: its time and the input segments it
   reads.  After a crash, the step is replayed from it: same input, same time.
 * ``commits/<n>.json`` is written *after* step n's outputs are durable: its time and every
-  source's position after it.
+  source's position after it (and the state of the input synchronization groups).
 * ``plan.json`` describes the program that wrote the state; a different program is refused.
 * ``LOCK`` (a filesystem) or ``LEASE`` (an object store) keeps a second process from using
   the same storage at the same time.
@@ -126,16 +126,27 @@ class MetadataLog:
         name = f"{after + 1:016d}.json"
         return json.loads(self.storage.read_bytes(f"steps/{name}")) if self.storage.exists(f"steps/{name}") else None
 
-    def log_step(self, step: int, time: int, segments: dict[str, list], kind: str = "input") -> None:
-        """Step ``step`` is about to run: its time, its input and its kind (see
-        ``Runner._run_step``), so that a replay runs the same step."""
-        record = {"step": step, "time": time, "segments": segments, "kind": kind}
+    def log_step(
+        self, step: int, time: int, segments: dict[str, list], kind: str = "input", idle: list[str] | None = None,
+    ) -> None:
+        """Step ``step`` is about to run: its time, its input, its kind (see
+        ``Runner._run_step``) and, in a program with input synchronization groups, the
+        sources that hold nobody back in it, so that a replay runs the same step."""
+        record: dict[str, Any] = {"step": step, "time": time, "segments": segments, "kind": kind}
+        if idle is not None:
+            record["idle"] = idle
         self._check_held()
         self.storage.write_bytes(f"steps/{step:016d}.json", json.dumps(record).encode())
 
-    def commit(self, step: int, time: int, positions: dict[str, Any], entries: dict[str, int]) -> None:
-        """Step ``step`` is done: the sources' positions, and how many entries each read so far."""
+    def commit(
+        self, step: int, time: int, positions: dict[str, Any], entries: dict[str, int],
+        synchronization: dict[str, Any] | None = None,
+    ) -> None:
+        """Step ``step`` is done: the sources' positions, how many entries each read so
+        far and, with input synchronization groups, their state (the rows they hold)."""
         record = {"step": step, "time": time, "positions": positions, "entries": entries}
+        if synchronization is not None:
+            record["synchronization"] = synchronization
         self._check_held()
         self.storage.write_bytes(f"commits/{step:016d}.json", json.dumps(record).encode())
         for folder in ("steps", "commits"):
