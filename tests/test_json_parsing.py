@@ -45,16 +45,17 @@ def as_lists(parsed) -> tuple:
 
 
 @settings(max_examples=300, deadline=None)
-@given(plain_lines, st.booleans())
-def test_a_chunk_of_fitting_values_is_read_column_by_column_as_the_json_module_reads_it(texts, final_newline) -> None:
-    data = ("\n".join(texts) + ("\n" if final_newline else "")).encode()
-    plain = _plain_rows(data, 3, COLUMNS)
-    assert plain is not None
-    assert as_lists(plain) == as_lists(_module_rows(data, "a.jsonl", 3, COLUMNS, keep_errors=False))
+@given(plain_lines, st.booleans(), st.sampled_from(["\n", "\n\n", "\n \t\n"]))
+def test_a_chunk_of_fitting_values_is_read_as_the_json_module_reads_it(texts, final_newline, separator) -> None:
+    data = (separator.join(texts) + ("\n" if final_newline else "")).encode()
+    read = parse_json_lines(data, path="a.jsonl", first_line=3, columns=COLUMNS)
+    assert as_lists(read) == as_lists(_module_rows(data, "a.jsonl", 3, COLUMNS, keep_errors=False))
+    if separator == "\n":  # without blank lines, column by column
+        assert _plain_rows(data, 3, COLUMNS) is not None
 
 
 @settings(max_examples=300, deadline=None)
-@given(any_lines, st.sampled_from(["\n", "\n  ", "\n\n", "\r\n"]))
+@given(any_lines, st.sampled_from(["\n", "\n  ", "\n\n", "\n \t\n", "\r\n"]))
 def test_any_chunk_read_column_by_column_gives_the_rows_the_json_module_gives(texts, separator) -> None:
     data = (separator.join(texts) + "\n").encode()
     plain = _plain_rows(data, 3, COLUMNS)

@@ -77,8 +77,8 @@ def _plain_rows(data: bytes, first_line: int, columns: dict[str, Column]) -> Par
     kinds = {c.input_name: _PLAIN_TYPES.get(c.dtype.name) for c in columns.values()}
     if not data.strip() or None in kinds.values() or len(kinds) < len(columns):
         return None
-    if data.startswith(b"\n") or b"\n\n" in data or b"\r" in data:
-        return None  # blank lines would shift the line numbers; "\r" is left to the json module
+    if b"\r" in data:
+        return None  # left to the json module
     try:
         table = pa_json.read_json(
             io.BytesIO(data),
@@ -89,6 +89,8 @@ def _plain_rows(data: bytes, first_line: int, columns: dict[str, Column]) -> Par
         )
     except (pa.ArrowInvalid, UnicodeDecodeError):  # a value of another type, invalid JSON...
         return None
+    if table.num_rows != data.count(b"\n") + (not data.endswith(b"\n")):
+        return None  # blank lines, which pyarrow skips: the line numbers would shift
     if any(table.column(name).null_count for name in kinds):
         return None  # a missing key or a null: the json module's path tells them apart
     values = {name: table.column(c.input_name).combine_chunks() for name, c in columns.items()}
