@@ -93,10 +93,10 @@ def install_probes(probe: Probe) -> None:
 
     original_step = runner.Runner._run_step
 
-    def step(self, spark, location, segments, when):
+    def step(self, spark, location, segments, when, **kwargs):
         parts.clear()
         t0 = time.perf_counter()
-        original_step(self, spark, location, segments, when)
+        original_step(self, spark, location, segments, when, **kwargs)
         took = time.perf_counter() - t0
         probe.emit("step", step=self.step, seconds=took, files=sum(len(s) for s in segments.values()),
                    **{k: round(v, 4) for k, v in parts.items()})
