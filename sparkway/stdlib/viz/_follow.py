@@ -10,14 +10,17 @@ from sparkway.api.table import Table
 
 
 class Followed:
-    """The rows of ``table`` by id, and every change, as of its last finished time;
-    ``refresh(followed)`` is called after each time.  ``bounded``: the table was computed at once
-    (all its sources are static); else it changes during ``pw.run``."""
+    """The rows of ``table`` by id, and (``keep_changes``) every change, as of its last
+    finished time; ``refresh(followed)`` is called after each time.  ``bounded``: the table
+    was computed at once (all its sources are static); else it changes during ``pw.run``.
+    Changes are kept only when asked: a live widget of current rows would otherwise hold
+    every change of a long run."""
 
-    def __init__(self, table: Table, refresh: Callable[["Followed"], Any]) -> None:
+    def __init__(self, table: Table, refresh: Callable[["Followed"], Any], keep_changes: bool = False) -> None:
         self.rows: dict[int, dict[str, Any]] = {}
         self.changes: list[tuple[int, dict[str, Any], int, int]] = []  # (id, row, time, diff)
         self._refresh = refresh
+        self._keep_changes = keep_changes
         self._pending: list[tuple[int, dict[str, Any], int, int]] = []
         self.bounded = follow(table, self._on_change, self._on_time_end)
 
@@ -31,7 +34,8 @@ class Followed:
                 self.rows[key] = row
             else:
                 self.rows.pop(key, None)
-        self.changes += self._pending
+        if self._keep_changes:
+            self.changes += self._pending
         self._pending = []
         self._refresh(self)
 

@@ -58,7 +58,7 @@ def show(
             [{name: cell.get(name, _same)(row[name]) for name in names} for row in rows], columns=names
         )
 
-    followed = Followed(self, refresh)
+    followed = Followed(self, refresh, keep_changes=not snapshot)
     widget.sorters = list(sorters or []) + ([] if snapshot else [{"field": "time", "dir": "desc"}, {"field": "diff", "dir": "desc"}])
     if not snapshot:
         widget.style.apply(_colour_by_diff, axis=1)
