@@ -71,7 +71,7 @@ def test_restart_on_s3_reads_only_new_input_and_outputs_only_changes(tmp_path: P
     keys = _keys(s3_bucket, "wordcount")
     assert "plan.json" in keys
     assert any(k.startswith("commits/") for k in keys)
-    assert any(k.startswith("operators/") and "/changelog/" in k for k in keys)
+    assert any(k.startswith("operators/") and "/runs/" in k for k in keys)  # the arrangements
     assert any(k.startswith("sources/words/files/") for k in keys)
     assert "LEASE" not in keys  # a graceful end releases it
 

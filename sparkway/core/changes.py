@@ -11,6 +11,7 @@ from __future__ import annotations
 import pickle
 from collections import Counter
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as T
 
@@ -59,7 +60,7 @@ def spark_schema(columns: dict[str, DType], *, with_id: bool = True, with_diff: 
     return T.StructType(fields)
 
 
-def consolidate(rows: pa.Table, diffs: list[int]) -> pa.Table:
+def consolidate(rows: pa.Table, diffs: list[int] | pa.Array | pa.ChunkedArray) -> pa.Table:
     """``rows`` with a ``_diff`` column: the sum of ``diffs`` per distinct row, zeros dropped.
 
     Rows are compared by value (every column, the id included).  The first occurrence of
@@ -69,15 +70,41 @@ def consolidate(rows: pa.Table, diffs: list[int]) -> pa.Table:
     >>> consolidate(t, [1, -1, 1]).to_pylist()
     [{'_id': 2, 'x': 'b', '_diff': 1}]
     """
+    diffs = diffs if isinstance(diffs, (pa.Array, pa.ChunkedArray)) else pa.array(diffs, pa.int64())
     if rows.num_rows == 0:
         return rows.append_column(DIFF, pa.array([], pa.int64()))
+    if all(_hashable(field.type) for field in rows.schema):
+        totals, positions = _sums_by_hash(rows, diffs)
+    else:
+        totals, positions = _sums_by_value(rows, diffs.to_pylist())
+    kept = np.flatnonzero(totals != 0)
+    kept = kept[np.argsort(positions[kept], kind="stable")]
+    taken = rows.take(pa.array(positions[kept]))
+    return taken.append_column(DIFF, pa.array(totals[kept], pa.int64()))
+
+
+def _hashable(kind: pa.DataType) -> bool:
+    """Whether Arrow's hash group-by takes the type as a key (nested types it does not)."""
+    return not pa.types.is_nested(kind) and not pa.types.is_dictionary(kind) and not isinstance(kind, pa.ExtensionType)
+
+
+def _sums_by_hash(rows: pa.Table, diffs: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """Per distinct row: the sum of its diffs and its first position (NaN equals NaN,
+    -0.0 differs from 0.0: rows are equal when their values are the same bits)."""
+    keys = [f"_k{i}" for i in range(rows.num_columns)]  # the rows' own names may repeat ours
+    keyed = pa.Table.from_arrays(
+        [*rows.columns, diffs, pa.array(np.arange(rows.num_rows, dtype=np.int64))], names=[*keys, "_d", "_p"]
+    )
+    totals = keyed.group_by(keys, use_threads=False).aggregate([("_d", "sum"), ("_p", "min")])
+    return totals.column("_d_sum").to_numpy(), totals.column("_p_min").to_numpy()
+
+
+def _sums_by_value(rows: pa.Table, diffs: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """``_sums_by_hash`` for rows with nested values (lists, structs), compared in Python."""
     fingerprints = [pickle.dumps(row, protocol=5) for row in zip(*(c.to_pylist() for c in rows.columns))]
     totals: Counter[bytes] = Counter()
     first: dict[bytes, int] = {}
     for position, (fingerprint, diff) in enumerate(zip(fingerprints, diffs)):
         totals[fingerprint] += diff
         first.setdefault(fingerprint, position)
-    kept = [(first[f], total) for f, total in totals.items() if total != 0]
-    kept.sort()
-    taken = rows.take(pa.array([p for p, _ in kept], pa.int64()))
-    return taken.append_column(DIFF, pa.array([t for _, t in kept], pa.int64()))
+    return np.array(list(totals.values()), dtype=np.int64), np.array([first[f] for f in totals], dtype=np.int64)

@@ -31,7 +31,7 @@ from sparkway.engine.kernels.ids import DROPPED, MESSAGE
 from sparkway.engine.kernels.join import join_exactly_once, join_groups
 from sparkway.engine.kernels.merge import CHECKED, MISSING, POINTER, merge_groups
 from sparkway.engine.kernels.ordered import REJECTED, deduplicate_instances, sort_groups
-from sparkway.engine.kernels.reduce import fallible, reduce_groups, written_in_python
+from sparkway.engine.kernels.reduce import accumulable, contributions, fallible, from_sums, reduce_groups, written_in_python
 from sparkway.engine.kernels.session import sessionize
 from sparkway.engine.kernels.stored import replay_stored
 from sparkway.engine.kernels.streams import UPSERT, consistent_rows, snapshots, upserts
@@ -416,12 +416,14 @@ def _reduce(node: n.Reduce, frames: list[DataFrame], ctx: StepContext) -> DataFr
     payload: dict[str, Column] = {}
     aggregates = []
     failures = {}  # aggregate -> the payload column saying where an argument is an Error
+    arg_types = {}
     for j, (name, agg) in enumerate(node.aggregates):
         arg_names = []
         for m, arg in enumerate(agg.args):
             arg_name = f"_pw_arg_{j}_{m}"
             value = compile_expr(arg, scope).cast(infer(arg, inputs).spark_type())
             arg_names.append(arg_name)
+            arg_types[arg_name] = infer(arg, inputs).arrow_type()
             failed = scope.checks.flag(arg) if scope.checks is not None else None
             payload[arg_name] = value if failed is None else F.when(failed, F.lit(None)).otherwise(value)
             if failed is not None and not node.skip_errors:
@@ -442,6 +444,8 @@ def _reduce(node: n.Reduce, frames: list[DataFrame], ctx: StepContext) -> DataFr
     output = spark_schema(node.columns, with_id=True)
     fallible_names = [name for name, agg in node.aggregates if ctx.keep_errors and fallible(agg.kind)]
     if not failures and not fallible_names:
+        if accumulable(aggregates, arg_types):
+            return ctx.keyed(node, [keyed], (contributions, from_sums), params, output, mode="accumulated")
         return ctx.keyed(node, [keyed], reduce_groups, params, output)
     extra = [T.StructField(f"_pw_failed_{name}", T.BooleanType()) for name in failures]
     extra += [T.StructField(f"_pw_error_{name}", T.StringType()) for name in fallible_names]

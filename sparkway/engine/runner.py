@@ -426,10 +426,11 @@ def _safe(name: str) -> str:
 
 
 def _collect(frames: list[DataFrame | None]) -> list[pa.Table | None]:
-    """Every sink's changes, in one Spark job."""
-    tagged = []
+    """Every sink's changes, in one Spark job.  Sinks of one table read one frame: it is
+    collected once (in a union twice, Spark would compute it twice)."""
+    tagged, first = [], {}
     for k, frame in enumerate(frames):
-        if frame is not None:
+        if frame is not None and first.setdefault(id(frame), k) == k:
             data = [col(c).alias(f"_{k}_{c}") for c in frame.columns if c not in (ID, DIFF)]
             tagged.append(frame.select(F.lit(k).alias("_sink"), col(ID), col(DIFF), *data))
     if not tagged:
@@ -443,9 +444,10 @@ def _collect(frames: list[DataFrame | None]) -> list[pa.Table | None]:
         if frame is None:
             out.append(None)
             continue
-        rows = everything.filter(pc.equal(everything.column("_sink"), k))
+        tag = first[id(frame)]
+        rows = everything.filter(pc.equal(everything.column("_sink"), tag))
         names = [c for c in frame.columns if c not in (ID, DIFF)]
-        out.append(rows.select([ID, *[f"_{k}_{c}" for c in names], DIFF]).rename_columns([ID, *names, DIFF]))
+        out.append(rows.select([ID, *[f"_{tag}_{c}" for c in names], DIFF]).rename_columns([ID, *names, DIFF]))
     return out
 
 

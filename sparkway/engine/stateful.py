@@ -32,6 +32,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from sparkway.core.changes import DIFF, ID, consolidate
 from sparkway.engine.expressions import pointer_of
 from sparkway.engine.failures import failures_named
+from sparkway.state.arrangement import COUNT, GID, KEYS, ROW_ID, TIME, VALUE_HASH, ArrangementStore, consolidated
 from sparkway.state.store import StateLocation
 
 Kernel = Callable[[list[pa.Table], Any], pa.Table]
@@ -81,7 +82,9 @@ class KernelSpec:
     output_schema: pa.Schema  # the kernel's output columns, then _diff
     stored: tuple[bool, ...]  # per input: KeyedInput.stored
     #: what ``kernel`` is: "arranged" a ``Kernel`` (old and new rows of the groups),
-    #: "gate" a ``GateKernel``, "groups" a ``GroupsKernel`` (both see the changes themselves)
+    #: "gate" a ``GateKernel``, "groups" a ``GroupsKernel`` (both see the changes themselves),
+    #: "accumulated" a pair of functions: the sums each change adds to its group, and the
+    #: output rows of groups given by their sums (``_apply_accumulated``)
     mode: str = "arranged"
 
 
@@ -105,12 +108,16 @@ def keyed_step(
     for index, item in enumerate(inputs):
         gid = pointer_of(item.keys)
         columns = [c.alias(f"_{index}_{name}") for name, c in item.payload.items()]
+        # arrangements tell the entries of one id apart by a hash of their values
+        values = F.xxhash64(*item.payload.values()) if item.payload else F.lit(0).cast("long")
+        value_hash = [values.alias("_vh")] if mode == "arranged" else []
         frame = item.frame.select(
             F.lit(index).alias("_input"),
             gid.alias("_gid"),
             F.pmod(gid, F.lit(partitions)).alias("_part"),
             F.col(ID),
             F.col(DIFF),
+            *value_hash,
             *columns,
         )
         frames.append(frame)
@@ -148,7 +155,17 @@ def _apply_with_retry(
     spec: Any, part: int, rows: pa.Table, attempts: int = 50, apply: Callable | None = None,
 ) -> pa.Table:
     """Applies the step to one state partition (with ``apply``, default ``_apply``);
-    waits while another task holds it."""
+    waits while another task holds it (arrangements are immutable files: no one holds them)."""
+    if apply is None and spec.mode in ("arranged", "accumulated"):
+        arrangements = spec.location.arrangements(spec.operator, part)
+        arrangements.begin(spec.step)
+        if spec.mode == "arranged":
+            out, changes = _apply_arranged(spec, rows, arrangements)
+            arrangements.commit(changes)
+        else:
+            out, changes, summed = _apply_accumulated(spec, rows, arrangements)
+            arrangements.commit(changes, summed)
+        return out
     for attempt in range(attempts):
         store = spec.location.partition(spec.operator, part)
         try:
@@ -173,32 +190,168 @@ def _state_key(input_index: int, gid: int) -> bytes:
 
 
 def _apply(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table, dict[bytes, bytes | None]]:
-    if spec.mode == "gate":
-        return _apply_gate(spec, rows, store)
-    if spec.mode == "groups":
-        return _apply_groups(spec, rows, store)
-    gids = sorted(set(rows.column("_gid").to_pylist()))
-    group_of = {gid: k for k, gid in enumerate(gids)}
-    n_inputs = len(spec.payloads)
-    keys = [_state_key(i, gid) for i in range(n_inputs) for gid in gids if spec.stored[i]]
-    loaded = iter(store.get_many(keys))
-    tables, updates = [], {}
-    for i in range(n_inputs):
-        # an input that is not stored has no rows before the step, and only its changes after
-        own: list[Arrangement] = [_arrangement(next(loaded)) if spec.stored[i] else {} for _ in gids]
-        old = _rows_of(own, gids, version=0)
-        columns = [f"_{i}_{name}" for name, _ in spec.payloads[i]]
-        changes = rows.filter(pc.equal(rows.column("_input"), i))
-        changed = _apply_changes(own, group_of, changes, columns, spec.time)
-        new = _rows_of(own, gids, version=1)
-        tables.append(_to_table(old, new, spec.payloads[i]))
-        for k in changed if spec.stored[i] else ():
-            updates[_state_key(i, gids[k])] = pickle.dumps(own[k], protocol=5) if own[k] else None
+    return (_apply_gate if spec.mode == "gate" else _apply_groups)(spec, rows, store)
+
+
+def _apply_arranged(spec: KernelSpec, rows: pa.Table, store: ArrangementStore) -> tuple[pa.Table, dict[int, pa.Table]]:
+    """The arrangements of the touched groups before and after the changes, through the
+    kernel; the output is the difference of its two results."""
+    gids = np.unique(rows.column("_gid").to_numpy())
+    tables, changes = [], {}
+    for i, payload in enumerate(spec.payloads):
+        mine = rows.filter(pc.equal(rows.column("_input"), i))
+        step_rows = _arranged_rows(mine, [f"_{i}_{name}" for name, _ in payload], spec.time)
+        held = store.lookup(i, gids) if spec.stored[i] else None
+        old = consolidated(held.cast(step_rows.schema)) if held is not None else step_rows.slice(0, 0)
+        old_rows, new_rows, changes[i] = _versions(old, step_rows)
+        tables.append(_kernel_rows(old_rows, new_rows, gids, [name for name, _ in payload]))
+        if not spec.stored[i]:
+            del changes[i]
     with failures_named(spec.where):
         out = spec.kernel(tables, spec.params)
-    is_new = pc.equal(pc.bit_wise_and(out.column("_g"), 1), 1).to_pylist()
-    body = out.drop_columns(["_g"])
-    return consolidate(body, [1 if new else -1 for new in is_new]), updates
+    is_new = pc.equal(pc.bit_wise_and(out.column("_g"), 1), 1)
+    return consolidate(out.drop_columns(["_g"]), pc.if_else(is_new, 1, -1).cast(pa.int64())), changes
+
+
+def _apply_accumulated(
+    spec: KernelSpec, rows: pa.Table, store: ArrangementStore,
+) -> tuple[pa.Table, dict[int, pa.Table], tuple[str, ...]]:
+    """A reduce whose aggregates are sums (``kernels.reduce.ACCUMULABLE``): per group, one
+    arrangement row holding its count, its keys and its sums; a step adds the changes'
+    contributions, so it costs O(changed rows) whatever the size of the groups.  Returns
+    the output, the arrangement's changes and the names of its summed columns."""
+    contribute, results = spec.kernel
+    key_names = spec.params[0]
+    names = [name for name, _ in spec.payloads[0]]
+    changes = rows.select(["_gid", ID, *[f"_0_{name}" for name in names], DIFF]).rename_columns(["_gid", ID, *names, DIFF])
+    sums = contribute(changes, spec.params)
+    zeros = pa.array(np.zeros(changes.num_rows, dtype=np.int64))
+    delta = consolidated(pa.table({
+        GID: changes.column("_gid"), ROW_ID: zeros, VALUE_HASH: zeros, COUNT: changes.column(DIFF),
+        TIME: pa.array(np.full(changes.num_rows, spec.time, dtype=np.int64)),
+        **{f"_v{j}": changes.column(name) for j, name in enumerate(key_names)}, **sums,
+    }), tuple(sums))
+    held = store.lookup(0, np.unique(changes.column("_gid").to_numpy()))
+    old = consolidated(held.cast(delta.schema), tuple(sums)) if held is not None else delta.slice(0, 0)
+    new = consolidated(pa.concat_tables([old, delta]), tuple(sums))
+    outputs = []
+    for groups in (old, new):
+        groups = groups.filter(pc.greater(groups.column(COUNT), 0))
+        named = groups.rename_columns([
+            {GID: "_gid", **{f"_v{j}": k for j, k in enumerate(key_names)}}.get(c, c) for c in groups.column_names
+        ])
+        with failures_named(spec.where):
+            outputs.append(results(named, spec.params))
+    diffs = np.repeat(np.array([-1, 1], dtype=np.int64), [outputs[0].num_rows, outputs[1].num_rows])
+    return consolidate(pa.concat_tables(outputs), pa.array(diffs)), {0: delta}, tuple(sums)
+
+
+def _arranged_rows(changes: pa.Table, payload: list[str], time: int) -> pa.Table:
+    """An input's changes as arrangement rows (payload columns by position: ``_v<j>``)."""
+    return pa.table({
+        GID: changes.column("_gid"), ROW_ID: changes.column(ID), VALUE_HASH: changes.column("_vh"),
+        COUNT: changes.column(DIFF), TIME: pa.array(np.full(changes.num_rows, time, dtype=np.int64)),
+        **{f"_v{j}": changes.column(name) for j, name in enumerate(payload)},
+    })
+
+
+def _versions(old: pa.Table, step_rows: pa.Table) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """(rows to compute with before the step, after it, the arrangement's changes).
+
+    Most groups only gain rows and lose rows they hold: their new rows are the old ones
+    and the changes consolidated, all vectorized.  A group is *irregular* when a
+    retraction finds no row of its values (a value computed again differently) or it
+    holds rows of negative multiplicity (a stream whose ids do not pair up): those few
+    go through the per-entry rules of ``_irregular``."""
+    net = consolidated(step_rows)
+    if old.num_rows == 0 and (net.num_rows == 0 or pc.min(net.column(COUNT)).as_py() > 0):  # nothing to match
+        return old, net, net
+    odd = _irregular_gids(old, net)
+    if len(odd):
+        regular_old = old.filter(pc.invert(pc.is_in(old.column(GID), pa.array(odd))))
+        regular_net = net.filter(pc.invert(pc.is_in(net.column(GID), pa.array(odd))))
+        new = consolidated(pa.concat_tables([regular_old, regular_net]))
+        odd_old, odd_new, odd_changes = _irregular(
+            old.filter(pc.is_in(old.column(GID), pa.array(odd))),
+            step_rows.filter(pc.is_in(step_rows.column(GID), pa.array(odd))),
+        )
+        return (
+            pa.concat_tables([regular_old, odd_old]),
+            pa.concat_tables([new, odd_new]),
+            pa.concat_tables([regular_net, odd_changes]),
+        )
+    return old, consolidated(pa.concat_tables([old, net])), net
+
+
+def _irregular_gids(old: pa.Table, net: pa.Table) -> np.ndarray:
+    """The groups holding a negative multiplicity, or that a change would make negative."""
+    negative = old.filter(pc.less(old.column(COUNT), 0)).column(GID).to_numpy()
+    retracted = net.filter(pc.less(net.column(COUNT), 0))
+    if retracted.num_rows:
+        held = old.select([*KEYS, COUNT]).rename_columns([*KEYS, "_held"])
+        joined = retracted.select([*KEYS, COUNT]).join(held, KEYS, join_type="left outer", use_threads=False)
+        after = pc.add(joined.column(COUNT), pc.fill_null(joined.column("_held"), 0))
+        negative = np.concatenate([negative, joined.filter(pc.less(after, 0)).column(GID).to_numpy()])
+    return np.unique(negative)
+
+
+def _kernel_rows(old: pa.Table, new: pa.Table, gids: np.ndarray, names: list[str]) -> pa.Table:
+    """What a kernel computes on: ``_g`` (2 * the group's number + 0 before, 1 after the
+    step), ``_id``, ``_gid``, ``_time`` and the payload by name; a row of multiplicity m
+    appears m times."""
+    parts = []
+    for version, rows in ((0, old), (1, new)):
+        counts = rows.column(COUNT).to_numpy()
+        if len(counts) and counts.max() > 1:
+            rows = rows.take(pa.array(np.repeat(np.arange(len(counts)), counts)))
+        group = np.searchsorted(gids, rows.column(GID).to_numpy())
+        parts.append(pa.table({
+            "_g": pa.array(2 * group + version, pa.int64()), ID: rows.column(ROW_ID), "_gid": rows.column(GID),
+            "_time": rows.column(TIME), **{name: rows.column(f"_v{j}") for j, name in enumerate(names)},
+        }))
+    return pa.concat_tables(parts)
+
+
+def _irregular(old: pa.Table, step_rows: pa.Table) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """``_versions`` for irregular groups: every change applied in turn to the entries of
+    its id (``_add_change``), in Python; these groups are rare."""
+    hashes: dict[str, int] = {}
+    own: dict[int, Arrangement] = collections.defaultdict(dict)
+    ordered = old.sort_by([(TIME, "ascending")])  # an id's entries in the order they came
+    for gid, row_id, value_hash, count, time, *values in zip(*(c.to_pylist() for c in ordered.columns)):
+        hashes[repr(values)] = value_hash
+        _entries_of(own[gid], row_id).append([tuple(values), count, time])
+    before = {gid: {row_id: [list(e) for e in _entries(held)] for row_id, held in arrangement.items()}
+              for gid, arrangement in own.items()}
+    for gid, row_id, value_hash, diff, time, *values in zip(*(c.to_pylist() for c in step_rows.columns)):
+        hashes.setdefault(repr(values), value_hash)
+        entries = _entries_of(own[gid], row_id)
+        _add_change(entries, tuple(values), diff, time)
+        if not entries:
+            del own[gid][row_id]
+    schema = old.schema
+
+    def table(arrangements: dict[int, Arrangement], sign: int, computing: bool) -> pa.Table:
+        out = []
+        for gid, arrangement in arrangements.items():
+            if computing:  # what the kernel sees: negative multiplicities cancel rows of their values
+                held = _cancel_negative(arrangement)
+            else:
+                held = [(row_id, *entry) for row_id, entries in arrangement.items() for entry in _entries(entries)]
+            out += [(gid, row_id, hashes[repr(list(values))], sign * count, time, *values)
+                    for row_id, values, count, time in held]
+        columns = list(zip(*out)) if out else [[] for _ in schema]
+        return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
+
+    changes = pa.concat_tables([table(before, -1, False), table(own, 1, False)])
+    return table(before, 1, True), table(own, 1, True), consolidated(changes)
+
+
+def _entries_of(arrangement: Arrangement, row_id: int) -> list[list]:
+    """The entries of ``row_id``, held in ``arrangement`` as a list."""
+    entries = _entries(arrangement.get(row_id))
+    arrangement[row_id] = entries
+    return entries
 
 
 def _apply_gate(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table, dict[bytes, bytes | None]]:
@@ -244,30 +397,6 @@ def _apply_groups(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Tabl
     return consolidate(out.drop_columns([DIFF]), out.column(DIFF).to_pylist()), updates
 
 
-def _arrangement(stored: bytes | None) -> Arrangement:
-    return pickle.loads(stored) if stored is not None else {}
-
-
-def _apply_changes(
-    own: list[Arrangement], group_of: dict[int, int], changes: pa.Table, payload: list[str], time: int
-) -> set[int]:
-    """Adds the changes to the arrangements; returns the groups that changed."""
-    columns = [changes.column(n).to_pylist() for n in payload]
-    changed = set()
-    for gid, row_id, diff, *values in zip(
-        changes.column("_gid").to_pylist(), changes.column(ID).to_pylist(), changes.column(DIFF).to_pylist(), *columns
-    ):
-        k = group_of[gid]
-        changed.add(k)
-        entries = _entries(own[k].get(row_id))
-        _add_change(entries, tuple(values), diff, time)
-        if not entries:
-            del own[k][row_id]
-        else:
-            own[k][row_id] = entries[0] if len(entries) == 1 else entries
-    return changed
-
-
 def _entries(held: list | None) -> list[list]:
     """The entries held under one id (see ``Arrangement``)."""
     if held is None:
@@ -292,16 +421,6 @@ def _add_change(entries: list[list], values: tuple, diff: int, time: int) -> Non
         entries.remove(entry)
 
 
-def _rows_of(own: list[Arrangement], gids: list[int], version: int) -> list[tuple]:
-    """(group number, id, gid, time, values) per row; a row of multiplicity m appears m times."""
-    out = []
-    for k, arrangement in enumerate(own):
-        g = 2 * k + version
-        for row_id, values, count, time in _cancel_negative(arrangement):
-            out.extend([(g, row_id, gids[k], time, values)] * count)
-    return out
-
-
 def _cancel_negative(arrangement: Arrangement) -> list[tuple[int, tuple, int, int]]:
     """(id, values, multiplicity, time) to compute with: a retraction of an id that was
     never inserted (a stream whose ids do not pair up) cancels a row of the same values
@@ -320,19 +439,6 @@ def _cancel_negative(arrangement: Arrangement) -> list[tuple[int, tuple, int, in
         if count - cancelled > 0:
             out.append((row_id, values, count - cancelled, time))
     return out
-
-
-def _to_table(old: list[tuple], new: list[tuple], payload: tuple[tuple[str, pa.DataType], ...]) -> pa.Table:
-    rows = old + new
-    columns: dict[str, pa.Array] = {
-        "_g": pa.array([r[0] for r in rows], pa.int64()),
-        ID: pa.array([r[1] for r in rows], pa.int64()),
-        "_gid": pa.array([r[2] for r in rows], pa.int64()),
-        "_time": pa.array([r[3] for r in rows], pa.int64()),
-    }
-    for j, (name, kind) in enumerate(payload):
-        columns[name] = pa.array([r[4][j] for r in rows], kind)
-    return pa.table(columns)
 
 
 # -- whole collections (pw.iterate) ----------------------------------------------------------

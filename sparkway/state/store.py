@@ -33,6 +33,7 @@ import pyarrow as pa
 from rocksdict import Options, Rdict, WriteBatch
 
 from sparkway.persistence.storage import BlobStorage
+from sparkway.state.arrangement import ArrangementStore
 
 _META_VERSION = b"\x00meta:version"
 _META_BASE = b"\x00meta:base"
@@ -56,6 +57,11 @@ class StateLocation:
             self.checkpoint.child(f"{operator}/{part:05d}"),
             os.path.join(self.local_root, operator, f"{part:05d}"),
             self.snapshot_interval_ms,
+        )
+
+    def arrangements(self, operator: str, part: int) -> ArrangementStore:
+        return ArrangementStore(
+            self.checkpoint.child(f"{operator}/{part:05d}"), os.path.join(self.local_root, operator, f"{part:05d}", "runs"),
         )
 
 

@@ -319,3 +319,47 @@ _FALLIBLE: dict[str, Callable[[pa.Table, list[str], tuple], tuple[pa.Array, pa.A
     "stateful": _custom(_stateful, keep_errors=True),
     "accumulator": _custom(_accumulated, keep_errors=True),
 }
+
+
+# -- accumulated reducers ---------------------------------------------------------------------
+
+#: reducers whose value follows from sums kept per group (of diffs, of diff * value):
+#: a step then costs O(changed rows), however many rows a group holds
+ACCUMULABLE = {"count", "sum"}
+
+
+def accumulable(aggregates: list[tuple[str, str, list[str], tuple]], arg_types: dict[str, pa.DataType]) -> bool:
+    """Whether every aggregate of a reduce can be kept as sums: ``count``, and ``sum`` of
+    integers (a float sum kept this way would not be exact under retractions)."""
+    return all(
+        kind in ACCUMULABLE and (kind == "count" or pa.types.is_integer(arg_types[args[0]]))
+        for _, kind, args, _ in aggregates
+    )
+
+
+def contributions(changes: pa.Table, params: Any) -> dict[str, pa.Array]:
+    """What each change adds to its group's sums: per ``sum`` aggregate, ``diff * value``
+    (``_s<j>``) and ``diff`` where the value is not null (``_n<j>``).  ``count`` is the
+    sum of diffs, which arrangements keep anyway."""
+    _, aggregates, _ = params
+    diff = changes.column("_diff")
+    out = {}
+    for j, (_, kind, args, _) in enumerate(aggregates):
+        if kind == "sum":
+            values = changes.column(args[0])
+            out[f"_s{j}"] = pc.multiply(pc.fill_null(values.cast(pa.int64()), 0), diff)
+            out[f"_n{j}"] = pc.multiply(values.is_valid().cast(pa.int64()), diff)
+    return out
+
+
+def from_sums(groups: pa.Table, params: Any) -> pa.Table:
+    """The reduce's rows (``_id``, keys, aggregates) of groups given by their sums:
+    ``_gid``, ``_count`` (rows held), the keys by name and ``contributions``' sums."""
+    key_names, aggregates, _ = params
+    columns: dict[str, Any] = {ID: groups.column("_gid"), **{k: groups.column(k) for k in key_names}}
+    for j, (name, kind, _, _) in enumerate(aggregates):
+        if kind == "count":
+            columns[name] = groups.column("_count")
+        else:  # a sum of nulls only is null
+            columns[name] = pc.if_else(pc.greater(groups.column(f"_n{j}"), 0), groups.column(f"_s{j}"), None)
+    return pa.table(columns)

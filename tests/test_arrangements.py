@@ -1,0 +1,179 @@
+"""Arrangements (``state/arrangement.py``): sorted runs that give back exactly the rows
+put in, find groups without a scan, merge as they grow, and survive retries and crashes."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from sparkway.persistence.storage import BlobStorage
+from sparkway.state.arrangement import ArrangementStore, consolidated, positions_of
+from sparkway.state.store import StateLocation
+
+
+def _store(tmp_path: Path) -> ArrangementStore:
+    return StateLocation(BlobStorage(str(tmp_path / "checkpoint")), str(tmp_path / "local"), 0).arrangements("op", 0)
+
+
+def _rows(changes: list[tuple[int, int, int, int, str]]) -> pa.Table:
+    """(gid, id, count, time, value) as arrangement rows; the value hash is the value's."""
+    gid, row_id, count, time, value = (list(c) for c in zip(*changes))
+    return pa.table({
+        "_gid": pa.array(gid, pa.int64()), "_id": pa.array(row_id, pa.int64()),
+        "_vh": pa.array([hash(v) % 1000 for v in value], pa.int64()), "_count": pa.array(count, pa.int64()),
+        "_time": pa.array(time, pa.int64()), "_v0": pa.array(value, pa.string()),
+    })
+
+
+def _step(tmp_path: Path, step: int, changes: list[tuple]) -> None:
+    store = _store(tmp_path)
+    store.begin(step)
+    store.commit({0: consolidated(_rows(changes))})
+
+
+def _held(tmp_path: Path, step: int, gids: list[int]) -> Counter:
+    """(gid, id, value) -> multiplicity of what the store holds for ``gids`` before ``step``."""
+    store = _store(tmp_path)
+    store.begin(step)
+    found = store.lookup(0, np.array(sorted(gids), dtype=np.int64))
+    if found is None:
+        return Counter()
+    table = consolidated(found)
+    return Counter({(g, i, v): c for g, i, v, c in zip(
+        table.column("_gid").to_pylist(), table.column("_id").to_pylist(), table.column("_v0").to_pylist(),
+        table.column("_count").to_pylist())})
+
+
+def test_positions_of_finds_every_row_of_the_groups_asked_for() -> None:
+    sorted_gids = np.array([1, 1, 4, 6, 6, 6, 9])
+    assert positions_of(sorted_gids, np.array([1, 6])).tolist() == [0, 1, 3, 4, 5]
+    assert positions_of(sorted_gids, np.array([0, 5, 10])).tolist() == []
+
+
+def test_consolidated_sums_counts_and_keeps_the_time_of_the_latest_insertion() -> None:
+    rows = _rows([(1, 10, 1, 5, "a"), (1, 10, 1, 7, "a"), (1, 10, -1, 9, "a"), (2, 20, 1, 3, "b"), (2, 20, -1, 4, "b")])
+    out = consolidated(rows)
+    assert out.select(["_gid", "_id", "_count", "_time", "_v0"]).to_pylist() == [
+        {"_gid": 1, "_id": 10, "_count": 1, "_time": 7, "_v0": "a"},  # a retraction does not move the time
+    ]
+
+
+def test_lookups_give_back_what_the_steps_put_in_across_merges(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    expected: Counter = Counter()
+    live: list[tuple[int, int, str]] = []
+    for step in range(1, 40):
+        changes = []
+        for _ in range(rng.randint(1, 30)):
+            if live and rng.random() < 0.3:
+                gid, row_id, value = live.pop(rng.randrange(len(live)))
+                changes.append((gid, row_id, -1, step, value))
+                expected[(gid, row_id, value)] -= 1
+            else:
+                key = (rng.randrange(50), rng.randrange(10**6), rng.choice("abc"))
+                live.append(key)
+                changes.append((key[0], key[1], 1, step, key[2]))
+                expected[key] += 1
+        _step(tmp_path, step, changes)
+    expected = +expected
+    asked = [3, 17, 42, 49]
+    assert _held(tmp_path, 40, asked) == Counter({k: c for k, c in expected.items() if k[0] in asked})
+    assert _held(tmp_path, 40, list(range(50))) == expected
+    manifest = json.loads(next((tmp_path / "checkpoint" / "op" / "00000" / "manifest").glob("*.json")).read_text())
+    sizes = [rows for _, rows in manifest["runs"]["0"]]
+    assert len(sizes) <= 1 + int(np.log2(sum(sizes))), sizes  # merged as they grow: few runs
+    assert all(2 * newer < older for older, newer in zip(sizes, sizes[1:]))
+
+
+def test_only_the_runs_of_the_state_and_its_base_are_kept(tmp_path: Path) -> None:
+    for step in range(1, 20):
+        _step(tmp_path, step, [(step % 5, step, 1, step, "x")])
+    root = tmp_path / "checkpoint" / "op" / "00000"
+    manifests = sorted(p.name for p in (root / "manifest").iterdir())
+    assert manifests == ["0000000000000018.json", "0000000000000019.json"]
+    named = {name for m in manifests for name, _ in json.loads((root / "manifest" / m).read_text())["runs"]["0"]}
+    assert {p.name for p in (root / "runs").iterdir()} == named
+
+
+def test_a_retried_step_starts_from_the_state_before_its_first_attempt(tmp_path: Path) -> None:
+    _step(tmp_path, 1, [(1, 1, 1, 1, "a")])
+    _step(tmp_path, 2, [(1, 2, 1, 2, "b")])
+    _step(tmp_path, 2, [(1, 3, 1, 2, "c")])  # the retry, with other changes
+    assert _held(tmp_path, 3, [1]) == Counter({(1, 1, "a"): 1, (1, 3, "c"): 1})
+    latest = json.loads((tmp_path / "checkpoint" / "op" / "00000" / "LATEST").read_text())
+    assert latest == {"version": 2, "base": 1}
+
+
+def test_a_crash_before_latest_leaves_the_previous_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _step(tmp_path, 1, [(1, 1, 1, 1, "a")])
+    written = []
+    original = BlobStorage.write_bytes
+
+    def crash_on_latest(self: BlobStorage, relative: str, data: bytes) -> None:
+        if relative == "LATEST":
+            raise KeyboardInterrupt("killed")
+        written.append(relative)
+        original(self, relative, data)
+
+    monkeypatch.setattr(BlobStorage, "write_bytes", crash_on_latest)
+    with pytest.raises(KeyboardInterrupt):
+        _step(tmp_path, 2, [(1, 1, -1, 2, "a"), (2, 5, 1, 2, "z")])
+    monkeypatch.undo()
+    assert any(name.startswith("runs/") for name in written) and "manifest/0000000000000002.json" in written
+    assert _held(tmp_path, 2, [1, 2]) == Counter({(1, 1, "a"): 1})  # the step's runs are not part of it
+
+
+def _multiset(table: pa.Table) -> Counter:
+    """(gid, id, value, time) -> multiplicity."""
+    return Counter({
+        tuple(key): count for *key, count in zip(
+            table.column("_gid").to_pylist(), table.column("_id").to_pylist(), table.column("_v0").to_pylist(),
+            table.column("_time").to_pylist(), table.column("_count").to_pylist())
+        if count
+    }) if table.num_rows else Counter()
+
+
+def test_vectorized_changes_follow_the_per_entry_rules() -> None:
+    """``_versions`` (vectorized, falling back to ``_irregular`` for odd groups) against
+    ``_irregular`` on every group: the per-entry rules (a retraction counts for the row of
+    its values, else for the id's earliest row; what it cannot cancel stays negative)."""
+    from sparkway.engine.stateful import _irregular, _versions
+
+    rng = random.Random(3)
+    state = consolidated(_rows([(0, 0, 1, 0, "a")]))
+    for step in range(1, 60):
+        changes = []
+        for _ in range(rng.randint(1, 12)):
+            kind = rng.random()
+            held = state.to_pylist()
+            if held and kind < 0.5:  # retract something held, sometimes with other values
+                row = rng.choice(held)
+                value = row["_v0"] if rng.random() < 0.8 else rng.choice("abc")
+                changes.append((row["_gid"], row["_id"], -1, step, value))
+            elif kind < 0.55:  # retract an id never inserted
+                changes.append((rng.randrange(8), 10**6 + rng.randrange(100), -1, step, rng.choice("abc")))
+            else:
+                changes.append((rng.randrange(8), rng.randrange(40), 1, step, rng.choice("abc")))
+        step_rows = _rows(changes)
+        fast_old, fast_new, fast_changes = _versions(state, step_rows)
+        ref_old, ref_new, ref_changes = _irregular(state, step_rows)
+        assert _multiset(fast_old) == _multiset(ref_old), step
+        assert _multiset(fast_new) == _multiset(ref_new), step
+        fast_state = consolidated(pa.concat_tables([state, fast_changes]))
+        assert _multiset(fast_state) == _multiset(consolidated(pa.concat_tables([state, ref_changes]))), step
+        state = fast_state
+
+
+def test_a_state_without_the_manifest_of_its_version_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    from sparkway.errors import PersistenceError
+
+    _step(tmp_path, 1, [(1, 1, 1, 1, "a")])
+    (tmp_path / "checkpoint" / "op" / "00000" / "manifest" / "0000000000000001.json").unlink()
+    with pytest.raises(PersistenceError, match="delete the persistence folder"):
+        _store(tmp_path).begin(2)
