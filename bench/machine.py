@@ -155,9 +155,11 @@ def others_busy(seconds: float = 2.0) -> float:
     return _others_cpu({os.getpid()}, before, after) / seconds
 
 
-def wait_quiet(limit_s: float, threshold: float = 0.3, log=print) -> float:
+def wait_quiet(limit_s: float, threshold: float = 0.3, log=print) -> float | None:
     """Waits until other processes use under ``threshold`` cores, at most ``limit_s``;
-    returns the last measured use."""
+    returns the last measured use (None when ``limit_s`` is 0: no wait, no measurement)."""
+    if limit_s <= 0:
+        return None
     started = time.monotonic()
     busy = others_busy()
     first = busy

@@ -170,7 +170,7 @@ def timed(argv: list[str], *, cwd: str, env: dict, timeout: float, log: str, qui
             status = f"timeout after {timeout:.0f} s (killed)"
         seconds = time.perf_counter() - started
         load = monitor.stop()
-    run = {"status": status, "seconds": round(seconds, 2), "others_cores_before": round(busy_before, 2), **load}
+    run = {"status": status, "seconds": round(seconds, 2), "others_cores_before": None if busy_before is None else round(busy_before, 2), **load}
     if error:
         run["error"] = error
     return run
@@ -575,6 +575,9 @@ def huge(cfg: dict, args) -> list[dict]:
                       **persisted(p.storage)}
             results.append(result)
             say(f"   [{pipeline}] first run over {rows:,} rows: {describe(run)}")
+            log, kept = os.path.join(p.case, "first.log"), os.path.join(RESULTS, f"huge-{rows}-{pipeline}.log")
+            shutil.copy(log, kept)  # the case folder goes, its log stays
+            run["status"] = run["status"].replace(os.path.relpath(log, ROOT), os.path.relpath(kept, ROOT))
             shutil.rmtree(p.case, ignore_errors=True)  # the next pipeline gets the disk back
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -730,6 +733,7 @@ def report_steps(results: dict) -> list[str]:
     lines += table(["state rows", "users", *STEP_HEADER],
                    [step_row(r, "step", [f"{r['state_rows']:,}", f"{r['users']:,}"]) for r in results["step_cost"]],
                    "rrrrrrrr")
+    lines += [f"\n{r['state_rows']:,} rows: {r['status']}: `{r['error']}`" for r in results["step_cost"] if r.get("error")]
     ok = [r["by_kind"]["step"] for r in results["step_cost"] if "step" in r.get("by_kind", {})]
     if len(ok) == 2:
         results["step_ratio"] = ratio(ok[1]["median_s"], ok[0]["median_s"])
@@ -796,7 +800,7 @@ def report_hot_key(hot: dict) -> list[str]:
                    [step_row(hot, kind, [kind]) for kind in ("hot", "cold")], "lrrrrrr")
     lines += ["", f"Hot / cold (medians): **{fmt(hot.get('hot_over_cold'), 2)}**"]
     if hot.get("error"):
-        lines.append(f"Failure: `{hot['error']}`")
+        lines.append(f"\n{hot['status']}: `{hot['error']}`")
     return [*lines, ""]
 
 
@@ -807,8 +811,9 @@ def report_huge(huge_results: list[dict]) -> list[str]:
                      gb(r["first_run"].get("peak_rss_bytes")), gb(r.get("state_bytes")), load(r["first_run"])]
                     for r in huge_results], "lrrrrrr")
     for r in huge_results:
-        if r["first_run"]["status"] != "ok":
-            lines.append(f"\n{r['pipeline']}: {r['first_run']['status']}; `{r['first_run'].get('error')}`")
+        run = r["first_run"]
+        if run["status"] != "ok":
+            lines.append(f"\n{r['pipeline']}: {run['status']}: `{run.get('error')}`")
     return [*lines, ""]
 
 
@@ -848,7 +853,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--step-timeout", type=float, default=300)
     parser.add_argument("--huge-timeout", type=float, default=4 * 3600)
     parser.add_argument("--quiet-wait", type=float, default=None,
-                        help="before each measurement, wait up to this long for other processes to leave the CPU idle")
+                        help="before each measurement, wait up to this long for other processes to leave the CPU idle "
+                        "(0: do not wait; default 30 s, 3 s with --quick)")
     parser.add_argument("--driver-memory", help="Spark driver memory of the sparkway processes (SPARKWAY_DRIVER_MEMORY, "
                         "e.g. 8g); default: sparkway's own (4g)")
     parser.add_argument("--work", default=DATA, help="folder for generated data, state and outputs (default bench/data)")
