@@ -1,7 +1,7 @@
 """sparkway benchmarks: one command, every measurement side by side, a markdown table on
 stdout and in ``bench/results/<UTC>.md``, and the raw figures in ``bench/results/<UTC>.json``.
 
-    .venv/bin/python bench/run.py            # full sizes (about 1.5 hours on 2 cores)
+    .venv/bin/python bench/run.py            # full sizes (about an hour on 2 cores today)
     .venv/bin/python bench/run.py --quick    # small sizes, a smoke run (about 8 minutes)
     .venv/bin/python bench/run.py --only throughput --sizes 1000000 --pipelines count
 
@@ -741,6 +741,10 @@ def report_steps(results: dict) -> list[str]:
     return [*lines, ""]
 
 
+RUN_NAMES = {"first_run": "first run", "noop_rerun": "no-input rerun", "rerun": "rerun", "plain": "plain PySpark",
+             "cold_rerun": "cold-cache rerun"}
+
+
 def report_throughput(results: dict) -> list[str]:
     lines = ["## 2. Throughput: first run, rerun with 0.1% new rows, plain PySpark", "",
              "Wall time of a fresh process each, one at a time; peak RSS of the process tree (driver, JVM, Python "
@@ -772,7 +776,7 @@ def report_throughput(results: dict) -> list[str]:
                 continue
             steps = sum(s["seconds"] for s in run.get("steps", []))
             known = run.get("python_imports_s", 0) + run.get("spark_start_s", 0) + run.get("restore_s", 0) + steps
-            rows.append([r["pipeline"], f"{r['rows']:,}", key, fmt(run["seconds"]), fmt(run.get("python_imports_s")),
+            rows.append([r["pipeline"], f"{r['rows']:,}", RUN_NAMES[key], fmt(run["seconds"]), fmt(run.get("python_imports_s")),
                          fmt(run.get("spark_start_s")), fmt(run.get("restore_s"), 2), fmt(steps),
                          fmt(run["seconds"] - known), fmt(run["others_cores"], 1)])
         plain = r.get("plain")
@@ -787,7 +791,8 @@ def report_throughput(results: dict) -> list[str]:
               if r.get(key) and r[key].get("error")]
     if failed:
         lines += ["", "Failures:"]
-        lines += [f"- {r['pipeline']}, {r['rows']:,} rows, {key}: {r[key]['status']}: `{r[key]['error']}`" for r, key in failed]
+        lines += [f"- {r['pipeline']}, {r['rows']:,} rows, {RUN_NAMES[key]}: {r[key]['status']}: `{r[key]['error']}`"
+                  for r, key in failed]
     return [*lines, ""]
 
 
