@@ -2,15 +2,19 @@
 
 A history of ``rows`` log lines of ``users`` users over ``days`` days, one CSV file per
 day (``day_00.csv`` ...), with the columns of seeds 002/003: ``user_id,access_time``.
-Visits come in bursts, so that sessions look like real ones: the history is made of
-``rows / 5`` sessions; each session belongs to a random user and starts at a random
-time, and each row falls in a random session, up to 15 minutes after its start (so a
-burst is sometimes split into two sessions by a gap over 300 s). With 50 rows per user
-that gives about 10 bursts per user over 30 days.
+Visits come in bursts, so that sessions look like real ones: each day's ``rows / days``
+lines are made of ``rows / days / 5`` bursts; each burst belongs to a random user and
+starts at a random time of the day, and each row falls in a random burst of its day, up
+to 15 minutes after its start (so a burst is sometimes split into two sessions by a gap
+over 300 s). With 50 rows per user that gives about 10 bursts per user over 30 days.
+One day is generated at a time, so that 100M rows need no more memory than 3.3M.
 
 ``new_rows`` writes a file of new log lines for *existing* users (distinct users while
 there are enough of them), at random times in the last day of the history and the hour
 after it: some extend or merge existing sessions, some start new ones.
+
+``hot_key`` writes a file of log lines of one user of its own (``HOT_USER``), spread
+over the history's days (the groupby-count benchmark's hot key).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ T0 = 1_701_043_200  # 2023-11-27 00:00:00 UTC, the week of the tutorial's logs
 DAY = 86_400
 ROWS_PER_SESSION = 5
 BURST_SECONDS = 900
+HOT_USER = "user_hot"
 
 
 def user_names(count: int) -> pa.Array:
@@ -49,27 +54,22 @@ def history(folder: str, rows: int, users: int, days: int = 30, seed: int = 0) -
     """Writes ``folder/day_XX.csv``; returns a summary (rows per file, users seen)."""
     os.makedirs(folder, exist_ok=True)
     rng = np.random.default_rng(seed)
-    sessions = max(1, rows // ROWS_PER_SESSION)
-    session_user = rng.integers(0, users, size=sessions)
-    session_start = T0 + rng.integers(0, days * DAY - BURST_SECONDS, size=sessions)
-    which = rng.integers(0, sessions, size=rows)
-    times = session_start[which] + rng.integers(0, BURST_SECONDS, size=rows)
-    row_users = session_user[which]
     names = user_names(users)
-    order = np.argsort(times)
-    times, row_users = times[order], row_users[order]
-    bounds = np.searchsorted(times, T0 + DAY * np.arange(days + 1))
-    bounds[-1] = rows
-    per_file = []
-    for d in range(days):
-        lo, hi = bounds[d], bounds[d + 1]
-        _write(os.path.join(folder, f"day_{d:02d}.csv"), row_users[lo:hi], times[lo:hi], names)
-        per_file.append(int(hi - lo))
-    used = np.bincount(which, minlength=sessions) > 0
-    present = np.flatnonzero(np.bincount(session_user[used], minlength=users))
+    seen = np.zeros(users, dtype=bool)
+    per_file = np.diff(np.linspace(0, rows, days + 1).astype(np.int64))
+    for d, day_rows in enumerate(per_file):
+        bursts = max(1, int(day_rows) // ROWS_PER_SESSION)
+        burst_user = rng.integers(0, users, size=bursts)
+        burst_start = T0 + d * DAY + rng.integers(0, DAY - BURST_SECONDS, size=bursts)
+        which = rng.integers(0, bursts, size=int(day_rows))
+        row_users = burst_user[which]
+        seen[row_users] = True
+        _write(os.path.join(folder, f"day_{d:02d}.csv"), row_users,
+               burst_start[which] + rng.integers(0, BURST_SECONDS, size=int(day_rows)), names)
+    present = np.flatnonzero(seen)
     np.save(users_file(folder), present)
     return {"rows": rows, "users": users, "users_with_rows": int(len(present)), "days": days,
-            "files": days, "rows_per_file": per_file}
+            "files": days, "rows_per_file": per_file.tolist()}
 
 
 def new_rows(path: str, count: int, present_users: np.ndarray, users: int, days: int = 30, seed: int = 1) -> int:
@@ -86,6 +86,14 @@ def new_rows(path: str, count: int, present_users: np.ndarray, users: int, days:
         os.makedirs(folder, exist_ok=True)
     _write(path, chosen, times, user_names(users))
     return count
+
+
+def hot_key(path: str, rows: int, days: int = 30, seed: int = 2) -> int:
+    """Writes ``rows`` log lines of the one user ``HOT_USER`` (no other file has it) at random
+    times over the history's ``days`` days to ``path`` (atomically)."""
+    rng = np.random.default_rng(seed)
+    _write(path, np.zeros(rows, dtype=np.int64), T0 + rng.integers(0, days * DAY, size=rows), pa.array([HOT_USER]))
+    return rows
 
 
 def users_file(folder: str) -> str:

@@ -1,10 +1,16 @@
-"""What else the machine was doing while a benchmark process ran.
+"""What a benchmark process used, and what else the machine was doing meanwhile.
 
 This machine is shared (other sessions run test suites on it), and on 2 cores a
-concurrent JVM changes a timing a lot.  ``Monitor`` samples ``/proc`` once a second and
-adds up the CPU time used by every process that is *not* the measured process or one of
-its descendants (Spark's JVM, Python workers): ``others_cores`` is that CPU time divided
-by the wall time, e.g. 0.9 means another process kept about one of the two cores busy.
+concurrent JVM changes a timing a lot.  ``Monitor`` samples ``/proc`` four times a second:
+
+- ``others_cores``: the CPU time used by every process that is *not* the measured process
+  or one of its descendants (Spark's JVM, Python workers), divided by the wall time; e.g.
+  0.9 means another process kept about one of the two cores busy;
+- ``peak_rss_bytes``: the largest sum of the resident set sizes of the measured process
+  tree (the driver, Spark's JVM, Spark's Python daemon and workers) seen in one sample,
+  and ``peak_rss_by_kind`` its parts at that moment.  A page shared by several processes
+  (a forked Python worker and its daemon) counts once per process, as ``ps`` shows it.
+
 ``wait_quiet`` waits (up to a limit) until the other processes leave the CPU idle.
 """
 
@@ -15,6 +21,7 @@ import threading
 import time
 
 _TICK = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def _processes() -> dict[int, tuple[int, float]]:
@@ -46,6 +53,28 @@ def _descendants(root: int, table: dict[int, tuple[int, float]]) -> set[int]:
     return found
 
 
+def _rss(pid: int) -> int:
+    """Resident bytes of one process (0 once it has exited): ``statm`` costs microseconds,
+    whatever the process's size, so sampling it does not slow the measured run."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _kind(pid: int, root: int) -> str:
+    if pid == root:
+        return "driver"
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv0 = f.read().split(b"\0")[0]
+    except OSError:
+        return "other"
+    name = os.path.basename(argv0)
+    return "jvm" if name == b"java" else "python workers" if name.startswith(b"python") else "other"
+
+
 def _others_cpu(ours: set[int], before: dict, after: dict) -> float:
     total = 0.0
     for pid, (_, cpu) in after.items():
@@ -56,12 +85,16 @@ def _others_cpu(ours: set[int], before: dict, after: dict) -> float:
 
 
 class Monitor:
-    """Use: ``m = Monitor(); m.start(pid); ...; m.stop()`` -> {"others_cores": ...}."""
+    """Use: ``m = Monitor(); m.start(pid); ...; m.stop()`` -> {"others_cores": ...,
+    "peak_rss_bytes": ...}."""
 
-    def __init__(self, interval: float = 1.0) -> None:
+    def __init__(self, interval: float = 0.25) -> None:
         self.interval = interval
         self.others = 0.0
         self.ours: set[int] = {os.getpid()}
+        self.tree: set[int] = set()
+        self.peak_rss = 0
+        self.peak_by_kind: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started = 0.0
@@ -69,6 +102,7 @@ class Monitor:
 
     def start(self, pid: int) -> None:
         self.root = pid
+        self.tree = {pid}
         self._started = time.perf_counter()
         self._last = _processes()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -76,12 +110,23 @@ class Monitor:
 
     def _sample(self) -> None:
         now = _processes()
-        self.ours |= _descendants(self.root, now)
+        self.tree = _descendants(self.root, now) & now.keys()
+        self.ours |= self.tree
         self.others += _others_cpu(self.ours, self._last, now)
         for pid in self.ours:
             if pid in now:
                 self.ours_cpu[pid] = now[pid][1]
         self._last = now
+        self._sample_memory()
+
+    def _sample_memory(self) -> None:
+        by_kind: dict[str, int] = {}
+        for pid in self.tree:
+            kind = _kind(pid, self.root)  # not cached: spark-submit's shell execs into the JVM
+            by_kind[kind] = by_kind.get(kind, 0) + _rss(pid)
+        total = sum(by_kind.values())
+        if total > self.peak_rss:
+            self.peak_rss, self.peak_by_kind = total, by_kind
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -97,6 +142,8 @@ class Monitor:
             "others_cpu_s": round(self.others, 1),
             "others_cores": round(self.others / wall, 2) if wall > 0 else 0.0,
             "load1": round(os.getloadavg()[0], 2),
+            "peak_rss_bytes": self.peak_rss,
+            "peak_rss_by_kind": dict(sorted(self.peak_by_kind.items())),
         }
 
 
@@ -108,9 +155,11 @@ def others_busy(seconds: float = 2.0) -> float:
     return _others_cpu({os.getpid()}, before, after) / seconds
 
 
-def wait_quiet(limit_s: float, threshold: float = 0.3, log=print) -> float:
+def wait_quiet(limit_s: float, threshold: float = 0.3, log=print) -> float | None:
     """Waits until other processes use under ``threshold`` cores, at most ``limit_s``;
-    returns the last measured use."""
+    returns the last measured use (None when ``limit_s`` is 0: no wait, no measurement)."""
+    if limit_s <= 0:
+        return None
     started = time.monotonic()
     busy = others_busy()
     first = busy

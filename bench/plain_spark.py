@@ -1,15 +1,18 @@
-"""The baseline: a plain PySpark batch job recomputing every session from scratch.
+"""The baseline: a plain PySpark batch job recomputing a pipeline's result from scratch.
 
-    python bench/plain_spark.py --logs DIR --out DIR [--probe probe.jsonl]
+    python bench/plain_spark.py --logs DIR --out DIR [--pipeline sessions|count] [--probe probe.jsonl]
 
-Reads every CSV file of ``--logs`` with Spark's CSV reader and an explicit schema, cuts
-each user's visits into sessions with window functions (``lag`` of the previous visit,
-a new session where the gap is 300 s or more, a running sum of those starts as the
-session number), aggregates each session as the seed's program does (user_id,
-session_length, session_start, session_finish, count) and writes them as CSV.
+Reads every CSV file of ``--logs`` with Spark's CSV reader and an explicit schema,
+computes what ``bench/sparkway_job.py``'s pipeline of the same name computes, and writes
+it as CSV:
 
-The session rule is sparkway's and Pathway's: consecutive visits of a user are in one
-session when they are less than ``max_gap`` = 300 s apart.
+- ``sessions``: cuts each user's visits into sessions with window functions (``lag`` of
+  the previous visit, a new session where the gap is 300 s or more, a running sum of
+  those starts as the session number) and aggregates each session as the seed's program
+  does (user_id, session_length, session_start, session_finish, count).  The session
+  rule is sparkway's and Pathway's: consecutive visits of a user are in one session when
+  they are less than ``max_gap`` = 300 s apart;
+- ``count``: log lines per user (user_id, count).
 
 Spark settings: the same as sparkway's session (``local[2]``, 2 shuffle partitions, AQE
 on, no UI, serial GC and C1-only JIT), so that both sides run on the same Spark tuning;
@@ -28,16 +31,45 @@ import time
 
 STARTED = time.time()
 
-from pyspark.sql import SparkSession, Window  # noqa: E402
+from pyspark.sql import DataFrame, SparkSession, Window  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 MAX_GAP = 300
+
+
+def sessions(logs: DataFrame) -> DataFrame:
+    by_user = Window.partitionBy("user_id").orderBy("access_time")
+    starts = logs.withColumn("_prev", F.lag("access_time").over(by_user)).withColumn(
+        "_new", F.when(F.col("_prev").isNull() | (F.col("access_time") - F.col("_prev") >= MAX_GAP), 1).otherwise(0)
+    )
+    numbered = starts.withColumn(
+        "_session", F.sum("_new").over(by_user.rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    )
+    return numbered.groupBy("user_id", "_session").agg(
+        F.min("access_time").alias("session_start"),
+        F.max("access_time").alias("session_finish"),
+        F.count(F.lit(1)).alias("count"),
+    ).select(
+        "user_id",
+        (F.col("session_finish") - F.col("session_start")).alias("session_length"),
+        "session_start",
+        "session_finish",
+        "count",
+    )
+
+
+def count(logs: DataFrame) -> DataFrame:
+    return logs.groupBy("user_id").agg(F.count(F.lit(1)).alias("count"))
+
+
+PIPELINES = {"sessions": sessions, "count": count}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--logs", required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--pipeline", default="sessions", choices=sorted(PIPELINES))
     parser.add_argument("--probe")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--shuffle-partitions", default="2")
@@ -51,7 +83,7 @@ def main() -> None:
     t0 = time.time()
     spark = (
         SparkSession.builder.master(args.master)
-        .appName("plain-sessions")
+        .appName(f"plain-{args.pipeline}")
         .config("spark.sql.shuffle.partitions", args.shuffle_partitions)
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.ui.enabled", "false")
@@ -63,25 +95,7 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     t1 = time.time()
     logs = spark.read.csv(args.logs, header=True, schema="user_id STRING, access_time BIGINT")
-    by_user = Window.partitionBy("user_id").orderBy("access_time")
-    starts = logs.withColumn("_prev", F.lag("access_time").over(by_user)).withColumn(
-        "_new", F.when(F.col("_prev").isNull() | (F.col("access_time") - F.col("_prev") >= MAX_GAP), 1).otherwise(0)
-    )
-    numbered = starts.withColumn(
-        "_session", F.sum("_new").over(by_user.rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    )
-    sessions = numbered.groupBy("user_id", "_session").agg(
-        F.min("access_time").alias("session_start"),
-        F.max("access_time").alias("session_finish"),
-        F.count(F.lit(1)).alias("count"),
-    ).select(
-        "user_id",
-        (F.col("session_finish") - F.col("session_start")).alias("session_length"),
-        "session_start",
-        "session_finish",
-        "count",
-    )
-    sessions.write.mode("overwrite").option("header", True).csv(args.out)
+    PIPELINES[args.pipeline](logs).write.mode("overwrite").option("header", True).csv(args.out)
     t2 = time.time()
     spark.stop()
     if args.probe:

@@ -6,13 +6,14 @@ workers (the executors' kernels), summarized by function.
 
 ``build`` generates the history (as ``bench/run.py`` does) and profiles the first run;
 ``rerun`` then adds 0.1% new rows and profiles the rerun (run ``build`` first, with the
-same ``--rows``).  Needs ``py-spy`` (``.venv/bin/pip install py-spy``).  Sampling
-follows child processes: the driver (``sessions_job.py``), the JVM's ``pyspark.daemon``
+same ``--rows``).  ``--pipeline count`` profiles the groupby-count pipeline instead of
+the sessions one.  Needs ``py-spy`` (``.venv/bin/pip install py-spy``).  Sampling
+follows child processes: the driver (``sparkway_job.py``), the JVM's ``pyspark.daemon``
 and its forked workers.  The JVM's own time is not seen (py-spy samples Python only).
 
 Prints, per kind of process, the sampled seconds by function: *self* (the function was
 running) and *total* (the function was on the stack), the top ``--top`` of each.
-Writes the raw samples to ``bench/results/profile-<what>-<rows>.txt`` (flamegraph
+Writes the raw samples to ``bench/results/profile-<pipeline>-<what>-<rows>.txt`` (flamegraph
 format) and the summary next to it as JSON.
 """
 
@@ -32,14 +33,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import gen  # noqa: E402
-from run import DATA, PYTHON, RESULTS, ROWS_PER_USER, child_env, phases, sessions_argv  # noqa: E402
+from run import DATA, OUTPUT_COLUMNS, PYTHON, RESULTS, ROWS_PER_USER, child_env, job_argv, phases  # noqa: E402
 
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^():]*?)(?::(?P<line>\d+))?\)$")
 IDLE = {"select", "poll", "wait", "accept", "recv_into", "readinto", "read", "_recv", "sleep", "manager", "_wait_for_tstate_lock"}
 
 
 def kind_of(process: str) -> str:
-    if "sessions_job.py" in process:
+    if "sparkway_job.py" in process:
         return "driver"
     if "pyspark.daemon" in process or "pyspark.worker" in process:
         return "worker"
@@ -88,8 +89,9 @@ def summarize(raw: str, rate: int, top: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="profile a sparkway run of the sessions pipeline")
+    parser = argparse.ArgumentParser(description="profile a sparkway run of a benchmark pipeline")
     parser.add_argument("what", choices=["build", "rerun"])
+    parser.add_argument("--pipeline", default="sessions", choices=sorted(OUTPUT_COLUMNS))
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--rate", type=int, default=20, help="samples per second per process")
     parser.add_argument("--top", type=int, default=15)
@@ -98,7 +100,7 @@ def main() -> None:
     if not os.path.exists(pyspy):
         sys.exit("py-spy is not installed: .venv/bin/pip install py-spy")
     users = max(1, args.rows // ROWS_PER_USER)
-    case = os.path.join(DATA, f"profile-{args.rows}")
+    case = os.path.join(DATA, f"profile-{args.pipeline}-{args.rows}")
     logs, storage, cache = (os.path.join(case, x) for x in ("logs", "PStorage", "cache"))
     if args.what == "build":
         shutil.rmtree(case, ignore_errors=True)
@@ -106,17 +108,17 @@ def main() -> None:
         gen.history(logs, args.rows, users, seed=args.rows)
     else:
         if not os.path.isdir(storage):
-            sys.exit(f"run `pyspy_profile.py build --rows {args.rows}` first")
+            sys.exit(f"run `pyspy_profile.py build --pipeline {args.pipeline} --rows {args.rows}` first")
         existing = [n for n in os.listdir(logs) if n.startswith("new_")]
         gen.new_rows(os.path.join(logs, f"new_{len(existing) + 1}.csv"), max(1, args.rows // 1000),
                      gen.present_users(logs), users, seed=100 + len(existing))
     os.makedirs(RESULTS, exist_ok=True)
-    raw = os.path.join(RESULTS, f"profile-{args.what}-{args.rows}.txt")
+    raw = os.path.join(RESULTS, f"profile-{args.pipeline}-{args.what}-{args.rows}.txt")
     probe = os.path.join(case, f"probe-profile-{args.what}.jsonl")
     if os.path.exists(probe):
         os.remove(probe)
     argv = [pyspy, "record", "--subprocesses", "--nonblocking", "-r", str(args.rate), "-f", "raw", "-o", raw, "--",
-            *sessions_argv(logs, storage, os.path.join(case, f"{args.what}.csv"), probe)]
+            *job_argv(args.pipeline, logs, storage, os.path.join(case, f"{args.what}.csv"), probe)]
     started = time.perf_counter()
     with open(os.path.join(case, f"profile-{args.what}.log"), "w") as log:
         rc = subprocess.run(argv, cwd=case, env=child_env(cache), stdout=log, stderr=subprocess.STDOUT).returncode

@@ -1,25 +1,36 @@
-"""sparkway benchmarks on the sessions pipeline of seeds 002/003: one command, both
-measurements side by side, a table on stdout and JSON in ``bench/results/``.
+"""sparkway benchmarks: one command, every measurement side by side, a markdown table on
+stdout and in ``bench/results/<UTC>.md``, and the raw figures in ``bench/results/<UTC>.json``.
 
-    .venv/bin/python bench/run.py            # full sizes (about 45 minutes on 2 cores)
-    .venv/bin/python bench/run.py --quick    # small sizes, a smoke run (about 3 minutes)
+    .venv/bin/python bench/run.py            # full sizes (about an hour on 2 cores today)
+    .venv/bin/python bench/run.py --quick    # small sizes, a smoke run (about 8 minutes)
+    .venv/bin/python bench/run.py --only throughput --sizes 1000000 --pipelines count
 
-1. Step cost vs state size: one streaming sparkway process holds the sessions of a
-   history of 50k (or 5M) log rows; the benchmark then drops files of 1,000 new log
-   lines of existing users into its input folder, one at a time, and times each engine
-   step from inside the process (``Runner._run_step``: read the file, run the Spark
-   job, update the state, write the output, commit).  Spark start-up and polling are
-   not in it.  Both processes are built first (one at a time), then, both idle and
-   waiting, they get steps in turn (small, large, small, ...), so that the rest of the
-   machine's load weighs on both alike.  The first step of each is a warm-up; the
-   median of the next ones counts.
-2. Rerun vs recompute: with 1M (20k users) and 10M (200k users) rows of history over
-   30 days, a persistent sparkway program is run once to build its state, then rerun
-   with 0.1% new rows added (a fresh process: Python, Spark start-up, restore, the
-   step); a plain PySpark batch job (``bench/plain_spark.py``) recomputes every session
-   from all the files, also as a fresh process.  Both are wall times of the process.
+Sections (``--only`` picks some, comma-separated):
 
-See bench/README.md for what each number means and the results on this machine.
+- ``steps``: step cost vs state size.  One streaming sparkway process holds the
+  sessions of a history of 50k (or 5M) log rows; the benchmark drops files of 1,000 new
+  log lines of existing users into its input folder, one at a time, and times each
+  engine step from inside the process (``Runner._run_step``: read the file, run the
+  Spark job, update the state, write the output, commit).  Spark start-up and polling
+  are not in it.  Both processes are built first (one at a time), then, both idle and
+  waiting, they get steps in turn (small, large, small, ...), so that the rest of the
+  machine's load weighs on both alike.  The first step of each is a warm-up; the median
+  of the next ones counts.
+- ``throughput``: for the sessions pipeline of the seeds and a groupby-count pipeline,
+  at 1M and 10M rows of history: sparkway's first run (wall time, peak RSS of the
+  process tree), a rerun without new input, a rerun with 0.1% new rows, the plain
+  PySpark job (``bench/plain_spark.py``) recomputing the same result from the same
+  files (wall time, peak RSS), a rerun without the local state cache, the persisted
+  state against the input bytes, whether the outputs agree.  Every run is a fresh
+  process, one at a time.
+- ``hotkey``: groupby-count over a history plus one key holding 1M rows; in one
+  streaming process, steps of 1,000 rows of that key and steps of 1,000 rows of cold
+  keys, in turn, timed from inside the process as in ``steps``.
+- ``--huge`` (not part of the default run): a first run of each pipeline over 100M rows
+  generated in ``bench/data`` and deleted afterwards.
+
+The results end with issue 10's targets, each with the measured value and whether it is
+met.  See bench/README.md for what each number means.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -44,21 +56,45 @@ import gen  # noqa: E402
 import machine  # noqa: E402
 
 PYTHON = sys.executable
-DATA = os.path.join(HERE, "data")
-RESULTS = os.path.join(HERE, "results")
+DATA = os.path.join(HERE, "data")  # --work
+RESULTS = os.path.join(HERE, "results")  # --results
 ROWS_PER_USER = 50
+SECTIONS = ("steps", "throughput", "hotkey")
 
 FULL = {
     "step_sizes": [50_000, 5_000_000],
     "step_rows": 1_000,
     "steps": 7,
-    "rerun_sizes": [1_000_000, 10_000_000],
+    "sizes": [1_000_000, 10_000_000],
+    "pipelines": ["sessions", "count"],
+    "hot_rows": 1_000_000,
+    "hot_cold_rows": 100_000,  # 2,000 cold keys: a cold step touches 1,000 of them
+    "huge_rows": 100_000_000,
 }
 QUICK = {
+    **FULL,
     "step_sizes": [50_000, 250_000],  # at least 1,000 users each: a step touches 1,000 users in both
-    "step_rows": 1_000,
     "steps": 3,
-    "rerun_sizes": [20_000, 100_000],
+    "sizes": [20_000, 100_000],
+    "hot_rows": 20_000,
+    "hot_cold_rows": 60_000,
+    "huge_rows": 300_000,
+}
+
+# issue 10's targets: the measured ratio must be at most this
+TARGETS = {
+    "first_over_plain": 1.5,
+    "memory_over_plain": 1.3,
+    "rerun_growth": 1.2,
+    "rerun_over_plain": 0.25,
+    "state_over_input": 2.0,
+    "hot_over_cold": 1.2,
+}
+
+# what each pipeline outputs, to compare sparkway's update stream with the plain job's rows
+OUTPUT_COLUMNS = {
+    "sessions": ["user_id", "session_start", "session_finish", "count"],
+    "count": ["user_id", "count"],
 }
 
 
@@ -66,13 +102,13 @@ def say(text: str = "") -> None:
     print(text, flush=True)
 
 
-DRIVER_MEMORY: str | None = None  # --driver-memory: passed to sparkway's Spark through spark-submit
+DRIVER_MEMORY: str | None = None  # --driver-memory: sparkway's SPARKWAY_DRIVER_MEMORY
 
 
 def child_env(cache: str) -> dict[str, str]:
     env = dict(os.environ)
     if DRIVER_MEMORY:
-        env["PYSPARK_SUBMIT_ARGS"] = f"--driver-memory {DRIVER_MEMORY} pyspark-shell"
+        env["SPARKWAY_DRIVER_MEMORY"] = DRIVER_MEMORY
     env["PYTHONPATH"] = os.pathsep.join(p for p in [ROOT, env.get("PYTHONPATH", "")] if p)
     env["PYSPARK_PYTHON"] = PYTHON
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
@@ -95,30 +131,55 @@ def kill_tree(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+def failure_reason(log: str) -> str | None:
+    """The line of a failed run's log that says why: the last line naming a lack of memory
+    or disk, else the last error or exception."""
+    try:
+        with open(log, encoding="utf-8", errors="replace") as f:
+            lines = [line.strip() for line in f.readlines()[-400:] if line.strip()]
+    except OSError:
+        return None
+    for words in (("OutOfMemoryError", "MemoryError", "No space left", "Cannot allocate memory"),
+                  ("Error", "Exception", "Traceback")):
+        found = [line for line in lines if any(w in line for w in words)]
+        if found:
+            return found[-1][:400]
+    return lines[-1][:400] if lines else None
+
+
 def timed(argv: list[str], *, cwd: str, env: dict, timeout: float, log: str, quiet_wait: float) -> dict:
-    """Runs one fresh process and times it; never raises on failure or timeout."""
+    """Runs one fresh process, times it and samples its process tree; never raises on
+    failure or timeout."""
     busy_before = machine.wait_quiet(quiet_wait, log=say)
     with open(log, "w", encoding="utf-8") as out:
         started = time.perf_counter()
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         monitor = machine.Monitor()
         monitor.start(proc.pid)
-        status = "ok"
+        status, error = "ok", None
         try:
             rc = proc.wait(timeout=timeout)
             if rc != 0:
-                status = f"failed (exit {rc}; see {os.path.relpath(log, ROOT)})"
+                how = f"killed by signal {-rc}" if rc < 0 else f"exit {rc}"
+                if rc == -signal.SIGKILL:
+                    how += " (the kernel's out-of-memory killer, unless something else killed it)"
+                status = f"failed ({how}; see {os.path.relpath(log, ROOT)})"
+                error = failure_reason(log)
         except subprocess.TimeoutExpired:
             kill_tree(proc)
             status = f"timeout after {timeout:.0f} s (killed)"
         seconds = time.perf_counter() - started
         load = monitor.stop()
-    return {"status": status, "seconds": round(seconds, 2), "others_cores_before": round(busy_before, 2), **load}
+    run = {"status": status, "seconds": round(seconds, 2), "others_cores_before": None if busy_before is None else round(busy_before, 2), **load}
+    if error:
+        run["error"] = error
+    return run
 
 
-def sessions_argv(logs: str, storage: str, out: str, probe: str, mode: str = "static") -> list[str]:
-    return [PYTHON, os.path.join(HERE, "sessions_job.py"), "--logs", logs, "--storage", storage,
-            "--out", out, "--probe", probe, "--mode", mode]
+def job_argv(pipeline: str, logs: str, storage: str, out: str, probe: str, mode: str = "static") -> list[str]:
+    """The command line of a sparkway run of ``pipeline`` (bench/sparkway_job.py)."""
+    return [PYTHON, os.path.join(HERE, "sparkway_job.py"), "--pipeline", pipeline, "--logs", logs,
+            "--storage", storage, "--out", out, "--probe", probe, "--mode", mode]
 
 
 def phases(probe: str) -> dict:
@@ -153,6 +214,9 @@ def snapshot_versions(storage: str) -> dict[str, list[int]]:
 
 
 def du(path: str) -> int:
+    """Bytes of the file ``path``, or of the files under it (0 if it does not exist)."""
+    if os.path.isfile(path):
+        return os.path.getsize(path)
     total = 0
     for folder, _, names in os.walk(path):
         for name in names:
@@ -163,31 +227,56 @@ def du(path: str) -> int:
     return total
 
 
+def persisted(storage: str) -> dict:
+    """What a persistence folder holds: the operators' state (the figure issue 10's
+    target is about), the whole folder, and each top-level part."""
+    parts = {name: du(os.path.join(storage, name)) for name in sorted(os.listdir(storage))} if os.path.isdir(storage) else {}
+    return {"state_bytes": parts.get("operators", 0), "persisted_bytes": sum(parts.values()), "persisted_parts": parts}
+
+
 def fresh(folder: str) -> str:
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
     return folder
 
 
-# ------------------------------------------------------------ 1. step cost vs state size
+def linked_copy(source: str, folder: str) -> str:
+    """``folder`` with the files of ``source`` (hard links: each pipeline gets its own input
+    folder, to add files to, without copying the history)."""
+    os.makedirs(folder, exist_ok=True)
+    for name in sorted(os.listdir(source)):
+        try:
+            os.link(os.path.join(source, name), os.path.join(folder, name))
+        except OSError:
+            shutil.copy2(os.path.join(source, name), os.path.join(folder, name))
+    return folder
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a is not None and b else None
+
+
+def seconds_of(run: dict | None) -> float | None:
+    return run["seconds"] if run and run.get("status") == "ok" else None
+
+
+def rss_of(run: dict | None) -> int | None:
+    return run.get("peak_rss_bytes") if run and run.get("status") == "ok" else None
+
+
+# ------------------------------------------------------------ streaming processes
 
 
 class StreamingCase:
-    """One streaming sparkway process over a history of ``rows`` log rows."""
+    """One streaming sparkway process of ``pipeline`` over the files of ``<case>/logs``; a
+    step is a file dropped into that folder, timed from inside the process."""
 
-    def __init__(self, rows: int, cfg: dict) -> None:
-        self.rows = rows
-        self.users = max(1, rows // ROWS_PER_USER)
-        self.cfg = cfg
-        self.case = fresh(os.path.join(DATA, f"step-{rows}"))
-        self.logs, self.storage, self.cache = (os.path.join(self.case, x) for x in ("logs", "PStorage", "cache"))
-        self.probe = os.path.join(self.case, "probe.jsonl")
-        t0 = time.perf_counter()
-        summary = gen.history(self.logs, rows, self.users, seed=rows)
-        self.present = gen.present_users(self.logs)
-        self.result: dict = {"state_rows": rows, "users": summary["users_with_rows"],
-                             "generate_s": round(time.perf_counter() - t0, 2),
-                             "new_rows_per_step": cfg["step_rows"], "steps": []}
+    def __init__(self, case: str, pipeline: str, label: str, result: dict) -> None:
+        self.case, self.pipeline, self.label = case, pipeline, label
+        self.logs, self.storage, self.cache = (os.path.join(case, x) for x in ("logs", "PStorage", "cache"))
+        self.probe = os.path.join(case, "probe.jsonl")
+        self.result = result
+        result["steps"] = []
         self.proc: subprocess.Popen | None = None
         self.log = None
         self.next_step = 1
@@ -204,12 +293,13 @@ class StreamingCase:
         return None
 
     def build(self, args) -> bool:
-        say(f"-- step cost, {self.rows:,} rows of state ({self.result['users']:,} users): building the state")
+        """Starts the process; it reads every file already in the folder in its first step."""
+        say(f"-- {self.label}: building the state")
         machine.wait_quiet(args.quiet_wait, log=say)
         started = time.perf_counter()
         self.log = open(os.path.join(self.case, "program.log"), "w", encoding="utf-8")
         self.proc = subprocess.Popen(
-            sessions_argv(self.logs, self.storage, os.path.join(self.case, "sessions.csv"), self.probe, "streaming"),
+            job_argv(self.pipeline, self.logs, self.storage, os.path.join(self.case, "out.csv"), self.probe, "streaming"),
             cwd=self.case, env=child_env(self.cache), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         monitor = machine.Monitor()
         monitor.start(self.proc.pid)
@@ -218,6 +308,9 @@ class StreamingCase:
         if built is None:
             status = "failed" if self.proc.poll() is not None else f"timeout after {args.build_timeout:.0f} s"
             self.result.update(status=f"state build {status}", build_s=round(time.perf_counter() - started, 1))
+            error = failure_reason(self.log.name)
+            if error:
+                self.result["error"] = error
             say(f"   {self.result['status']} after {self.result['build_s']:.0f} s (see {os.path.relpath(self.log.name, ROOT)})")
             return False
         self.result.update(build_process_s=round(time.perf_counter() - started, 1), build_step_s=round(built["seconds"], 1),
@@ -226,13 +319,12 @@ class StreamingCase:
         self.next_step = 2
         return True
 
-    def step(self, i: int, args) -> bool:
-        """Drops one file of new rows and waits for the step that reads it."""
+    def step(self, kind: str, write: Callable[[str], object], warmup: bool, args) -> bool:
+        """``write(path)`` writes one file of new rows there; waits for the step that reads it."""
         monitor = machine.Monitor()
         monitor.start(self.proc.pid)
         dropped = time.perf_counter()
-        gen.new_rows(os.path.join(self.logs, f"new_{i:03d}.csv"), self.cfg["step_rows"], self.present, self.users,
-                     seed=10_000 + i)
+        write(os.path.join(self.logs, f"new_{kind}_{self.next_step:03d}.csv"))
         number = self.next_step
         record = self.wait_step(number, args.step_timeout)
         load = monitor.stop()
@@ -241,18 +333,18 @@ class StreamingCase:
             say(f"   {self.result['status']} (see {os.path.relpath(self.log.name, ROOT)})")
             return False
         self.next_step += 1
-        latency = time.perf_counter() - dropped
         snapshots = [p for p, versions in snapshot_versions(self.storage).items() if number in versions]
-        self.result["steps"].append({"step": number, "warmup": i == 0, "seconds": round(record["seconds"], 3),
-                                     "file_to_output_s": round(latency, 3),
+        self.result["steps"].append({"step": number, "kind": kind, "warmup": warmup, "seconds": round(record["seconds"], 3),
+                                     "file_to_output_s": round(time.perf_counter() - dropped, 3),
                                      **{k: record.get(k) for k in ("read", "compute", "write")},
                                      "snapshots": snapshots, **load})
-        say(f"   {self.rows:>9,} rows of state, step {number}{' (warm-up)' if i == 0 else ''}: {record['seconds']:.2f} s"
+        say(f"   {self.label}, {kind} step {number}{' (warm-up)' if warmup else ''}: {record['seconds']:.2f} s"
             f"  (compute {record.get('compute', 0):.2f} s; full snapshots of {len(snapshots)} state partitions;"
             f" other processes used {load['others_cores']:.1f} cores)")
         return True
 
     def finish(self) -> dict:
+        """Ends the process; the result gets, per kind of step, the median of the measured ones."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)  # the runner ends after the current step
             try:
@@ -261,209 +353,476 @@ class StreamingCase:
                 kill_tree(self.proc)
         if self.log is not None:
             self.log.close()
-        measured = [s for s in self.result["steps"] if not s["warmup"]]
-        if measured and "status" not in self.result:
+        if "status" not in self.result:
+            self.result["status"] = "ok"
+        self.result["by_kind"] = {}
+        for kind in dict.fromkeys(s["kind"] for s in self.result["steps"]):
+            measured = [s for s in self.result["steps"] if s["kind"] == kind and not s["warmup"]]
+            if not measured:
+                continue
             times = [s["seconds"] for s in measured]
             plain_steps = [s["seconds"] for s in measured if not s["snapshots"]]
             snap_steps = [s["seconds"] for s in measured if s["snapshots"]]
-            self.result.update(status="ok", step_median_s=round(statistics.median(times), 3),
-                               step_min_s=min(times), step_max_s=max(times),
-                               no_snapshot_median_s=round(statistics.median(plain_steps), 3) if plain_steps else None,
-                               snapshot_median_s=round(statistics.median(snap_steps), 3) if snap_steps else None)
+            self.result["by_kind"][kind] = {
+                "steps": len(measured), "median_s": round(statistics.median(times), 3),
+                "min_s": min(times), "max_s": max(times),
+                "no_snapshot_median_s": round(statistics.median(plain_steps), 3) if plain_steps else None,
+                "snapshot_steps": len(snap_steps),
+                "snapshot_median_s": round(statistics.median(snap_steps), 3) if snap_steps else None,
+                "others_cores": round(statistics.mean(s["others_cores"] for s in measured), 2),
+            }
         self.result["snapshot_steps"] = snapshot_versions(self.storage)
-        self.result["persisted_bytes"] = du(self.storage)
+        self.result.update(persisted(self.storage))
         return self.result
 
 
-def step_cost(cfg: dict, args) -> list[dict]:
-    """Builds each state in its own streaming process (one at a time), then, with every
-    process idle and waiting for input, gives them steps in turn: small, large, small,
-    large... so that what else runs on the machine weighs on both sizes alike."""
-    cases = [StreamingCase(rows, cfg) for rows in cfg["step_sizes"]]
+def take_turns(cases: list[StreamingCase], kinds: list[tuple[StreamingCase, str, Callable[[int], Callable]]],
+               cfg: dict, args) -> list[dict]:
+    """Builds each case (one at a time), then, every process idle and waiting for input,
+    gives the steps of ``kinds`` in turn, one warm-up round then ``cfg["steps"]`` rounds,
+    so that what else runs on the machine weighs on every kind alike.  ``kinds`` holds
+    (case, kind, writer for round i)."""
     try:
-        alive = [c for c in cases if c.build(args)]
-        for i in range(1 + cfg["steps"]):  # one warm-up step, then the measured ones
+        alive = {id(c) for c in cases if c.build(args)}
+        for i in range(1 + cfg["steps"]):
             machine.wait_quiet(args.quiet_wait, log=say)
-            for c in list(alive):
-                if not c.step(i, args):
-                    alive.remove(c)
+            for case, kind, writer in kinds:
+                if id(case) in alive and not case.step(kind, writer(i), i == 0, args):
+                    alive.discard(id(case))
     finally:
         results = [c.finish() for c in cases]
     return results
 
 
-# ------------------------------------------------------------ 2. rerun vs recompute
+# ------------------------------------------------------------ steps: step cost vs state size
 
 
-def rerun_vs_recompute(rows: int, args) -> dict:
-    users = max(1, rows // ROWS_PER_USER)
-    new = max(1, rows // 1000)
-    case = fresh(os.path.join(DATA, f"rerun-{rows}"))
-    logs, storage, cache = (os.path.join(case, x) for x in ("logs", "PStorage", "cache"))
+def step_cost(cfg: dict, args) -> list[dict]:
+    """The sessions pipeline with a small and a large state; steps of new rows of existing
+    users, the sizes in turn."""
+    cases, kinds = [], []
+    for rows in cfg["step_sizes"]:
+        case = fresh(os.path.join(DATA, f"step-{rows}"))
+        users = max(1, rows // ROWS_PER_USER)
+        t0 = time.perf_counter()
+        summary = gen.history(os.path.join(case, "logs"), rows, users, seed=rows)
+        present = gen.present_users(os.path.join(case, "logs"))
+        c = StreamingCase(case, "sessions", f"step cost, {rows:,} rows of state", {
+            "state_rows": rows, "users": summary["users_with_rows"], "generate_s": round(time.perf_counter() - t0, 2),
+            "new_rows_per_step": cfg["step_rows"]})
+        cases.append(c)
+
+        def writer(i: int, present=present, users=users) -> Callable[[str], object]:
+            return lambda path: gen.new_rows(path, cfg["step_rows"], present, users, seed=10_000 + i)
+
+        kinds.append((c, "step", writer))
+    return take_turns(cases, kinds, cfg, args)
+
+
+# ------------------------------------------------------------ hotkey: a hot key vs cold keys
+
+
+def hot_key(cfg: dict, args) -> dict:
+    """groupby-count over a history of cold keys plus one hot key; one streaming process
+    gets steps that touch only the hot key and steps that touch only cold keys, in turn."""
+    case = fresh(os.path.join(DATA, "hotkey"))
+    logs = os.path.join(case, "logs")
+    users = max(1, cfg["hot_cold_rows"] // ROWS_PER_USER)
     t0 = time.perf_counter()
-    summary = gen.history(logs, rows, users, seed=rows)
+    summary = gen.history(logs, cfg["hot_cold_rows"], users, seed=7)
+    gen.hot_key(os.path.join(logs, "hot.csv"), cfg["hot_rows"])
     present = gen.present_users(logs)
-    result: dict = {"history_rows": rows, "users": summary["users_with_rows"], "new_rows": new,
-                    "files": summary["files"], "generate_s": round(time.perf_counter() - t0, 2)}
-    env = child_env(cache)
+    c = StreamingCase(case, "count", f"hot key, {cfg['hot_rows']:,} rows in one key", {
+        "pipeline": "count", "hot_key_rows": cfg["hot_rows"], "cold_rows": cfg["hot_cold_rows"],
+        "cold_keys": summary["users_with_rows"], "new_rows_per_step": cfg["step_rows"],
+        "generate_s": round(time.perf_counter() - t0, 2)})
 
-    def sparkway(name: str, timeout: float) -> dict:
-        probe = os.path.join(case, f"probe-{name}.jsonl")
-        run = timed(sessions_argv(logs, storage, os.path.join(case, f"{name}.csv"), probe), cwd=case, env=env,
-                    timeout=timeout, log=os.path.join(case, f"{name}.log"), quiet_wait=args.quiet_wait)
-        run.update(phases(probe))
-        return run
+    def hot(i: int) -> Callable[[str], object]:
+        return lambda path: gen.hot_key(path, cfg["step_rows"], seed=20_000 + i)
 
-    say(f"-- rerun vs recompute, {rows:,} rows of history ({summary['users_with_rows']:,} users), {new:,} new rows")
-    say("   first run (builds the state) ...")
-    first = sparkway("first", args.build_timeout)
-    result["first_run"] = first
-    say(f"   first run: {first['status']}, {first['seconds']:.1f} s")
-    if first["status"] == "ok":
-        noop = sparkway("noop", args.rerun_timeout)
-        result["noop_rerun"] = noop
-        say(f"   rerun without new input: {noop['seconds']:.1f} s")
-    gen.new_rows(os.path.join(logs, "new_1.csv"), new, present, users, seed=1)
-    if first["status"] == "ok":
-        rerun = sparkway("rerun", args.rerun_timeout)
-        result["rerun"] = rerun
-        say(f"   sparkway rerun with {new:,} new rows: {rerun['status']}, {rerun['seconds']:.1f} s")
-    plain_out = os.path.join(case, "plain_out")
-    plain_probe = os.path.join(case, "probe-plain.jsonl")
-    plain = timed([PYTHON, os.path.join(HERE, "plain_spark.py"), "--logs", logs, "--out", plain_out, "--probe", plain_probe],
-                  cwd=case, env=env, timeout=args.build_timeout, log=os.path.join(case, "plain.log"),
-                  quiet_wait=args.quiet_wait)
-    records = read_probe(plain_probe)
-    if records:
-        plain.update({k: round(v, 2) for k, v in records[-1].items() if k != "kind"})
-    result["plain"] = plain
-    say(f"   plain PySpark recompute: {plain['status']}, {plain['seconds']:.1f} s")
-    if first["status"] == "ok" and result["rerun"]["status"] == "ok" and plain["status"] == "ok":
-        result["outputs_agree"] = outputs_agree([os.path.join(case, "first.csv"), os.path.join(case, "rerun.csv")],
-                                                plain_out)
-        result["rerun_over_plain"] = round(result["rerun"]["seconds"] / plain["seconds"], 3)
-        if args.cold:
-            # the same kind of rerun on a machine without the working copy of the state
-            # (a new executor, another host): the state is rebuilt from the checkpoint
-            shutil.rmtree(cache, ignore_errors=True)
-            gen.new_rows(os.path.join(logs, "new_2.csv"), new, present, users, seed=2)
-            cold = sparkway("cold", args.rerun_timeout)
-            result["cold_rerun"] = cold
-            say(f"   rerun with {new:,} more new rows, local state cache deleted: {cold['status']}, {cold['seconds']:.1f} s")
-    result["persisted_bytes"] = du(storage)
+    def cold(i: int) -> Callable[[str], object]:
+        return lambda path: gen.new_rows(path, cfg["step_rows"], present, users, seed=30_000 + i)
+
+    result = take_turns([c], [(c, "hot", hot), (c, "cold", cold)], cfg, args)[0]
+    by_kind = result["by_kind"]
+    if "hot" in by_kind and "cold" in by_kind:
+        result["hot_over_cold"] = ratio(by_kind["hot"]["median_s"], by_kind["cold"]["median_s"])
     return result
 
 
-def outputs_agree(sparkway_csvs: list[str], plain_dir: str) -> bool:
-    """The sessions from sparkway's update streams (insertions minus deletions) equal the
-    plain job's sessions."""
+# ------------------------------------------------------------ throughput: first run, rerun, plain PySpark
+
+
+def history_for(name: str, rows: int) -> tuple[str, str, dict]:
+    """A fresh folder with a generated history of ``rows`` rows: (folder, history, summary)."""
+    base = fresh(os.path.join(DATA, f"{name}-{rows}"))
+    history = os.path.join(base, "history")
+    t0 = time.perf_counter()
+    summary = gen.history(history, rows, max(1, rows // ROWS_PER_USER), seed=rows)
+    summary["generate_s"] = round(time.perf_counter() - t0, 2)
+    summary["input_bytes"] = du(history)
+    say(f"   generated {rows:,} rows ({summary['input_bytes'] / 2**20:,.0f} MB of CSV) in {summary['generate_s']:.1f} s")
+    return base, history, summary
+
+
+class PipelineCase:
+    """The folders of one pipeline's runs over one history: its own input folder (the
+    history's files, then the new ones), persistence storage, state cache and outputs."""
+
+    def __init__(self, base: str, history: str, pipeline: str, args) -> None:
+        self.pipeline, self.args = pipeline, args
+        self.case = fresh(os.path.join(base, pipeline))
+        self.logs = linked_copy(history, os.path.join(self.case, "logs"))
+        self.storage, self.cache = os.path.join(self.case, "PStorage"), os.path.join(self.case, "cache")
+        self.env = child_env(self.cache)
+
+    def sparkway(self, name: str, timeout: float) -> dict:
+        """One sparkway run (a fresh process) on the persistence storage."""
+        probe = os.path.join(self.case, f"probe-{name}.jsonl")
+        run = timed(job_argv(self.pipeline, self.logs, self.storage, self.out(name), probe), cwd=self.case, env=self.env,
+                    timeout=timeout, log=os.path.join(self.case, f"{name}.log"), quiet_wait=self.args.quiet_wait)
+        run.update(phases(probe))
+        return run
+
+    def plain(self) -> dict:
+        """The plain PySpark job over the same files (a fresh process)."""
+        probe = os.path.join(self.case, "probe-plain.jsonl")
+        run = timed([PYTHON, os.path.join(HERE, "plain_spark.py"), "--pipeline", self.pipeline, "--logs", self.logs,
+                     "--out", self.out("plain"), "--probe", probe],
+                    cwd=self.case, env=self.env, timeout=self.args.build_timeout, log=os.path.join(self.case, "plain.log"),
+                    quiet_wait=self.args.quiet_wait)
+        records = read_probe(probe)
+        if records:
+            run.update({k: round(v, 2) for k, v in records[-1].items() if k != "kind"})
+        return run
+
+    def out(self, name: str) -> str:
+        return os.path.join(self.case, "plain_out" if name == "plain" else f"{name}.csv")
+
+
+def describe(run: dict) -> str:
+    if run["status"] != "ok":
+        return run["status"] + (f": {run['error']}" if run.get("error") else "")
+    return (f"{run['seconds']:.1f} s, peak RSS {run['peak_rss_bytes'] / 2**30:.2f} GB"
+            f" (other processes used {run['others_cores']:.1f} cores)")
+
+
+def throughput(rows: int, cfg: dict, args) -> list[dict]:
+    """At one size, for each pipeline (one process at a time): sparkway's first run, a
+    rerun without new input, a rerun with 0.1% new rows, the plain PySpark job over the
+    same files, then a rerun without the local state cache."""
+    users = max(1, rows // ROWS_PER_USER)
+    new = max(1, rows // 1000)
+    say(f"-- throughput, {rows:,} rows of history, {new:,} new rows")
+    base, history, summary = history_for("throughput", rows)
+    present = gen.present_users(history)
+    results = []
+    for pipeline in cfg["pipelines"]:
+        p = PipelineCase(base, history, pipeline, args)
+        result: dict = {"pipeline": pipeline, "rows": rows, "users": summary["users_with_rows"], "new_rows": new,
+                        "files": summary["files"], "generate_s": summary["generate_s"],
+                        "input_bytes": summary["input_bytes"]}
+        results.append(result)
+        say(f"   [{pipeline}] first run (builds the state) ...")
+        first = result["first_run"] = p.sparkway("first", args.build_timeout)
+        say(f"   [{pipeline}] first run: {describe(first)}")
+        if first["status"] == "ok" and args.noop:
+            result["noop_rerun"] = p.sparkway("noop", args.rerun_timeout)
+            say(f"   [{pipeline}] rerun without new input: {describe(result['noop_rerun'])}")
+        gen.new_rows(os.path.join(p.logs, "new_1.csv"), new, present, users, seed=1)
+        result["input_bytes_with_new"] = du(p.logs)
+        if first["status"] == "ok":
+            result["rerun"] = p.sparkway("rerun", args.rerun_timeout)
+            say(f"   [{pipeline}] rerun with {new:,} new rows: {describe(result['rerun'])}")
+        plain = result["plain"] = p.plain()
+        say(f"   [{pipeline}] plain PySpark over the same files: {describe(plain)}")
+        result.update(persisted(p.storage))
+        if seconds_of(result.get("rerun")) and seconds_of(plain):
+            result["outputs_agree"] = outputs_agree([p.out("first"), p.out("rerun")], p.out("plain"),
+                                                    OUTPUT_COLUMNS[pipeline])
+            say(f"   [{pipeline}] outputs agree: {result['outputs_agree']}")
+            if args.cold:
+                # the same kind of rerun on a machine without the working copy of the state
+                # (a new executor, another host): the state is rebuilt from the checkpoint
+                shutil.rmtree(p.cache, ignore_errors=True)
+                gen.new_rows(os.path.join(p.logs, "new_2.csv"), new, present, users, seed=2)
+                result["cold_rerun"] = p.sparkway("cold", args.rerun_timeout)
+                say(f"   [{pipeline}] rerun with {new:,} more rows, local state cache deleted: "
+                    f"{describe(result['cold_rerun'])}")
+        result["ratios"] = {
+            "first_over_plain": ratio(seconds_of(first), seconds_of(plain)),
+            "memory_over_plain": ratio(rss_of(first), rss_of(plain)),
+            "rerun_over_plain": ratio(seconds_of(result.get("rerun")), seconds_of(plain)),
+            "state_over_input": ratio(result["state_bytes"], result["input_bytes_with_new"]) if first["status"] == "ok" else None,
+        }
+    return results
+
+
+def huge(cfg: dict, args) -> list[dict]:
+    """A first run of each pipeline over ``huge_rows`` rows, generated for it and deleted
+    afterwards (data, state and outputs)."""
+    rows = cfg["huge_rows"]
+    say(f"-- huge: first run over {rows:,} rows")
+    results = []
+    base = os.path.join(DATA, f"huge-{rows}")
+    try:
+        base, history, summary = history_for("huge", rows)
+        for pipeline in cfg["pipelines"]:
+            p = PipelineCase(base, history, pipeline, args)
+            run = p.sparkway("first", args.huge_timeout)
+            result = {"pipeline": pipeline, "rows": rows, "users": summary["users_with_rows"],
+                      "generate_s": summary["generate_s"], "input_bytes": summary["input_bytes"], "first_run": run,
+                      **persisted(p.storage)}
+            results.append(result)
+            say(f"   [{pipeline}] first run over {rows:,} rows: {describe(run)}")
+            log, kept = os.path.join(p.case, "first.log"), os.path.join(RESULTS, f"huge-{rows}-{pipeline}.log")
+            shutil.copy(log, kept)  # the case folder goes, its log stays
+            run["status"] = run["status"].replace(os.path.relpath(log, ROOT), os.path.relpath(kept, ROOT))
+            shutil.rmtree(p.case, ignore_errors=True)  # the next pipeline gets the disk back
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return results
+
+
+def outputs_agree(sparkway_csvs: list[str], plain_dir: str, keys: list[str]) -> bool:
+    """The rows of sparkway's update streams (insertions minus deletions) equal the plain
+    job's rows, on the columns ``keys``."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
-    keys = ["user_id", "session_start", "session_finish", "count"]
-    types = {"user_id": pa.string(), "session_start": pa.int64(), "session_finish": pa.int64(), "count": pa.int64(),
-             "diff": pa.int64()}
+    types = {k: (pa.string() if k == "user_id" else pa.int64()) for k in [*keys, "diff"]}
     opts = pacsv.ConvertOptions(column_types=types, include_columns=[*keys, "diff"])
     updates = pa.concat_tables([pacsv.read_csv(p, convert_options=opts) for p in sparkway_csvs])
     net = updates.group_by(keys).aggregate([("diff", "sum")])
     net = net.filter(pc.not_equal(net.column("diff_sum"), 0))
-    if net.num_rows and pc.max(net.column("diff_sum")).as_py() != 1 or pc.min(net.column("diff_sum")).as_py() != 1:
+    if net.num_rows and (pc.max(net.column("diff_sum")).as_py() != 1 or pc.min(net.column("diff_sum")).as_py() != 1):
         return False
-    parts = [os.path.join(plain_dir, n) for n in sorted(os.listdir(plain_dir)) if n.endswith(".csv")]
-    plain = pa.concat_tables([pacsv.read_csv(p, convert_options=pacsv.ConvertOptions(column_types=types, include_columns=keys))
+    parts = [os.path.join(plain_dir, n) for n in sorted(os.listdir(plain_dir))
+             if n.endswith(".csv") and os.path.getsize(os.path.join(plain_dir, n))]
+    plain = pa.concat_tables([pacsv.read_csv(p, convert_options=pacsv.ConvertOptions(column_types=types,
+                                                                                     include_columns=keys))
                               for p in parts])
-    a = net.select(keys).sort_by([(k, "ascending") for k in keys])
-    b = plain.select(keys).sort_by([(k, "ascending") for k in keys])
-    return a.equals(b)
+    order = [(k, "ascending") for k in keys]
+    return net.select(keys).sort_by(order).equals(plain.select(keys).sort_by(order))
+
+
+# ------------------------------------------------------------------------- targets
+
+
+def targets(results: dict) -> list[dict]:
+    """Issue 10's targets, each with the measured value, the limit and whether it is met;
+    the size-dependent ones at the largest size measured."""
+    out = []
+
+    def add(target: str, pipeline: str, where: str, value, limit, runs: list[dict | None], met: bool | None = None):
+        loads = [r["others_cores"] for r in runs if r and "others_cores" in r]
+        out.append({"target": target, "pipeline": pipeline, "where": where, "value": value, "limit": limit,
+                    "met": (value is not None and value <= limit) if met is None else met,
+                    "others_cores": max(loads) if loads else None})
+
+    for pipeline in dict.fromkeys(r["pipeline"] for r in results["throughput"]):
+        cases = sorted((r for r in results["throughput"] if r["pipeline"] == pipeline), key=lambda r: r["rows"])
+        big, small = cases[-1], cases[0]
+        at = f"{big['rows']:,} rows"
+        add("first run / PySpark job (wall time)", pipeline, at, big["ratios"]["first_over_plain"],
+            TARGETS["first_over_plain"], [big["first_run"], big["plain"]])
+        add("peak memory / PySpark job's (process tree RSS)", pipeline, at, big["ratios"]["memory_over_plain"],
+            TARGETS["memory_over_plain"], [big["first_run"], big["plain"]])
+        if len(cases) > 1:
+            add("rerun with 0.1% new rows: large / small history", pipeline, f"{big['rows']:,} / {small['rows']:,} rows",
+                ratio(seconds_of(big.get("rerun")), seconds_of(small.get("rerun"))), TARGETS["rerun_growth"],
+                [big.get("rerun"), small.get("rerun")])
+        add("rerun / PySpark full recompute", pipeline, at, big["ratios"]["rerun_over_plain"],
+            TARGETS["rerun_over_plain"], [big.get("rerun"), big["plain"]])
+        add("persisted operator state / input bytes", pipeline, at, big["ratios"]["state_over_input"],
+            TARGETS["state_over_input"], [])
+    hot = results.get("hot_key")
+    if hot:
+        add("hot-key step / cold-key step (medians)", "count", f"hot key of {hot['hot_key_rows']:,} rows",
+            hot.get("hot_over_cold"), TARGETS["hot_over_cold"],
+            [hot["by_kind"].get("hot"), hot["by_kind"].get("cold")] if "by_kind" in hot else [])
+    for r in results.get("huge", []):
+        run = r["first_run"]
+        add("first run completes (seconds)", r["pipeline"], f"{r['rows']:,} rows", seconds_of(run), None, [run],
+            met=run["status"] == "ok")
+    return out
 
 
 # ------------------------------------------------------------------------- report
 
 
 def fmt(x, digits: int = 1) -> str:
-    if x is None:
+    return "n/a" if x is None else f"{x:,.{digits}f}"
+
+
+def gb(n: int | None) -> str:
+    return "n/a" if n is None else f"{n / 2**30:,.2f}"
+
+
+def mb(n: int | None) -> str:
+    return "n/a" if n is None else f"{n / 2**20:,.1f}"
+
+
+def table(header: list[str], rows: list[list[str]], right: str = "") -> list[str]:
+    """A markdown table; ``right`` flags ('r'/'l' per column) align numbers right."""
+    align = [":---" if (right[i:i + 1] or "l") == "l" else "---:" for i in range(len(header))]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def sec(run: dict | None) -> str:
+    """A run's seconds, or why there are none."""
+    if not run:
         return "n/a"
-    return f"{x:,.{digits}f}"
+    return fmt(run["seconds"]) if run.get("status") == "ok" else run["status"].split(" (")[0].split(";")[0]
+
+
+def load(*runs: dict | None) -> str:
+    return " / ".join(fmt(r.get("others_cores"), 1) if r else "-" for r in runs)
 
 
 def report(results: dict) -> str:
-    lines = []
-    lines.append(f"sparkway bench, {results['date']}, {results['machine']}{' (--quick)' if results['quick'] else ''}")
+    lines = [f"# sparkway benchmarks, {results['date']}{' (--quick)' if results['quick'] else ''}", ""]
     start, end = results.get("code_at_start", {}), results.get("code_at_end", {})
-    code = f"code: commit {start.get('commit')}{' + uncommitted changes in sparkway/' if start.get('sparkway_dirty') else ''}"
+    code = f"commit {start.get('commit')}{' + uncommitted changes in sparkway/' if start.get('sparkway_dirty') else ''}"
     if end and end != start:
         code += f" at the start, {end.get('commit')}{' (dirty)' if end.get('sparkway_dirty') else ''} at the end"
-    lines.append(code)
-    lines.append(f"Spark driver memory of the sparkway processes: {results.get('sparkway_driver_memory')}")
-    lines.append("")
-    lines.append(f"1. Step cost vs state size: streaming, {results['config']['step_rows']:,} new rows per step "
-                 f"(existing users), median of {results['config']['steps']} steps after a warm-up, the two sizes in turn")
-    header = (f"{'state rows':>12} {'users':>9} {'build (s)':>10} {'step median':>12} {'min-max':>12} "
-              f"{'w/o snapshot':>13} {'w/ snapshot':>12} {'others':>7}")
-    lines.append(header)
-    lines.append(f"{'':>12} {'':>9} {'':>10} {'(s)':>12} {'(s)':>12} {'median (s)':>13} {'median (s)':>12} {'(cores)':>7}")
-    steps = results["step_cost"]
-    for r in steps:
-        if r.get("status") != "ok":
-            lines.append(f"{r['state_rows']:>12,} {r['users']:>9,} {fmt(r.get('build_step_s')):>10} {r.get('status')}")
-            continue
-        measured = [s for s in r["steps"] if not s["warmup"]]
-        others = statistics.mean(s["others_cores"] for s in measured)
-        n_snap = sum(1 for s in measured if s["snapshots"])
-        lines.append(f"{r['state_rows']:>12,} {r['users']:>9,} {fmt(r['build_step_s']):>10} {fmt(r['step_median_s'], 2):>12} "
-                     f"{fmt(r['step_min_s'], 2) + '-' + fmt(r['step_max_s'], 2):>12} "
-                     f"{fmt(r.get('no_snapshot_median_s'), 2) + f' ({len(measured) - n_snap})':>13} "
-                     f"{fmt(r.get('snapshot_median_s'), 2) + f' ({n_snap})':>12} {fmt(others, 1):>7}")
-    ok = [r for r in steps if r.get("status") == "ok"]
+    lines += [f"- machine: {results['machine']}", f"- code: {code}",
+              f"- Spark driver memory of the sparkway processes: {results['sparkway_driver_memory']}; the plain PySpark "
+              "job: 4g", f"- total time: {fmt(results.get('total_s'), 0)} s",
+              "- others (cores): CPU used by other processes on the machine during the measurement (2 cores in all)", ""]
+    if results["targets"]:
+        lines += ["## Targets (issue 10)", ""]
+        lines += table(["target", "pipeline", "where", "measured", "target", "met", "others (cores)"], [
+            [t["target"], t["pipeline"], t["where"], fmt(t["value"], 2),
+             "completes" if t["limit"] is None else f"<= {t['limit']}", "yes" if t["met"] else "**no**",
+             fmt(t["others_cores"], 1)] for t in results["targets"]], "lllrrlr")
+        lines.append("")
+    if results["step_cost"]:
+        lines += report_steps(results)
+    if results["throughput"]:
+        lines += report_throughput(results)
+    if results.get("hot_key"):
+        lines += report_hot_key(results["hot_key"])
+    if results.get("huge"):
+        lines += report_huge(results["huge"])
+    return "\n".join(lines)
+
+
+def step_row(r: dict, kind: str, first: list[str]) -> list[str]:
+    s = r.get("by_kind", {}).get(kind)
+    if not s:
+        return [*first, fmt(r.get("build_step_s")), r.get("status", "n/a"), "", "", "", ""]
+    return [*first, fmt(r.get("build_step_s")), f"**{fmt(s['median_s'], 2)}**", f"{fmt(s['min_s'], 2)}-{fmt(s['max_s'], 2)}",
+            f"{fmt(s['no_snapshot_median_s'], 2)} ({s['steps'] - s['snapshot_steps']})",
+            f"{fmt(s['snapshot_median_s'], 2)} ({s['snapshot_steps']})", fmt(s["others_cores"], 1)]
+
+
+STEP_HEADER = ["build (step 1, s)", "step median (s)", "min-max (s)", "w/o snapshot: median (steps)",
+               "w/ snapshot: median (steps)", "others (cores)"]
+
+
+def report_steps(results: dict) -> list[str]:
+    cfg = results["config"]
+    lines = ["## 1. Step cost vs state size (sessions, streaming)", "",
+             f"{cfg['step_rows']:,} new rows of existing users per step; median of {cfg['steps']} steps after a warm-up; "
+             "the sizes in turn; time from inside the process. 'w/ snapshot': the step's commit also wrote a full "
+             "snapshot of a state partition.", ""]
+    lines += table(["state rows", "users", *STEP_HEADER],
+                   [step_row(r, "step", [f"{r['state_rows']:,}", f"{r['users']:,}"]) for r in results["step_cost"]],
+                   "rrrrrrrr")
+    lines += [f"\n{r['state_rows']:,} rows: {r['status']}: `{r['error']}`" for r in results["step_cost"] if r.get("error")]
+    ok = [r["by_kind"]["step"] for r in results["step_cost"] if "step" in r.get("by_kind", {})]
     if len(ok) == 2:
-        ratio = ok[1]["step_median_s"] / ok[0]["step_median_s"]
-        results["step_ratio"] = round(ratio, 2)
-        text = f"ratio of the step medians (large / small state): {ratio:.2f}"
-        if ok[0].get("no_snapshot_median_s") and ok[1].get("no_snapshot_median_s"):
-            plain_ratio = ok[1]["no_snapshot_median_s"] / ok[0]["no_snapshot_median_s"]
-            results["step_ratio_without_snapshots"] = round(plain_ratio, 2)
-            text += f"; of the steps that wrote no full snapshot: {plain_ratio:.2f}"
-        lines.append(text)
-    if steps:
-        lines.append("(in parentheses: how many steps; 'w/ snapshot': the step's commit also wrote a full snapshot of a state"
-                     " partition (sparkway writes one when snapshot_interval_ms=60000 has passed and the changelogs"
-                     " since the last one add up to a quarter of its size); others: CPU cores used by other"
-                     " processes on the machine during the steps, on average)")
-    lines.append("")
-    lines.append("2. Rerun vs recompute: 0.1% new rows; wall time of a fresh process each")
-    lines.append(f"{'history':>11} {'users':>8} {'new':>7} {'first run':>10} {'no-input':>9} {'sparkway':>9} "
-                 f"{'plain':>8} {'rerun/':>7} {'cold-cache':>11} {'outputs':>8}")
-    lines.append(f"{'rows':>11} {'':>8} {'rows':>7} {'(s)':>10} {'rerun (s)':>9} {'rerun (s)':>9} "
-                 f"{'Spark (s)':>8} {'plain':>7} {'rerun (s)':>11} {'agree':>8}")
-    for r in results["rerun_vs_recompute"]:
-        first = r.get("first_run", {})
-        first_text = fmt(first.get("seconds")) if first.get("status") == "ok" else first.get("status", "n/a")[:10]
+        results["step_ratio"] = ratio(ok[1]["median_s"], ok[0]["median_s"])
+        lines += ["", f"Ratio of the step medians (large / small state): {fmt(results['step_ratio'], 2)}"]
+    return [*lines, ""]
 
-        def sec(key):
-            run = r.get(key)
-            return fmt(run["seconds"]) if run and run.get("status") == "ok" else ("n/a" if not run else "FAILED")
 
-        lines.append(f"{r['history_rows']:>11,} {r['users']:>8,} {r['new_rows']:>7,} {first_text:>10} {sec('noop_rerun'):>9} "
-                     f"{sec('rerun'):>9} {sec('plain'):>8} {fmt(r.get('rerun_over_plain'), 2):>7} {sec('cold_rerun'):>11} "
-                     f"{str(r.get('outputs_agree', 'n/a')):>8}")
-    lines.append("")
-    lines.append("Breakdown of the sparkway reruns (s): python imports + Spark start + restore + step")
-    for r in results["rerun_vs_recompute"]:
-        for key in ("noop_rerun", "rerun", "cold_rerun"):
+RUN_NAMES = {"first_run": "first run", "noop_rerun": "no-input rerun", "rerun": "rerun", "plain": "plain PySpark",
+             "cold_rerun": "cold-cache rerun"}
+
+
+def report_throughput(results: dict) -> list[str]:
+    lines = ["## 2. Throughput: first run, rerun with 0.1% new rows, plain PySpark", "",
+             "Wall time of a fresh process each, one at a time; peak RSS of the process tree (driver, JVM, Python "
+             "workers). The plain PySpark job reads the history and the new rows (a full recompute); 'state' is the "
+             "persisted operator state after the rerun, against the CSV bytes read by then. others (cores): during "
+             "the first run / the PySpark job / the rerun.", ""]
+    for pipeline in dict.fromkeys(r["pipeline"] for r in results["throughput"]):
+        lines += [f"### {pipeline}", ""]
+        rows = []
+        for r in (r for r in results["throughput"] if r["pipeline"] == pipeline):
+            ratios = r["ratios"]
+            rows.append([f"{r['rows']:,}", f"{r['users']:,}", mb(r["input_bytes"]), sec(r["first_run"]),
+                         gb(rss_of(r["first_run"])), sec(r["plain"]), gb(rss_of(r["plain"])),
+                         f"**{fmt(ratios['first_over_plain'], 2)}**", f"**{fmt(ratios['memory_over_plain'], 2)}**",
+                         sec(r.get("noop_rerun")), sec(r.get("rerun")), f"**{fmt(ratios['rerun_over_plain'], 2)}**",
+                         sec(r.get("cold_rerun")), mb(r.get("state_bytes")), f"**{fmt(ratios['state_over_input'], 1)}**",
+                         str(r.get("outputs_agree", "n/a")), load(r["first_run"], r["plain"], r.get("rerun"))])
+        lines += table(["rows", "users", "input (MB)", "first run (s)", "first run peak RSS (GB)", "PySpark (s)",
+                        "PySpark peak RSS (GB)", "first / PySpark", "memory ratio", "no-input rerun (s)", "rerun (s)",
+                        "rerun / PySpark", "cold-cache rerun (s)", "state (MB)", "state / input", "outputs agree",
+                        "others (cores)"], rows, "rrrrrrrrrrrrrrrlr")
+        lines.append("")
+    lines += ["Where the time goes (s): Python imports + Spark start + restore + steps (+ exit and the rest)", ""]
+    rows = []
+    for r in results["throughput"]:
+        for key in ("first_run", "noop_rerun", "rerun", "cold_rerun"):
             run = r.get(key)
             if not run or run.get("status") != "ok":
                 continue
-            step = sum(s["seconds"] for s in run.get("steps", []))
-            lines.append(f"  {r['history_rows']:>11,} {key:<11} {run['seconds']:6.1f} = {run.get('python_imports_s', 0):.1f} + "
-                         f"{run.get('spark_start_s', 0):.1f} + {run.get('restore_s', 0):.2f} + {step:.1f}"
-                         f" (+ {run['seconds'] - run.get('python_imports_s', 0) - run.get('spark_start_s', 0) - run.get('restore_s', 0) - step:.1f} exit/other)"
-                         f"; other processes used {run['others_cores']:.1f} cores")
+            steps = sum(s["seconds"] for s in run.get("steps", []))
+            known = run.get("python_imports_s", 0) + run.get("spark_start_s", 0) + run.get("restore_s", 0) + steps
+            rows.append([r["pipeline"], f"{r['rows']:,}", RUN_NAMES[key], fmt(run["seconds"]), fmt(run.get("python_imports_s")),
+                         fmt(run.get("spark_start_s")), fmt(run.get("restore_s"), 2), fmt(steps),
+                         fmt(run["seconds"] - known), fmt(run["others_cores"], 1)])
         plain = r.get("plain")
         if plain and plain.get("status") == "ok" and "job" in plain:
-            lines.append(f"  {r['history_rows']:>11,} {'plain':<11} {plain['seconds']:6.1f} = Spark start {plain['spark']:.1f} + "
-                         f"job {plain['job']:.1f}; other processes used {plain['others_cores']:.1f} cores")
-    return "\n".join(lines)
+            rows.append([r["pipeline"], f"{r['rows']:,}", "plain PySpark", fmt(plain["seconds"]), fmt(plain.get("imports")),
+                         fmt(plain["spark"]), "", f"job {fmt(plain['job'])}",
+                         fmt(plain["seconds"] - plain.get("imports", 0) - plain["spark"] - plain["job"]),
+                         fmt(plain["others_cores"], 1)])
+    lines += table(["pipeline", "rows", "run", "total", "imports", "Spark start", "restore", "steps", "rest",
+                    "others (cores)"], rows, "lrlrrrrrrr")
+    failed = [(r, key) for r in results["throughput"] for key in ("first_run", "noop_rerun", "rerun", "plain", "cold_rerun")
+              if r.get(key) and r[key].get("error")]
+    if failed:
+        lines += ["", "Failures:"]
+        lines += [f"- {r['pipeline']}, {r['rows']:,} rows, {RUN_NAMES[key]}: {r[key]['status']}: `{r[key]['error']}`"
+                  for r, key in failed]
+    return [*lines, ""]
+
+
+def report_hot_key(hot: dict) -> list[str]:
+    lines = ["## 3. Hot key (groupby-count, streaming)", "",
+             f"One key holds {hot['hot_key_rows']:,} rows, {hot['cold_keys']:,} cold keys hold {hot['cold_rows']:,}; "
+             f"steps of {hot['new_rows_per_step']:,} rows touching only the hot key or only cold keys (distinct ones), "
+             "in turn, after one warm-up step of each; time from inside the process.", ""]
+    lines += table(["steps touching", *STEP_HEADER],
+                   [step_row(hot, kind, [kind]) for kind in ("hot", "cold")], "lrrrrrr")
+    lines += ["", f"Hot / cold (medians): **{fmt(hot.get('hot_over_cold'), 2)}**"]
+    if hot.get("error"):
+        lines.append(f"\n{hot['status']}: `{hot['error']}`")
+    return [*lines, ""]
+
+
+def report_huge(huge_results: list[dict]) -> list[str]:
+    lines = ["## 4. Huge first run (generated, then deleted)", ""]
+    lines += table(["pipeline", "rows", "input (GB)", "first run", "peak RSS (GB)", "state (GB)", "others (cores)"],
+                   [[r["pipeline"], f"{r['rows']:,}", gb(r["input_bytes"]), sec(r["first_run"]),
+                     gb(r["first_run"].get("peak_rss_bytes")), gb(r.get("state_bytes")), load(r["first_run"])]
+                    for r in huge_results], "lrrrrrr")
+    for r in huge_results:
+        run = r["first_run"]
+        if run["status"] != "ok":
+            lines.append(f"\n{r['pipeline']}: {run['status']}: `{run.get('error')}`")
+    return [*lines, ""]
+
+
+# ------------------------------------------------------------------------- main
 
 
 def code_version() -> dict:
@@ -476,29 +835,59 @@ def code_version() -> dict:
     return {"commit": git("rev-parse", "--short", "HEAD"), "sparkway_dirty": bool(git("status", "--porcelain", "--", "sparkway"))}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description="sparkway benchmarks (sessions pipeline)")
+def sizes(text: str) -> list[int]:
+    return [int(x.replace("_", "")) for x in text.split(",") if x]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="sparkway benchmarks (see bench/README.md)")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run of a few minutes")
-    parser.add_argument("--only", choices=["steps", "rerun"], help="run one of the two benchmarks")
-    parser.add_argument("--build-timeout", type=float, default=1800, help="seconds allowed to build a state (first run)")
+    parser.add_argument("--only", help=f"comma-separated sections to run, of: {', '.join(SECTIONS)} (default: all)")
+    parser.add_argument("--huge", action="store_true", help="also a first run over 100M rows (generated, then deleted)")
+    parser.add_argument("--sizes", type=sizes, help="history sizes (rows) of the throughput section, e.g. 1000000,10000000")
+    parser.add_argument("--pipelines", type=lambda t: t.split(","), help="of the throughput and huge sections: sessions,count")
+    parser.add_argument("--step-sizes", type=sizes, help="state sizes (rows) of the steps section")
+    parser.add_argument("--steps", type=int, help="measured steps per kind, after the warm-up (steps and hotkey)")
+    parser.add_argument("--hot-rows", type=int, help="rows of the hot key (hotkey section)")
+    parser.add_argument("--hot-cold-rows", type=int, help="rows of the cold keys' history (hotkey section)")
+    parser.add_argument("--huge-rows", type=int, help="rows of the --huge first run (default 100M)")
+    parser.add_argument("--no-noop", dest="noop", action="store_false", help="skip the rerun without new input")
+    parser.add_argument("--no-cold", dest="cold", action="store_false", help="skip the rerun without the local state cache")
+    parser.add_argument("--build-timeout", type=float, default=1800, help="seconds allowed to a first run or plain job")
     parser.add_argument("--rerun-timeout", type=float, default=600)
     parser.add_argument("--step-timeout", type=float, default=300)
+    parser.add_argument("--huge-timeout", type=float, default=4 * 3600)
     parser.add_argument("--quiet-wait", type=float, default=None,
-                        help="before each measurement, wait up to this long for other processes to leave the CPU idle")
-    parser.add_argument("--no-cold", dest="cold", action="store_false", help="skip the rerun without the local state cache")
-    parser.add_argument("--step-sizes", help="comma-separated state sizes (rows) for the step benchmark")
-    parser.add_argument("--rerun-sizes", help="comma-separated history sizes (rows) for the rerun benchmark")
-    parser.add_argument("--driver-memory", help="Spark driver memory of the sparkway processes (e.g. 4g); "
-                        "default: sparkway's own setting (Spark's default, 1g)")
-    args = parser.parse_args()
+                        help="before each measurement, wait up to this long for other processes to leave the CPU idle "
+                        "(0: do not wait; default 30 s, 3 s with --quick)")
+    parser.add_argument("--driver-memory", help="Spark driver memory of the sparkway processes (SPARKWAY_DRIVER_MEMORY, "
+                        "e.g. 8g); default: sparkway's own (4g)")
+    parser.add_argument("--work", default=DATA, help="folder for generated data, state and outputs (default bench/data)")
+    parser.add_argument("--results", default=RESULTS, help="folder for the results (default bench/results)")
+    args = parser.parse_args(argv)
+    only = args.only.split(",") if args.only else list(SECTIONS)
+    unknown = [s for s in only if s not in SECTIONS]
+    if unknown:
+        parser.error(f"--only: unknown section {', '.join(unknown)}; choose among {', '.join(SECTIONS)}")
+    args.only = only
     cfg = dict(QUICK if args.quick else FULL)
-    for key in ("step_sizes", "rerun_sizes"):
-        if getattr(args, key):
-            cfg[key] = [int(x) for x in getattr(args, key).split(",")]
-    global DRIVER_MEMORY
-    DRIVER_MEMORY = args.driver_memory
+    for key in ("sizes", "pipelines", "step_sizes", "steps", "hot_rows", "hot_cold_rows", "huge_rows"):
+        if getattr(args, key) is not None:
+            cfg[key] = getattr(args, key)
+    bad = [p for p in cfg["pipelines"] if p not in OUTPUT_COLUMNS]
+    if bad:
+        parser.error(f"--pipelines: unknown pipeline {', '.join(bad)}; choose among {', '.join(OUTPUT_COLUMNS)}")
+    args.cfg = cfg
     if args.quiet_wait is None:
         args.quiet_wait = 3 if args.quick else 30
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    global DATA, RESULTS, DRIVER_MEMORY
+    args = parse_args(argv)
+    cfg = args.cfg
+    DATA, RESULTS, DRIVER_MEMORY = os.path.abspath(args.work), os.path.abspath(args.results), args.driver_memory
     os.makedirs(RESULTS, exist_ok=True)
     now = _dt.datetime.now(_dt.timezone.utc)
     results: dict = {
@@ -506,11 +895,15 @@ def main() -> None:
         "machine": f"{os.cpu_count()} cores, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GB, "
                    f"Python {platform.python_version()}, local[2]",
         "quick": args.quick,
+        "sections": args.only + (["huge"] if args.huge else []),
         "code_at_start": code_version(),
         "config": cfg,
-        "sparkway_driver_memory": args.driver_memory or "sparkway's default (Spark's 1g)",
+        "sparkway_driver_memory": args.driver_memory or os.environ.get("SPARKWAY_DRIVER_MEMORY") or "sparkway's default (4g)",
+        "targets_limits": TARGETS,
         "step_cost": [],
-        "rerun_vs_recompute": [],
+        "throughput": [],
+        "hot_key": None,
+        "huge": [],
     }
     try:
         import pyspark
@@ -518,21 +911,30 @@ def main() -> None:
     except ImportError:
         pass
     started = time.perf_counter()
-    if args.only in (None, "steps"):
+    if "steps" in args.only:
         results["step_cost"] = step_cost(cfg, args)
-    if args.only in (None, "rerun"):
-        for rows in cfg["rerun_sizes"]:
-            results["rerun_vs_recompute"].append(rerun_vs_recompute(rows, args))
+    if "throughput" in args.only:
+        for rows in cfg["sizes"]:
+            results["throughput"] += throughput(rows, cfg, args)
+    if "hotkey" in args.only:
+        results["hot_key"] = hot_key(cfg, args)
+    if args.huge:
+        results["huge"] = huge(cfg, args)
     results["total_s"] = round(time.perf_counter() - started, 1)
     results["code_at_end"] = code_version()
-    table = report(results)
+    results["targets"] = targets(results)
+    text = report(results)
     name = now.strftime("%Y%m%dT%H%M%SZ") + ("-quick" if args.quick else "")
     with open(os.path.join(RESULTS, f"{name}.json"), "w", encoding="utf-8") as f:
         json.dump(results, f, indent=1)
+    for md in (f"{name}.md", "latest.md"):
+        with open(os.path.join(RESULTS, md), "w", encoding="utf-8") as f:
+            f.write(text + "\n")
     say("")
-    say(table)
+    say(text)
     say("")
-    say(f"total {results['total_s']:.0f} s; results in {os.path.relpath(os.path.join(RESULTS, name + '.json'), ROOT)}")
+    say(f"total {results['total_s']:.0f} s; results in {os.path.relpath(os.path.join(RESULTS, name + '.json'), ROOT)} "
+        f"and {name}.md (also latest.md)")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,16 @@
-"""The sessions program of seeds 002/003 (``examples/sessions/script.py``), with paths and
-mode as arguments, and timing probes for the benchmark.
+"""The sparkway programs the benchmarks run, with paths and mode as arguments, and timing
+probes.
 
-    python bench/sessions_job.py --logs DIR --storage DIR --out sessions.csv \\
-        [--mode static|streaming] [--probe probe.jsonl]
+    python bench/sparkway_job.py --logs DIR --storage DIR --out out.csv \\
+        [--pipeline sessions|count] [--mode static|streaming] [--probe probe.jsonl]
 
-The pipeline is the seed's, unchanged: ``pw.io.csv.read`` of a log directory with
-``persistent_id="logs"``, ``windowby(access_time, session(max_gap=300),
-instance=user_id).reduce(...)``, ``pw.io.csv.write``, ``pw.run`` with a filesystem
-persistence backend and the default ``pw.persistence.Config``.
+Both read a log directory with ``pw.io.csv.read(..., persistent_id="logs")``, write with
+``pw.io.csv.write`` and run with ``pw.run`` on a filesystem persistence backend and the
+default ``pw.persistence.Config``:
+
+- ``sessions``: the program of seeds 002/003 (``examples/sessions/script.py``), unchanged:
+  ``windowby(access_time, session(max_gap=300), instance=user_id).reduce(...)``;
+- ``count``: ``groupby(user_id).reduce(user_id, count=pw.reducers.count())``.
 
 ``--probe FILE`` appends one JSON line per phase to FILE (flushed at once, so that a
 parent process can follow it): ``start`` (when the interpreter got here, after
@@ -35,9 +38,9 @@ class InputSchema(pw.Schema):
     access_time: int
 
 
-def build(logs: str, out: str, mode: str) -> None:
-    table = pw.io.csv.read(logs, mode=mode, schema=InputSchema, persistent_id="logs")
-    sessions = table.windowby(
+def sessions(table: pw.Table) -> pw.Table:
+    """The seed's sessions: visits of a user less than 300 s apart."""
+    return table.windowby(
         pw.this.access_time,
         window=pw.temporal.session(max_gap=300),
         instance=pw.this.user_id,
@@ -48,7 +51,19 @@ def build(logs: str, out: str, mode: str) -> None:
         session_finish=pw.reducers.max(table.access_time),
         count=pw.reducers.count(),
     )
-    pw.io.csv.write(sessions, out)
+
+
+def count(table: pw.Table) -> pw.Table:
+    """Log lines per user."""
+    return table.groupby(pw.this.user_id).reduce(pw.this.user_id, count=pw.reducers.count())
+
+
+PIPELINES = {"sessions": sessions, "count": count}
+
+
+def build(pipeline: str, logs: str, out: str, mode: str) -> None:
+    table = pw.io.csv.read(logs, mode=mode, schema=InputSchema, persistent_id="logs")
+    pw.io.csv.write(PIPELINES[pipeline](table), out)
 
 
 class Probe:
@@ -123,6 +138,7 @@ def main() -> None:
     parser.add_argument("--logs", required=True)
     parser.add_argument("--storage", required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--pipeline", default="sessions", choices=sorted(PIPELINES))
     parser.add_argument("--mode", default="static", choices=["static", "streaming"])
     parser.add_argument("--probe")
     parser.add_argument("--poll-ms", type=int, default=100)
@@ -131,7 +147,7 @@ def main() -> None:
     probe.emit("start", seconds=time.time() - STARTED, pid=os.getpid())
     install_probes(probe)
     poll_every(args.poll_ms / 1000)
-    build(args.logs, args.out, args.mode)
+    build(args.pipeline, args.logs, args.out, args.mode)
     backend = pw.persistence.Backend.filesystem(args.storage)
     pw.run(
         monitoring_level=pw.MonitoringLevel.NONE,

@@ -1,0 +1,70 @@
+"""The benchmarks still run: ``bench/run.py``'s throughput section end to end at a tiny
+size (both pipelines, each next to its plain PySpark job), and its output comparison can
+tell outputs apart.  Nothing else exercises ``bench/``, and it broke silently before."""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ROWS = 2_000  # 40 users; 2 new rows (0.1%) for the rerun
+
+
+@pytest.mark.subprocess
+def test_throughput_runs_end_to_end(tmp_path: Path, python_env: dict[str, str]) -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "run.py"), "--only", "throughput", "--sizes", str(ROWS),
+         "--no-noop", "--no-cold", "--quiet-wait", "0", "--work", str(tmp_path / "data"),
+         "--results", str(tmp_path / "results")],
+        env=python_env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    [raw] = glob.glob(str(tmp_path / "results" / "*.json"))
+    results = json.loads(Path(raw).read_text())
+    assert [(r["pipeline"], r["rows"]) for r in results["throughput"]] == [("sessions", ROWS), ("count", ROWS)]
+    for r in results["throughput"]:
+        for run in ("first_run", "rerun", "plain"):
+            assert r[run]["status"] == "ok", (r["pipeline"], run, r[run])
+            assert r[run]["seconds"] > 0 and r[run]["peak_rss_bytes"] > 0 and "others_cores" in r[run]
+        assert r["new_rows"] == 2 and r["input_bytes"] > 0 and r["state_bytes"] > 0
+        assert r["outputs_agree"] is True, r["pipeline"]
+        assert all(value is not None for value in r["ratios"].values()), r["ratios"]
+        # the plain job's output covers every row read: 2,000 of history + 2 new ones
+        plain = tmp_path / "data" / f"throughput-{ROWS}" / r["pipeline"] / "plain_out"
+        counts = [int(line.split(",")[-1]) for part in plain.glob("*.csv") for line in part.read_text().splitlines()[1:]]
+        assert sum(counts) == ROWS + 2
+    # one size: no rerun growth; no hot key, no huge run
+    assert sorted((t["pipeline"], t["target"]) for t in results["targets"]) == sorted(
+        (pipeline, target) for pipeline in ("sessions", "count") for target in (
+            "first run / PySpark job (wall time)", "peak memory / PySpark job's (process tree RSS)",
+            "rerun / PySpark full recompute", "persisted operator state / input bytes"))
+    markdown = (tmp_path / "results" / "latest.md").read_text()
+    assert "## Targets (issue 10)" in markdown and "### count" in markdown and "### sessions" in markdown
+
+
+def test_outputs_comparison_sees_a_difference(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench" / "run.py")
+    bench_run = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(bench_run)
+    finally:  # run.py puts bench/ on the path for its own modules
+        while str(ROOT / "bench") in sys.path:
+            sys.path.remove(str(ROOT / "bench"))
+    outputs_agree = bench_run.outputs_agree
+    # sparkway's update stream: alice counted 1, then 2 (the 1 retracted); bob 1
+    (tmp_path / "updates.csv").write_text(
+        "user_id,count,time,diff\nalice,1,2,1\nbob,1,2,1\nalice,1,4,-1\nalice,2,4,1\n")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "part-0.csv").write_text("user_id,count\nbob,1\nalice,2\n")
+    assert outputs_agree([str(tmp_path / "updates.csv")], str(plain), ["user_id", "count"])
+    (plain / "part-0.csv").write_text("user_id,count\nbob,1\nalice,1\n")
+    assert not outputs_agree([str(tmp_path / "updates.csv")], str(plain), ["user_id", "count"])
+    (plain / "part-0.csv").write_text("user_id,count\nbob,1\n")
+    assert not outputs_agree([str(tmp_path / "updates.csv")], str(plain), ["user_id", "count"])
