@@ -177,3 +177,17 @@ def test_a_state_without_the_manifest_of_its_version_is_refused_with_what_to_do(
     (tmp_path / "checkpoint" / "op" / "00000" / "manifest" / "0000000000000001.json").unlink()
     with pytest.raises(PersistenceError, match="delete the persistence folder"):
         _store(tmp_path).begin(2)
+
+
+def test_the_checkpoint_holds_compressed_runs_and_a_lost_local_cache_is_filled_from_it(tmp_path: Path) -> None:
+    import shutil
+
+    changes = [(g, i, 1, 1, "same text in every row") for g in range(20) for i in range(50)]
+    _step(tmp_path, 1, changes)
+    [checkpoint_run] = (tmp_path / "checkpoint" / "op" / "00000" / "runs").iterdir()
+    [local_run] = (tmp_path / "local" / "op" / "00000" / "runs").iterdir()
+    assert checkpoint_run.name == local_run.name
+    assert checkpoint_run.stat().st_size < local_run.stat().st_size / 2
+    expected = _held(tmp_path, 2, list(range(20)))
+    shutil.rmtree(tmp_path / "local")  # another machine, or a cleaned cache
+    assert _held(tmp_path, 2, list(range(20))) == expected == Counter({(g, i, "same text in every row"): 1 for g, i, *_ in changes})

@@ -87,9 +87,10 @@ class BlobStorage:
         if self.fs.exists(self.path(relative)):
             self.fs.rm(self.path(relative), recursive=True)
 
-    def write_arrow(self, relative: str, table: pa.Table) -> None:
+    def write_arrow(self, relative: str, table: pa.Table, compression: str | None = None) -> None:
+        """An Arrow IPC file (``compression``: its buffers' codec, e.g. "zstd")."""
         sink = io.BytesIO()
-        with ipc.new_file(sink, table.schema) as writer:
+        with ipc.new_file(sink, table.schema, options=ipc.IpcWriteOptions(compression=compression)) as writer:
             writer.write_table(table)
         self.write_bytes(relative, sink.getvalue())
 

@@ -10,7 +10,8 @@ step adds one run (its changes) and then merges the newest runs while the newer 
 least half as large as the older, so a partition holds O(log rows) runs and every row is
 rewritten O(log rows) times in all.  Finding the rows of some groups is a binary search
 of their pointers in each run's ``_gid`` column, which is memory-mapped: a step reads the
-groups it touches, never the whole partition.
+groups it touches, never the whole partition.  The checkpoint holds runs compressed; a
+local cache holds them as they are, for the memory maps.
 
 Versions: ``manifest/<version>.json`` lists the runs of the state after step
 ``version``; ``LATEST`` holds ``{version, base}`` (the step that last changed the
@@ -103,7 +104,7 @@ class ArrangementStore:
 
     def __init__(self, checkpoint: BlobStorage, cache_dir: str) -> None:
         self.checkpoint = checkpoint
-        self.cache_dir = cache_dir  # local copies of the runs of a remote checkpoint
+        self.cache_dir = cache_dir  # uncompressed local copies of the runs
         self.step = -1
         self.base: int | None = None
         self.runs: dict[str, list[list]] = {}  # input -> [[name, rows], ...], oldest first
@@ -169,23 +170,22 @@ class ArrangementStore:
     # -- files ---------------------------------------------------------------------------
 
     def _write_run(self, stem: str, table: pa.Table) -> str:
+        """Writes a run twice: compressed to the checkpoint (what persists), and as it is
+        to the local cache (what lookups map into memory)."""
         name = f"{stem}.arrow"
         # one record batch: a lookup then maps the ``_gid`` column without copying it
-        self.checkpoint.write_arrow(f"runs/{name}", table.combine_chunks())
+        table = table.combine_chunks()
+        self.checkpoint.write_arrow(f"runs/{name}", table, compression="zstd")
+        _write_local(os.path.join(self.cache_dir, name), table)
         return name
 
     def _open(self, name: str) -> pa.Table:
-        """A run, memory-mapped: only the pages a lookup touches are read."""
-        if self.checkpoint.is_local:
-            path = self.checkpoint.path(f"runs/{name}")
-        else:
-            path = os.path.join(self.cache_dir, name)
-            if not os.path.exists(path):  # runs never change: a local copy stays valid
-                os.makedirs(self.cache_dir, exist_ok=True)
-                tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-                with open(tmp, "wb") as f:
-                    f.write(self.checkpoint.read_bytes(f"runs/{name}"))
-                os.replace(tmp, path)
+        """A run, memory-mapped from the local cache (filled from the checkpoint when the
+        run is not there: another machine, a deleted cache): lookups read only the pages
+        they touch.  Runs never change, so a cached copy never goes stale."""
+        path = os.path.join(self.cache_dir, name)
+        if not os.path.exists(path):
+            _write_local(path, self.checkpoint.read_arrow(f"runs/{name}").combine_chunks())
         return ipc.open_file(pa.memory_map(path)).read_all()
 
     def _prune(self, runs: dict[str, list[list]]) -> None:
@@ -198,8 +198,7 @@ class ArrangementStore:
         for name in self.checkpoint.list("runs"):
             if name not in keep and int(name.split("-")[0]) < self.step:
                 self.checkpoint.delete(f"runs/{name}")
-                if not self.checkpoint.is_local:
-                    _remove(os.path.join(self.cache_dir, name))
+                _remove(os.path.join(self.cache_dir, name))
         kept = {_manifest_name(self.step).split("/")[-1]}
         if self.base is not None:
             kept.add(_manifest_name(self.base).split("/")[-1])
@@ -220,6 +219,15 @@ def _numpy(column: pa.ChunkedArray) -> np.ndarray:
 
 def _manifest_name(version: int) -> str:
     return f"manifest/{version:016d}.json"
+
+
+def _write_local(path: str, table: pa.Table) -> None:
+    """An uncompressed Arrow file, written whole or not at all."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+    with ipc.new_file(tmp, table.schema) as writer:
+        writer.write_table(table)
+    os.replace(tmp, path)
 
 
 def _remove(path: str) -> None:
