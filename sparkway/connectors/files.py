@@ -56,6 +56,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -538,7 +539,7 @@ class FileSource(Source):
         })
         return changes.conform(logged, self._output_schema())
 
-    def _ids(self, segment: Segment, parsed: ParsedRows) -> list[int]:
+    def _ids(self, segment: Segment, parsed: ParsedRows) -> Sequence[int]:
         if self.key_columns:
             return [0] * len(parsed)  # made from the key by the engine (Source.key_columns)
         return record_ids(self.name or "", segment["file"], parsed.ordinals)

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sparkway.connectors.base import OutputBatch, Sink
 from sparkway.core.dtypes import DType
@@ -168,6 +169,12 @@ def _csv_quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
+def _quoted(texts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """``_csv_quote`` of every text, and ``"None"`` for a null."""
+    escaped = pc.replace_substring(texts, '"', '""')
+    return pc.fill_null(pc.binary_join_element_wise('"', escaped, '"', ""), '"None"')
+
+
 def _text_of_object(value: Any) -> str:
     """A Python object (of an Any column) as the text of a CSV field."""
     if isinstance(value, bool):
@@ -211,13 +218,20 @@ class CsvSink(_FileSink):
 
     def format_batch(self, batch: OutputBatch) -> str:
         table = batch.table
-        fields = [list(map(self._field(table, n), table.column(n).to_pylist())) for n in self.columns]
-        fields += [[_csv_quote(str(batch.time))] * table.num_rows, [_csv_quote(str(d)) for d in batch.diffs.to_pylist()]]
-        return "".join(",".join(row) + "\n" for row in zip(*fields))
+        if table.num_rows == 0:
+            return ""
+        fields = [self._fields(table, n) for n in self.columns]
+        fields += [_csv_quote(str(batch.time)), _quoted(batch.diffs.cast(pa.string()))]
+        return "\n".join(pc.binary_join_element_wise(*fields, ",").to_pylist()) + "\n"
 
-    def _field(self, table: pa.Table, name: str) -> Formatter:
+    def _fields(self, table: pa.Table, name: str) -> pa.Array | pa.ChunkedArray:
+        """A column's CSV fields: integers and strings at once, other values one by one."""
+        column, dtype = table.column(name), self.dtypes.get(name)
+        plain = dtype is None or dtype.with_optional(False).name in ("int", "str")
+        if plain and (pa.types.is_integer(column.type) or pa.types.is_string(column.type)):
+            return _quoted(column.cast(pa.string()))
         text = self._text(table, name)
-        return lambda v: '"None"' if v is None else _csv_quote(text(v))
+        return pa.array(['"None"' if v is None else _csv_quote(text(v)) for v in column.to_pylist()], pa.string())
 
     def _text(self, table: pa.Table, name: str) -> Formatter:
         if self._is_json(name):
