@@ -222,7 +222,12 @@ class CsvSink(_FileSink):
             return ""
         fields = [self._fields(table, n) for n in self.columns]
         fields += [_csv_quote(str(batch.time)), _quoted(batch.diffs.cast(pa.string()))]
-        return "\n".join(pc.binary_join_element_wise(*fields, ",").to_pylist()) + "\n"
+        lines = pc.binary_join_element_wise(*fields, ",").cast(pa.large_string())  # may pass 2 GB in all
+        if isinstance(lines, pa.ChunkedArray):
+            lines = lines.combine_chunks()
+        # one string, joined by Arrow: no Python object per line
+        whole = pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines)
+        return pc.binary_join(whole, pa.scalar("\n", pa.large_string()))[0].as_py() + "\n"
 
     def _fields(self, table: pa.Table, name: str) -> pa.Array | pa.ChunkedArray:
         """A column's CSV fields: integers and strings at once, other values one by one."""
