@@ -23,7 +23,6 @@ the data, or rebuilds it from the checkpoint when the working copy is missing or
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import time
@@ -34,6 +33,7 @@ from rocksdict import Options, Rdict, WriteBatch
 
 from sparkway.persistence.storage import BlobStorage
 from sparkway.state.arrangement import ArrangementStore
+from sparkway.state.versions import base_before, read_latest, write_latest
 
 _META_VERSION = b"\x00meta:version"
 _META_BASE = b"\x00meta:base"
@@ -84,13 +84,7 @@ class PartitionStore:
     def begin(self, step: int) -> None:
         """Open the state as it was before ``step`` was applied."""
         self.step = step
-        latest = self._read_latest()
-        if latest is None:
-            self.base = None
-        elif latest["version"] >= step:
-            self.base = latest["base"]  # a retry or a replay of this very step
-        else:
-            self.base = latest["version"]
+        self.base = base_before(read_latest(self.checkpoint), step)
         os.makedirs(self.local_dir, exist_ok=True)
         self.db = Rdict(self.local_dir, options=_options())
         working = self._meta_int(_META_VERSION)
@@ -133,7 +127,7 @@ class PartitionStore:
         take_snapshot = self._snapshot_due(written)
         batch.put(_META_CHANGELOG_BYTES, str(0 if take_snapshot else written).encode())
         # LATEST is written last on the durable side: until then a retry sees the old base.
-        self._write_latest()
+        write_latest(self.checkpoint, self.step, self.base)
         self.db.write(batch)
         if take_snapshot:
             self._write_snapshot()
@@ -220,15 +214,6 @@ class PartitionStore:
             for name in self.checkpoint.list(folder):
                 if int(name.split(".")[0]) < keep_from:
                     self.checkpoint.delete(f"{folder}/{name}")
-
-    def _read_latest(self) -> dict | None:
-        try:
-            return json.loads(self.checkpoint.read_bytes("LATEST"))
-        except FileNotFoundError:
-            return None
-
-    def _write_latest(self) -> None:
-        self.checkpoint.write_bytes("LATEST", json.dumps({"version": self.step, "base": self.base}).encode())
 
     def _meta_int(self, key: bytes) -> int | None:
         assert self.db is not None
