@@ -23,6 +23,21 @@ def _state_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["SPARKWAY_STATE_CACHE"] = str(tmp_path_factory.mktemp("state-cache"))
 
 
+@pytest.fixture(params=["small", "large"])
+def step_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The two ways a step runs: small steps (input read here, stateful operators work
+    through all their rows at once), or large steps (files parsed on the executors, a
+    piece each, and stateful operators working through sorted chunks of whole groups).
+    Here every step is large, with pieces of about 40 bytes and chunks of 3 rows, so that
+    pieces end inside files and chunks inside and between partitions."""
+    if request.param == "large":
+        monkeypatch.setattr("sparkway.engine.runner.LARGE_STEP_ROWS", 0)
+        monkeypatch.setattr("sparkway.engine.stateful.CHUNK_ROWS", 3)
+        monkeypatch.setattr("sparkway.connectors.files.EXECUTOR_READ_BYTES", 0)
+        monkeypatch.setattr("sparkway.connectors.files.PIECE_BYTES", 40)
+    return request.param
+
+
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession the in-process tests share (sparkway reuses the active one)."""

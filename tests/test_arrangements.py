@@ -125,7 +125,8 @@ def test_a_crash_before_latest_leaves_the_previous_version(tmp_path: Path, monke
     with pytest.raises(KeyboardInterrupt):
         _step(tmp_path, 2, [(1, 1, -1, 2, "a"), (2, 5, 1, 2, "z")])
     monkeypatch.undo()
-    assert any(name.startswith("runs/") for name in written) and "manifest/0000000000000002.json" in written
+    runs = [p.name for p in (tmp_path / "checkpoint" / "op" / "00000" / "runs").iterdir()]
+    assert any(name.startswith("0000000000000002-") for name in runs) and "manifest/0000000000000002.json" in written
     assert _held(tmp_path, 2, [1, 2]) == Counter({(1, 1, "a"): 1})  # the step's runs are not part of it
 
 

@@ -27,7 +27,7 @@ def _expected(name: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("path", harness.programs(), ids=lambda p: p.stem)
-def test_program_matches_pathway(path: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_program_matches_pathway(path: Path, step_path: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     def postgres() -> dict:
         server = request.getfixturevalue("postgres_server")
         return server.settings(server.create_database())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 
 import pytest
@@ -154,3 +155,19 @@ def test_more_build_errors_use_pathways_words() -> None:
     with pytest.raises(ValueError, match="argument has to be a ColumnReference to the same table or pw.this"):
         t[t.select(pw.this.a).a]
     assert t[pw.this.a].name == "a"
+
+
+def test_state_of_another_state_format_is_refused_or_rebuilt(tmp_path) -> None:
+    from sparkway.persistence.metadata import STATE_FORMAT, MetadataLog
+    from sparkway.persistence.storage import BlobStorage
+
+    storage = BlobStorage(str(tmp_path))
+    nodes = [{"kind": "Input", "inputs": []}]
+    # what a sparkway of the first state format wrote: no format in the record
+    storage.write_bytes("plan.json", json.dumps({"nodes": nodes, "incarnation": "x", "partitions": 2}).encode())
+    log = MetadataLog(storage)
+    with pytest.raises(PlanChangedError, match="another version of sparkway .state format 1; this one reads format"):
+        log.check_plan(nodes, rebuild=False, partitions=2)
+    record, discard = log.check_plan(nodes, rebuild=True, partitions=2)
+    assert discard and record["state_format"] == STATE_FORMAT
+    assert log.check_plan(nodes, rebuild=False, partitions=2) == (record, False)

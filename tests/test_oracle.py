@@ -208,5 +208,7 @@ def _check(name: str, scenario: list, snapshot_interval_ms: int, tmp: Path) -> N
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(scenario=rounds, snapshot_interval_ms=st.sampled_from([0, 10**9]))
-def test_output_stream_matches_batch_computation(name: str, scenario: list, snapshot_interval_ms: int, tmp_path: Path) -> None:
+def test_output_stream_matches_batch_computation(
+    name: str, step_path: str, scenario: list, snapshot_interval_ms: int, tmp_path: Path,
+) -> None:
     _check(name, scenario, snapshot_interval_ms, tmp_path)

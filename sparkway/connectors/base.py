@@ -15,7 +15,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -85,6 +85,12 @@ class Source(ABC):
         (``core.changes.arrow_schema``).  Reading the same segments again must give the
         same rows and ids."""
 
+    def read_on_executors(self, segments: list[Segment]) -> "ExecutorRead | None":
+        """A way to read these segments in Spark's tasks instead of this process (large
+        input: parsing is spread over the executors, and the driver holds none of it);
+        None, the default, to ``read`` them here."""
+        return None
+
     def read_transactions(self, segments: list[Segment]) -> list[pa.Table]:
         """The changes of the segments, one table per input transaction (rows that
         must reach the engine at one time); together they are ``read(segments)``.  The
@@ -127,6 +133,17 @@ class Source(ABC):
 
     def close(self) -> None:
         """Release resources at the end of the run."""
+
+
+@dataclass(frozen=True)
+class ExecutorRead:
+    """Segments read by Spark's tasks: ``read(piece)`` (picklable, run in a task) gives
+    a piece's changes, of ``schema``; together the pieces' changes are what ``read``
+    would give.  Reading a piece again gives the same rows and ids."""
+
+    pieces: list[Segment]
+    read: Callable[[Segment], pa.Table]
+    schema: pa.Schema
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ Rows to retract later are kept as Arrow under the ``BlobStorage`` given to ``ope
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import logging
@@ -60,9 +61,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-from sparkway.connectors.base import Segment, Source, record_ids
+from sparkway.connectors.base import ExecutorRead, Segment, Source, record_ids
 from sparkway.connectors.formats import complete_end
 from sparkway.connectors.formats.csv import CsvParserSettings, check_csv_header, parse_csv, parse_csv_header
 from sparkway.connectors.formats.jsonlines import parse_json_lines
@@ -197,31 +199,35 @@ class RowStore:
                 keys.append((int(gen), int(start)))
         return sorted(keys)
 
-    def committed(self, file: str, generation: int, offset: int) -> list[pa.Table]:
-        """The rows of a generation's chunks before ``offset``.  Chunks at or after it
+    def committed(self, file: str, generation: int, offset: int) -> list[int]:
+        """The starts of a generation's chunks before ``offset``.  Chunks at or after it
         were read in steps that were never committed, so they are left out."""
-        tables = []
-        for gen, start in self._keys(file):
-            if gen == generation and start < offset:
-                if self.storage is None:
-                    tables.append(self._memory[file][(gen, start)])
-                else:
-                    tables.append(self.storage.read_arrow(f"{self._folder(file)}/{gen}-{start}.arrow"))
-        return tables
+        return [start for gen, start in self._keys(file) if gen == generation and start < offset]
 
-    def drop(self, file: str, keep: tuple[int, int] | None = None) -> None:
-        """Forget a file's rows, except one chunk."""
+    def chunk(self, file: str, generation: int, start: int) -> pa.Table:
+        """The rows one chunk produced."""
+        if self.storage is None:
+            return self._memory[file][(generation, start)]
+        return self.storage.read_arrow(f"{self._folder(file)}/{generation}-{start}.arrow")
+
+    def drop(self, file: str, keep: tuple[int, int, int] | None = None) -> None:
+        """Forget a file's rows, except the chunks of one read: ``keep`` = (generation,
+        start, end) keeps that generation's chunks starting in [start, end)."""
+        def kept(gen: int, start: int) -> bool:
+            return keep is not None and gen == keep[0] and keep[1] <= start < max(keep[2], keep[1] + 1)
+
         if self.storage is None:
             chunks = self._memory.pop(file, {})
-            if keep in chunks:
-                self._memory[file] = {keep: chunks[keep]}
+            chunks = {key: table for key, table in chunks.items() if kept(*key)}
+            if chunks:
+                self._memory[file] = chunks
             return
         folder = self._folder(file)
         if keep is None:
             self.storage.delete(folder)
             return
         for gen, start in self._keys(file):
-            if (gen, start) != keep:
+            if not kept(gen, start):
                 self.storage.delete(f"{folder}/{gen}-{start}.arrow")
 
 
@@ -275,8 +281,6 @@ class FileSource(Source):
             self.columns[METADATA_COLUMN] = JSON
         self.key_columns = [n for n, c in self.schema.items() if c.primary_key]
         self.files = files if files is not None else LocalFiles(path, object_pattern)
-        self.arrow_schema = changes.arrow_schema(self.columns)
-        self._chunk_schema = self.arrow_schema.remove(self.arrow_schema.get_field_index(DIFF))
         self.open(None)
 
     # ------------------------------------------------------------------ life cycle
@@ -449,50 +453,154 @@ class FileSource(Source):
     # ------------------------------------------------------------------------ read
 
     def read(self, segments: list[Segment]) -> pa.Table:
-        parts: list[pa.Table] = []
+        reader = self._chunk_reader()
+        parts = [part for piece in self._pieces(segments) for part in reader.changes(piece, self._store)]
+        if not parts:
+            return reader.output_schema.empty_table()
+        return pa.concat_tables(parts)
+
+    def read_on_executors(self, segments: list[Segment]) -> ExecutorRead | None:
+        """Large input (at least ``EXECUTOR_READ_BYTES`` to parse) is parsed by Spark's
+        tasks, a piece of at most ``PIECE_BYTES`` each, which also keep its rows in the
+        persistence storage; not when the rows must stay in this process for a later
+        retraction (streaming without persistence), or when the files are not local."""
+        if not isinstance(self.files, LocalFiles) or (self._store.storage is None and self.mode != "static"):
+            return None
+        if sum(s.get("end", 0) - s.get("start", 0) for s in segments) < EXECUTOR_READ_BYTES:
+            return None
+        keep = RowStore(self._store.storage) if self._store.storage is not None else None
+        reader = self._chunk_reader()
+        return ExecutorRead(self._pieces(segments, split=PIECE_BYTES), functools.partial(_read_piece, reader, keep),
+                            reader.output_schema)
+
+    def _chunk_reader(self) -> "ChunkReader":
+        return ChunkReader(
+            self.name or "", self.format, self.schema, self.csv_settings, self.with_metadata, self.keep_errors,
+            bool(self.key_columns), self.files,
+        )
+
+    def _pieces(self, segments: list[Segment], split: int | None = None) -> list[Segment]:
+        """What reading the segments takes: for each, the committed chunks it retracts
+        (``{"kind": "retract", "file", "generation", "start"}``), then the bytes it reads
+        (the segment itself, or with ``split`` pieces of about that many bytes, each
+        ending at a record's end)."""
+        pieces: list[Segment] = []
         for segment in segments:
             retract = segment.get("retract")
             if retract is not None:
-                for table in self._store.committed(segment["file"], retract["generation"], retract["offset"]):
-                    parts.append(self._changes(table, -1))
+                for start in self._store.committed(segment["file"], retract["generation"], retract["offset"]):
+                    pieces.append({"kind": "retract", "file": segment["file"], "generation": retract["generation"],
+                                   "start": start})
             if segment["kind"] != "delete":
-                chunk, logged = self._read_chunk(segment)
-                self._store.put(segment["file"], segment["generation"], segment["start"], chunk)
-                parts.append(self._changes(chunk, 1))
-                if logged is not None:
-                    parts.append(logged)
-        if not parts:
-            return self._output_schema().empty_table()
-        return pa.concat_tables(parts)
+                pieces += self._split(segment, split) if split else [segment]
+        return pieces
 
-    def _output_schema(self) -> pa.Schema:
-        """What ``read`` gives: the changes, and keeping Error values their columns."""
-        if not self.keep_errors:
-            return self.arrow_schema
-        return pa.schema([*self.arrow_schema, *changes.error_fields()])
+    def _split(self, segment: Segment, size: int) -> list[Segment]:
+        """A segment as pieces of about ``size`` bytes, cut after a "\n" outside quotes
+        (an even number of quotes since the segment's start); CSV with an escape
+        character is not cut."""
+        start, end = segment["start"], segment["end"]
+        if end - start <= size or self.format not in _LINE_FORMATS or (
+                self.format == "csv" and self.csv_settings.escape is not None):
+            return [segment]
+        try:
+            data = self.files.read(segment["path"], 0, end)
+        except OSError:
+            return [segment]  # reading the piece says what went wrong
+        quote = self.csv_settings.quote.encode() if self.format == "csv" and self.csv_settings.enable_quoting else None
+        pieces, line = [], segment["line"]
+        while start < end:
+            cut = _record_end(data, start + size, end, start, quote)
+            pieces.append({**segment, "start": start, "end": cut, "line": line, "chunk_digest": _digest(data[start:cut])})
+            line += data.count(b"\n", start, cut)
+            start = cut
+        return pieces
 
-    def _stored_schema(self) -> pa.Schema:
+    # --------------------------------------------------------------------- advance
+
+    def advance(self, segments: list[Segment]) -> None:
+        for segment in segments:
+            key = segment["file"]
+            if segment["kind"] == "delete":
+                self._state.pop(key, None)
+                self._store.drop(key)
+                continue
+            self._state[key] = _state_after(segment)
+            if segment["kind"] in ("new", "modify"):
+                # older generations, and chunks of reads that were never committed
+                self._store.drop(key, keep=(segment["generation"], segment["start"], segment["end"]))
+        if self._static_pending is not None:
+            done = {_segment_key(s) for s in segments}
+            self._static_pending = [s for s in self._static_pending if _segment_key(s) not in done]
+            if not self._static_pending:
+                self._finish()
+
+
+#: input at least this large is parsed on Spark's executors (``FileSource.read_on_executors``)
+EXECUTOR_READ_BYTES = 32 << 20
+#: the bytes of one task of such a read
+PIECE_BYTES = 16 << 20
+
+
+@dataclass(frozen=True)
+class ChunkReader:
+    """How a piece of a file becomes changes; picklable, so that executors read too."""
+
+    name: str  # the source's, in the row ids
+    format: str
+    schema: dict[str, Column]
+    csv_settings: CsvParserSettings
+    with_metadata: bool
+    keep_errors: bool
+    keyed: bool  # ids come from primary key columns (made by the engine)
+    files: Any
+
+    @property
+    def output_schema(self) -> pa.Schema:
+        """The changes, and keeping Error values their columns."""
+        schema = changes.arrow_schema({**{n: c.dtype for n, c in self.schema.items()}, **self._metadata_columns()})
+        return pa.schema([*schema, *changes.error_fields()]) if self.keep_errors else schema
+
+    def _metadata_columns(self) -> dict[str, DType]:
+        return {METADATA_COLUMN: JSON} if self.with_metadata else {}
+
+    @property
+    def stored_schema(self) -> pa.Schema:
         """A chunk's rows as they are kept for a later retraction (with ERRORS, keeping
         Error values)."""
-        if not self.keep_errors:
-            return self._chunk_schema
-        return self._chunk_schema.append(changes.error_fields()[0])
+        schema = self.output_schema
+        schema = schema.remove(schema.get_field_index(DIFF))
+        if self.keep_errors:
+            schema = schema.remove(schema.get_field_index(changes.LOGGED))
+        return schema
 
-    def _changes(self, chunk: pa.Table, diff: int) -> pa.Table:
+    def changes(self, piece: Segment, store: "RowStore | None") -> list[pa.Table]:
+        """The changes of a piece (``FileSource._pieces``): a committed chunk's rows
+        retracted, or the rows parsed from a range of bytes (kept in ``store``) and the
+        changes that log their errors."""
+        if piece["kind"] == "retract":
+            assert store is not None
+            return [self._as_changes(store.chunk(piece["file"], piece["generation"], piece["start"]), -1)]
+        chunk, logged = self._read_chunk(piece)
+        if store is not None:
+            store.put(piece["file"], piece["generation"], piece["start"], chunk)
+        return [self._as_changes(chunk, 1), *([logged] if logged is not None else [])]
+
+    def _as_changes(self, chunk: pa.Table, diff: int) -> pa.Table:
         """A chunk's rows (stored in this run or an earlier one) as changes."""
-        with_diff = chunk.append_column(DIFF, pa.array([diff] * chunk.num_rows, pa.int64()))
-        return changes.conform(with_diff, self._output_schema())
+        with_diff = chunk.append_column(DIFF, pa.array(np.full(chunk.num_rows, diff, dtype=np.int64)))
+        return changes.conform(with_diff, self.output_schema)
 
     def _read_chunk(self, segment: Segment) -> tuple[pa.Table, pa.Table | None]:
         """The chunk's rows, and the changes logging its errors (None: none)."""
         start, end, path = segment["start"], segment["end"], segment["path"]
         if end <= start:
-            return self._stored_schema().empty_table(), None
+            return self.stored_schema.empty_table(), None
         try:
             data = self.files.read(path, start, end)
         except OSError as exc:
             log.warning("%s: cannot read the file (%s); its new rows are skipped", path, exc)
-            return self._stored_schema().empty_table(), None
+            return self.stored_schema.empty_table(), None
         if _digest(data) != segment["chunk_digest"]:
             log.warning("%s: changed after it was listed; it will be read again", path)
         with gc_paused():
@@ -525,7 +633,7 @@ class FileSource(Source):
         if self.keep_errors:
             errors = parsed.errors if parsed.errors is not None else [[]] * len(parsed)
             arrays.append(pa.array([e or None for e in errors], pa.list_(pa.string())))
-        return pa.Table.from_arrays(arrays, schema=self._stored_schema())
+        return pa.Table.from_arrays(arrays, schema=self.stored_schema)
 
     def _logged(self, segment: Segment, parsed: ParsedRows) -> pa.Table | None:
         """Changes (of ``_diff`` 0) that log the chunk's errors, one per row with errors."""
@@ -533,35 +641,35 @@ class FileSource(Source):
             return None
         ordinals = list(parsed.messages)
         logged = pa.table({
-            ID: pa.array(record_ids(self.name or "", segment["file"], ordinals), pa.int64()),
+            ID: pa.array(record_ids(self.name, segment["file"], ordinals), pa.int64()),
             DIFF: pa.array([0] * len(ordinals), pa.int64()),
             changes.LOGGED: pa.array([parsed.messages[o] for o in ordinals], pa.list_(pa.string())),
         })
-        return changes.conform(logged, self._output_schema())
+        return changes.conform(logged, self.output_schema)
 
     def _ids(self, segment: Segment, parsed: ParsedRows) -> Sequence[int]:
-        if self.key_columns:
+        if self.keyed:
             return [0] * len(parsed)  # made from the key by the engine (Source.key_columns)
-        return record_ids(self.name or "", segment["file"], parsed.ordinals)
+        return record_ids(self.name, segment["file"], parsed.ordinals)
 
-    # --------------------------------------------------------------------- advance
 
-    def advance(self, segments: list[Segment]) -> None:
-        for segment in segments:
-            key = segment["file"]
-            if segment["kind"] == "delete":
-                self._state.pop(key, None)
-                self._store.drop(key)
-                continue
-            self._state[key] = _state_after(segment)
-            if segment["kind"] in ("new", "modify"):
-                # older generations, and chunks of reads that were never committed
-                self._store.drop(key, keep=(segment["generation"], segment["start"]))
-        if self._static_pending is not None:
-            done = {_segment_key(s) for s in segments}
-            self._static_pending = [s for s in self._static_pending if _segment_key(s) not in done]
-            if not self._static_pending:
-                self._finish()
+def _read_piece(reader: ChunkReader, store: RowStore | None, piece: Segment) -> pa.Table:
+    """A piece's changes, read in a Spark task (``FileSource.read_on_executors``)."""
+    parts = reader.changes(piece, store)
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def _record_end(data: bytes, at: int, end: int, start: int, quote: bytes | None) -> int:
+    """The end of the first record ending at or after ``at`` (a "\n" with an even
+    number of quotes in ``data[start:]`` before it), or ``end``."""
+    while at < end:
+        newline = data.find(b"\n", at, end)
+        if newline < 0:
+            return end
+        if quote is None or data.count(quote, start, newline) % 2 == 0:
+            return newline + 1
+        at = newline + 1
+    return end
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from collections import Counter
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import types as T
 
 from sparkway.core.dtypes import DType
@@ -73,6 +74,9 @@ def consolidate(rows: pa.Table, diffs: list[int] | pa.Array | pa.ChunkedArray) -
     diffs = diffs if isinstance(diffs, (pa.Array, pa.ChunkedArray)) else pa.array(diffs, pa.int64())
     if rows.num_rows == 0:
         return rows.append_column(DIFF, pa.array([], pa.int64()))
+    if ID in rows.column_names and pc.count_distinct(rows.column(ID), mode="all").as_py() == rows.num_rows:
+        # no two rows share an id, so none are equal (a first run's output, say)
+        return rows.append_column(DIFF, diffs.cast(pa.int64())).filter(pc.not_equal(diffs, 0))
     if all(_hashable(field.type) for field in rows.schema):
         totals, positions = _sums_by_hash(rows, diffs)
     else:

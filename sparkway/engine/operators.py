@@ -21,7 +21,7 @@ from sparkway.core import dtypes as dt
 from sparkway.core import durations
 from sparkway.core.changes import DIFF, ERRORS, ID, LOGGED, spark_schema
 from sparkway.core.dtypes import DType
-from sparkway.core.expression import Expr
+from sparkway.core.expression import ColumnRef, Expr
 from sparkway.core.type_rules import infer
 from sparkway.engine.expressions import (
     Scope, array_items, as_type, col, compile_expr, errors_column, has_errors, messages_column, pointer_of,
@@ -66,6 +66,9 @@ class StepContext:
     persisted: list[DataFrame] = field(default_factory=list)  # unpersisted after the step
     #: where ``pw.udfs.DiskCache`` keeps results in this run (None: no filesystem persistence)
     udf_cache_root: str | None = None
+    #: the step's input is large (a first run over a long history): stateful operators
+    #: work through it a chunk of groups at a time (``keyed_step``)
+    large: bool = False
 
     def empty(self, node: n.Node) -> DataFrame:
         frame = self.spark.createDataFrame([], spark_schema(node.columns))
@@ -106,6 +109,7 @@ class StepContext:
             params=params,
             output=output,
             mode=mode,
+            large=self.large,
         )
 
 
@@ -417,17 +421,24 @@ def _reduce(node: n.Reduce, frames: list[DataFrame], ctx: StepContext) -> DataFr
     aggregates = []
     failures = {}  # aggregate -> the payload column saying where an argument is an Error
     arg_types = {}
+    carried: dict[str, str] = {}  # input column -> the payload column carrying it for every reducer reading it
     for j, (name, agg) in enumerate(node.aggregates):
         arg_names = []
         for m, arg in enumerate(agg.args):
+            failed = scope.checks.flag(arg) if scope.checks is not None else None
+            if failed is not None and not node.skip_errors:
+                failures[name] = failures[name] | failed if name in failures else failed
+            column = _input_column(arg)
+            if column in carried:  # min and max of one column: the state holds it once
+                arg_names.append(carried[column])
+                continue
             arg_name = f"_pw_arg_{j}_{m}"
             value = compile_expr(arg, scope).cast(infer(arg, inputs).spark_type())
             arg_names.append(arg_name)
             arg_types[arg_name] = infer(arg, inputs).arrow_type()
-            failed = scope.checks.flag(arg) if scope.checks is not None else None
             payload[arg_name] = value if failed is None else F.when(failed, F.lit(None)).otherwise(value)
-            if failed is not None and not node.skip_errors:
-                failures[name] = failures[name] | failed if name in failures else failed
+            if column is not None:
+                carried[column] = arg_name
         params = agg.params
         if written_in_python(agg.kind):  # the user's function gets Python values (tuples, Json...)
             params = (*params, tuple(infer(arg, inputs) for arg in agg.args))
@@ -563,11 +574,27 @@ def _session_window(node: n.SessionWindow, frames: list[DataFrame], ctx: StepCon
     scope = ctx.scope(node, node.input.columns)
     instance_type = node.columns["_pw_instance"].spark_type()
     instance = compile_expr(node.instance, scope).cast(instance_type) if node.instance is not None else F.lit(None).cast(instance_type)
-    extra = {"_t": compile_expr(node.time, scope), "_inst": instance}
+    # the kernel reads the time and the instance from the input's columns when they are
+    # columns (the state then holds them once), else from columns of their own
+    time_column = _input_column(node.time) or "_t"
+    instance_column = _input_column(node.instance) if node.instance is not None else None
+    if instance_column is not None and node.input.columns[instance_column] != node.columns["_pw_instance"]:
+        instance_column = None
+    extra = {"_t": compile_expr(node.time, scope)} if time_column == "_t" else {}
+    if instance_column is None:
+        instance_column, extra["_inst"] = "_inst", instance
     # a predicate sees times as Python gives them (pandas Timestamps, not nanoseconds)
     as_python = dt.to_python(infer(node.time, [node.input.columns]))
-    params = (node.max_gap, as_python, list(node.input.columns))
+    params = (node.max_gap, as_python, time_column, instance_column, list(node.input.columns))
     return _per_instance(node, frames[0], ctx, scope, node.instance, extra, sessionize, params)
+
+
+def _input_column(expr: Expr) -> str | None:
+    """The name of the input column ``expr`` is, when it is a column of the node's
+    first input as it is; else None."""
+    if isinstance(expr, ColumnRef) and isinstance(expr.table, n.InputRef) and expr.table.index == 0:
+        return expr.name
+    return None
 
 
 def _deduplicate(node: n.Deduplicate, frames: list[DataFrame], ctx: StepContext) -> DataFrame:

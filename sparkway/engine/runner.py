@@ -20,15 +20,17 @@ import tempfile
 import threading
 import time as _time
 from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.accumulators import Accumulator, AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkway.connectors.base import OutputBatch, Source
+from sparkway.connectors.base import ExecutorRead, OutputBatch, Source
 from sparkway.core import changes
 from sparkway.core.changes import DIFF, ERRORS, ID, LOGGED, consolidate, spark_schema
 from sparkway.engine.expressions import col
@@ -56,6 +58,8 @@ class RunOptions:
     terminate_on_error: bool = True
 
 ONE_BATCH_ROWS = 10_000  # Spark's default spark.sql.execution.arrow.maxRecordsPerBatch
+#: a step reading at least this many rows is large (see ``StepContext.large``)
+LARGE_STEP_ROWS = 200_000
 
 
 class Runner:
@@ -161,14 +165,10 @@ class Runner:
         if self.metadata is not None:
             self.metadata.log_step(step, time, segments, kind, idle if self.sync is not None else None)
         tables = self._read(segments, idle or [], synchronize=kind == "input")
-        for source in self.sources:
-            count = len(segments.get(source.name, []))
-            if count or tables[source.name].num_rows:  # rows a synchronization group let through count too
-                entries = tables[source.name].num_rows
-                count = count or 1
-                self.entries[source.name] = self.entries.get(source.name, 0) + entries
-                log.info("%s: %d entries (%d minibatch(es)) have been sent to the engine", source.label, entries, count)
-        batches = self._compute(spark, location, step, time, tables, kind)
+        read_here = {name: t.num_rows for name, t in tables.items() if isinstance(t, pa.Table)}
+        self._count_entries(segments, read_here)
+        batches, read_on_executors = self._compute(spark, location, step, time, tables, kind)
+        self._count_entries(segments, read_on_executors)
         for out, batch in zip(self.plan.outputs, batches):
             out.sink.write(batch.sorted_by(out.sink.sort_by))
         for source in self.sources:
@@ -182,11 +182,23 @@ class Runner:
                 self.sync.clean(self._sync_storage)
         self.step, self.last_time = step, time
 
-    def _read(self, segments: dict[str, list], idle: list[str], synchronize: bool) -> dict[str, pa.Table]:
+    def _count_entries(self, segments: dict[str, list], rows: dict[str, int]) -> None:
+        """Adds the rows read from each source to its entries, and logs them."""
+        for source in self.sources:
+            count = len(segments.get(source.name, []))
+            entries = rows.get(source.name, 0)
+            if source.name in rows and (count or entries):  # rows a synchronization group let through count too
+                self.entries[source.name] = self.entries.get(source.name, 0) + entries
+                log.info("%s: %d entries (%d minibatch(es)) have been sent to the engine",
+                         source.label, entries, count or 1)
+
+    def _read(
+        self, segments: dict[str, list], idle: list[str], synchronize: bool,
+    ) -> dict[str, pa.Table | ExecutorRead]:
         """Every source's changes in this step: what the segments carry, and for the
         sources of a synchronization group (in a step of input), what the group lets
-        through."""
-        tables: dict[str, pa.Table] = {}
+        through.  Large input a source reads on Spark's executors is an ``ExecutorRead``."""
+        tables: dict[str, pa.Table | ExecutorRead] = {}
         held: dict[str, list[pa.Table]] = {}
         sync = self.sync if synchronize else None
         for source in self.sources:
@@ -194,7 +206,8 @@ class Runner:
             if sync is not None and sync.holds(source.name):
                 held[source.name] = source.read_transactions(found)
             else:
-                tables[source.name] = source.read(found)
+                distributed = source.read_on_executors(found) if found else None
+                tables[source.name] = distributed if distributed is not None else source.read(found)
         if sync is not None:
             for name, released in sync.step(held, idle, _time.monotonic()).items():
                 empty = self._source(name).read([])
@@ -205,13 +218,18 @@ class Runner:
         return next(s for s in self.sources if s.name == name)
 
     def _compute(
-        self, spark: SparkSession, location: StateLocation, step: int, time: int, tables: dict[str, pa.Table],
-        kind: str = "input",
-    ) -> list[OutputBatch]:
+        self, spark: SparkSession, location: StateLocation, step: int, time: int,
+        tables: dict[str, pa.Table | ExecutorRead], kind: str = "input",
+    ) -> tuple[list[OutputBatch], dict[str, int]]:
+        """The step's output batches, and the rows read on the executors per source."""
         final = kind == "end"
+        distributed = {name: t for name, t in tables.items() if isinstance(t, ExecutorRead)}
+        rows_here = sum(t.num_rows for t in tables.values() if isinstance(t, pa.Table))
         ctx = StepContext(spark, step, time, location, self.partitions, self.operator_names,
                           keep_errors=not self.options.terminate_on_error, final=final, forgetting=kind == "forgetting",
-                          udf_cache_root=self.udf_cache_root)
+                          udf_cache_root=self.udf_cache_root,
+                          large=bool(distributed) or rows_here >= LARGE_STEP_ROWS)
+        counters = {name: spark.sparkContext.accumulator({}, _PieceRows()) for name in distributed}
         wakes = _holds_back if final else _forgets_marked if ctx.forgetting else (lambda node: False)
         frames: dict[int, DataFrame] = {}
         nonempty: set[int] = set()
@@ -225,16 +243,16 @@ class Runner:
                 ctx.inputs[id(node)] = entries
             elif isinstance(node, n.Input):
                 table = tables[node.source.name]
-                if not table.num_rows:
+                if isinstance(table, pa.Table) and not table.num_rows:
                     continue
                 schema = spark_schema(node.columns)
-                if ERRORS in table.column_names:  # a source keeping Error values, and logging errors
+                if ERRORS in table.schema.names:  # a source keeping Error values, and logging errors
                     for name in (ERRORS, LOGGED):
                         schema = schema.add(name, T.ArrayType(T.StringType()))
-                frame = spark.createDataFrame(table, schema=schema)
-                if table.num_rows <= ONE_BATCH_ROWS:  # one task; one Arrow batch for Python functions,
-                    frame = frame.coalesce(1)         # which Pathway calls with all rows of a time
-                ctx.inputs[id(node)] = frame
+                if isinstance(table, ExecutorRead):
+                    ctx.inputs[id(node)] = _read_on_executors(spark, table, schema, counters[node.source.name])
+                else:
+                    ctx.inputs[id(node)] = _input_frame(spark, table, schema)
             elif not any(id(i) in nonempty for i in node.inputs) and not wakes(node):
                 continue  # no input changed: no output changes, and state stays as it is
             nonempty.add(id(node))
@@ -256,7 +274,7 @@ class Runner:
         batches = [_output_batch(out, table, time) for out, table in zip(self.plan.outputs, collected)]
         for batch in batches:
             batch.end_of_input = final
-        return batches
+        return batches, {name: sum(counter.value.values()) for name, counter in counters.items()}
 
     def _log_entries(self, ctx: StepContext, time: int, error_log: n.ErrorLog | None = None) -> DataFrame | None:
         """The errors logged in this step: those of ``error_log``, or (None) every error;
@@ -425,6 +443,48 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
+class _PieceRows(AccumulatorParam):
+    """Rows read per piece of an ``ExecutorRead``: a piece read twice (a task Spark
+    retried, a frame computed twice) counts once."""
+
+    def zero(self, value: dict) -> dict:
+        return {}
+
+    def addInPlace(self, counts: dict, more: dict) -> dict:
+        counts.update(more)
+        return counts
+
+
+def _read_on_executors(spark: SparkSession, read: ExecutorRead, schema: T.StructType, counter: Accumulator) -> DataFrame:
+    """The changes of an ``ExecutorRead``: a task per piece."""
+    pieces, reader = read.pieces, read.read
+
+    def read_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for index in batch.column(0).to_pylist():
+                table = reader(pieces[index])
+                counter.add({index: table.num_rows})
+                yield from table.to_batches()
+
+    return spark.range(len(pieces), numPartitions=len(pieces)).mapInArrow(read_pieces, schema)
+
+
+def _input_frame(spark: SparkSession, table: pa.Table, schema: T.StructType) -> DataFrame:
+    """A source's changes in this step as a DataFrame.  Spark makes a partition of every
+    Arrow batch it is given, so a large input goes in batches of a few partitions per
+    core rather than of ``ONE_BATCH_ROWS`` (a task per 10,000 rows)."""
+    if table.num_rows <= ONE_BATCH_ROWS:  # one task; one Arrow batch for Python functions,
+        return spark.createDataFrame(table, schema=schema).coalesce(1)  # which Pathway calls with all rows of a time
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    rows = max(ONE_BATCH_ROWS, -(-table.num_rows // (4 * spark.sparkContext.defaultParallelism)))
+    before = spark.conf.get(key)
+    spark.conf.set(key, str(rows))
+    try:
+        return spark.createDataFrame(table, schema=schema)
+    finally:
+        spark.conf.set(key, before)
+
+
 def _collect(frames: list[DataFrame | None]) -> list[pa.Table | None]:
     """Every sink's changes, in one Spark job.  Sinks of one table read one frame: it is
     collected once (in a union twice, Spark would compute it twice)."""
@@ -456,9 +516,9 @@ def _output_batch(out: n.Output, table: pa.Table | None, time: int) -> OutputBat
     if table is None or table.num_rows == 0:
         empty = pa.table({c: pa.array([], out.columns[c].arrow_type()) for c in columns})
         return OutputBatch(empty, time, pa.array([], pa.int64()), pa.array([], pa.int64()))
-    merged = consolidate(table.drop_columns([DIFF]), table.column(DIFF).to_pylist())
-    order = pc.sort_indices(merged, sort_keys=[(DIFF, "ascending")])  # retractions first
-    merged = merged.take(order)
+    merged = consolidate(table.drop_columns([DIFF]), table.column(DIFF))
+    if merged.num_rows and pc.min(merged.column(DIFF)).as_py() < 0:
+        merged = merged.take(pc.sort_indices(merged, sort_keys=[(DIFF, "ascending")]))  # retractions first
     errors = merged.column(ERRORS) if ERRORS in merged.column_names else None
     return OutputBatch(merged.select(columns), time, merged.column(DIFF).combine_chunks(), merged.column(ID), errors)
 

@@ -86,6 +86,10 @@ class KernelSpec:
     #: "accumulated" a pair of functions: the sums each change adds to its group, and the
     #: output rows of groups given by their sums (``_apply_accumulated``)
     mode: str = "arranged"
+    #: in a large step, the rows come sorted by (``_part``, ``_gid``), and arrangements
+    #: are applied to chunks of whole groups of about this many rows (bounded memory on
+    #: the executors); None: to all rows at once
+    chunk_rows: int | None = None
 
 
 def keyed_step(
@@ -101,9 +105,12 @@ def keyed_step(
     params: Any,
     output: T.StructType,
     mode: str = "arranged",
+    large: bool = False,
 ) -> DataFrame:
     """The changes of a stateful operator's output in this step (lazy); ``mode`` says
-    what ``kernel`` is (``KernelSpec.mode``)."""
+    what ``kernel`` is (``KernelSpec.mode``).  In a ``large`` step, Spark sorts each
+    partition by group, so that executors apply arrangements a chunk of groups at a
+    time (Spark's sort spills to disk; a Python worker holds one chunk)."""
     frames, payload_types = [], []
     for index, item in enumerate(inputs):
         gid = pointer_of(item.keys)
@@ -126,19 +133,27 @@ def keyed_step(
         )
         payload_types.append(tuple((n, schema.field(i).type) for i, n in enumerate(item.payload)))
     union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+    keyless = not any(item.keys for item in inputs)
+    chunked = large and mode in _ARRANGED and not keyless
     spec = KernelSpec(
         operator, where, step, time, location, tuple(payload_types), kernel, params,
         to_arrow_schema(output, timezone="UTC", prefers_large_types=False), tuple(i.stored for i in inputs), mode,
+        CHUNK_ROWS if chunked else None,
     )
     # without keys every row is in one group, hence one state partition: one task reads
     # them all, without a shuffle
-    grouped = union.coalesce(1) if not any(item.keys for item in inputs) else union.repartition(partitions, "_part")
+    grouped = union.coalesce(1) if keyless else union.repartition(partitions, "_part")
+    if chunked:  # one long key: Spark sorts it by radix sort
+        grouped = grouped.sortWithinPartitions("_gid")
     return grouped.mapInArrow(functools.partial(_run_partitions, spec), output)
 
 
 # -- executor side ---------------------------------------------------------------------------
 
 def _run_partitions(spec: KernelSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    if spec.mode in _ARRANGED:
+        yield from _run_arranged(spec, batches)
+        return
     chunks = list(batches)
     if not chunks:
         return
@@ -151,21 +166,88 @@ def _run_partitions(spec: KernelSpec, batches: Iterator[pa.RecordBatch]) -> Iter
         yield from out.cast(spec.output_schema).to_batches()
 
 
+#: modes whose state is arrangements: immutable files, which no task holds
+_ARRANGED = ("arranged", "accumulated")
+#: rows of a chunk of groups, in a large step (a larger group is a chunk of its own)
+CHUNK_ROWS = 1 << 17
+
+
+def _run_arranged(spec: KernelSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Applies the step to the state partitions of an operator kept as arrangements, a
+    chunk of whole groups at a time: each partition's changes go to its new run as they
+    are made (groups come in ascending ``_gid``), and partitions commit at the end."""
+    chunks = _whole(batches) if spec.chunk_rows is None else _group_chunks(batches, spec.chunk_rows)
+    stores: dict[int, ArrangementStore] = {}
+    summed: tuple[str, ...] = ()
+    try:
+        for chunk in chunks:
+            for part, rows in _by_part(chunk):
+                if part not in stores:
+                    stores[part] = spec.location.arrangements(spec.operator, part)
+                    stores[part].begin(spec.step)
+                if spec.mode == "arranged":
+                    out, changes = _apply_arranged(spec, rows, stores[part])
+                else:
+                    out, changes, summed = _apply_accumulated(spec, rows, stores[part])
+                stores[part].add(changes)
+                yield from out.cast(spec.output_schema).to_batches()
+        for part in sorted(stores):
+            stores[part].commit(summed=summed)
+    except BaseException:
+        for store in stores.values():
+            store.abort()
+        raise
+
+
+def _whole(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
+    """All the rows as one chunk, sorted by ``_gid``."""
+    chunks = [batch for batch in batches if batch.num_rows]
+    if chunks:
+        yield pa.Table.from_batches(chunks).sort_by([("_gid", "ascending")])
+
+
+def _group_chunks(batches: Iterator[pa.RecordBatch], limit: int) -> Iterator[pa.Table]:
+    """Rows sorted by ``_gid`` as tables of whole groups of about ``limit`` rows: a
+    table ends where a group starts, once it holds ``limit`` rows."""
+    pending: list[pa.RecordBatch] = []
+    count = 0
+    last: int | None = None  # the _gid of the last row taken
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        gids = batch.column("_gid").to_numpy()
+        if count + batch.num_rows >= limit:
+            starts = np.flatnonzero(gids[1:] != gids[:-1]) + 1
+            if last is not None and last != gids[0]:
+                starts = np.concatenate([[0], starts])
+            if len(starts):
+                cut = int(starts[-1])
+                yield pa.Table.from_batches([*pending, batch.slice(0, cut)], batch.schema)
+                pending, count = [], 0
+                batch = batch.slice(cut)
+        pending.append(batch)
+        count += batch.num_rows
+        last = gids[-1]
+    if pending:
+        yield pa.Table.from_batches(pending)
+
+
+def _by_part(rows: pa.Table) -> Iterator[tuple[int, pa.Table]]:
+    """The rows of each state partition in the chunk (a Spark partition may hold
+    several), in ascending ``_gid`` as they came."""
+    parts = rows.column("_part").to_numpy()
+    if (parts == parts[0]).all():
+        yield int(parts[0]), rows
+        return
+    for part in np.unique(parts).tolist():
+        yield part, rows.filter(pa.array(parts == part))
+
+
 def _apply_with_retry(
     spec: Any, part: int, rows: pa.Table, attempts: int = 50, apply: Callable | None = None,
 ) -> pa.Table:
-    """Applies the step to one state partition (with ``apply``, default ``_apply``);
-    waits while another task holds it (arrangements are immutable files: no one holds them)."""
-    if apply is None and spec.mode in ("arranged", "accumulated"):
-        arrangements = spec.location.arrangements(spec.operator, part)
-        arrangements.begin(spec.step)
-        if spec.mode == "arranged":
-            out, changes = _apply_arranged(spec, rows, arrangements)
-            arrangements.commit(changes)
-        else:
-            out, changes, summed = _apply_accumulated(spec, rows, arrangements)
-            arrangements.commit(changes, summed)
-        return out
+    """Applies the step to one partition of a keyed state store (with ``apply``, default
+    ``_apply``); waits while another task holds it."""
     for attempt in range(attempts):
         store = spec.location.partition(spec.operator, part)
         try:
@@ -268,12 +350,13 @@ def _versions(old: pa.Table, step_rows: pa.Table) -> tuple[pa.Table, pa.Table, p
         return old, net, net
     odd = _irregular_gids(old, net)
     if len(odd):
-        regular_old = old.filter(pc.invert(pc.is_in(old.column(GID), pa.array(odd))))
-        regular_net = net.filter(pc.invert(pc.is_in(net.column(GID), pa.array(odd))))
+        odd = pa.array(odd)
+        odd_in_old = pc.is_in(old.column(GID), odd)
+        regular_old = old.filter(pc.invert(odd_in_old))
+        regular_net = net.filter(pc.invert(pc.is_in(net.column(GID), odd)))
         new = consolidated(pa.concat_tables([regular_old, regular_net]))
         odd_old, odd_new, odd_changes = _irregular(
-            old.filter(pc.is_in(old.column(GID), pa.array(odd))),
-            step_rows.filter(pc.is_in(step_rows.column(GID), pa.array(odd))),
+            old.filter(odd_in_old), step_rows.filter(pc.is_in(step_rows.column(GID), odd)),
         )
         return (
             pa.concat_tables([regular_old, odd_old]),
@@ -375,7 +458,7 @@ def _apply_gate(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table,
         if stored is not None or state is not None:
             updates[key] = pickle.dumps(state, protocol=5) if state is not None else None
     out = pa.concat_tables(outputs)
-    return consolidate(out.drop_columns([DIFF]), out.column(DIFF).to_pylist()), updates
+    return consolidate(out.drop_columns([DIFF]), out.column(DIFF)), updates
 
 
 def _apply_groups(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Table, dict[bytes, bytes | None]]:
@@ -394,7 +477,7 @@ def _apply_groups(spec: KernelSpec, rows: pa.Table, store: Any) -> tuple[pa.Tabl
         _state_key(0, gid): pickle.dumps(state, protocol=5) if state is not None else None
         for gid, state in changed.items()
     }
-    return consolidate(out.drop_columns([DIFF]), out.column(DIFF).to_pylist()), updates
+    return consolidate(out.drop_columns([DIFF]), out.column(DIFF)), updates
 
 
 def _entries(held: list | None) -> list[list]:

@@ -28,6 +28,8 @@ from sparkway.persistence.storage import BlobStorage
 log = logging.getLogger("sparkway")
 
 _KEEP = 5  # committed steps whose logs are kept, for inspection
+#: the layout of the operators' state: state written in another layout is not read
+STATE_FORMAT = 2
 LEASE_TTL_S = 30.0  # an object-store lease not renewed for this long may be taken over
 
 
@@ -103,16 +105,25 @@ class MetadataLog:
         """
         if self.storage.exists("plan.json"):
             stored = json.loads(self.storage.read_bytes("plan.json"))
-            if stored["nodes"] == description:
+            same_format = stored.get("state_format", 1) == STATE_FORMAT
+            if stored["nodes"] == description and same_format:
                 return stored, False
             if not rebuild:
+                if not same_format:
+                    raise PlanChangedError(
+                        f"the state in {self.storage.root} was written by another version of sparkway (state "
+                        f"format {stored.get('state_format', 1)}; this one reads format {STATE_FORMAT}); use "
+                        'another persistence storage, or pass pw.persistence.Config(..., on_plan_change="rebuild") '
+                        "to compute the state again from the input"
+                    )
                 raise PlanChangedError(_explain(stored["nodes"], description))
             return self._write_plan(description, partitions), True
         return self._write_plan(description, partitions), False
 
     def _write_plan(self, description: list[dict], partitions: int) -> dict[str, Any]:
         # a new incarnation: executors' working copies of older state must not be reused
-        record = {"nodes": description, "incarnation": uuid.uuid4().hex, "partitions": partitions}
+        record = {"nodes": description, "incarnation": uuid.uuid4().hex, "partitions": partitions,
+                  "state_format": STATE_FORMAT}
         self.storage.write_bytes("plan.json", json.dumps(record).encode())
         return record
 

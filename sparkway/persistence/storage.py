@@ -6,9 +6,11 @@ its URL and options, and opens the filesystem lazily in each process.
 
 from __future__ import annotations
 
-import io
+import contextlib
 import os
+import tempfile
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -89,10 +91,36 @@ class BlobStorage:
 
     def write_arrow(self, relative: str, table: pa.Table, compression: str | None = None) -> None:
         """An Arrow IPC file (``compression``: its buffers' codec, e.g. "zstd")."""
-        sink = io.BytesIO()
-        with ipc.new_file(sink, table.schema, options=ipc.IpcWriteOptions(compression=compression)) as writer:
+        with self.arrow_writer(relative, table.schema, compression) as writer:
             writer.write_table(table)
-        self.write_bytes(relative, sink.getvalue())
+
+    @contextlib.contextmanager
+    def arrow_writer(
+        self, relative: str, schema: pa.Schema, compression: str | None = None,
+    ) -> Iterator[ipc.RecordBatchFileWriter]:
+        """An Arrow IPC file written batch by batch, so that a large table need not be
+        held whole; it appears when the block ends without an exception, whole or not at
+        all (local: a temporary file renamed; an object store: one upload at the end)."""
+        target = self.path(relative)
+        if self.is_local:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+        else:
+            handle, tmp = tempfile.mkstemp(prefix="sparkway-blob-", suffix=".arrow")
+            os.close(handle)
+        try:
+            with open(tmp, "wb") as f:
+                with ipc.new_file(f, schema, options=ipc.IpcWriteOptions(compression=compression)) as writer:
+                    yield writer
+                f.flush()
+                os.fsync(f.fileno())
+            if self.is_local:
+                os.replace(tmp, target)
+            else:
+                self.fs.put_file(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
 
     def read_arrow(self, relative: str) -> pa.Table:
         return ipc.open_file(pa.BufferReader(self.read_bytes(relative))).read_all()

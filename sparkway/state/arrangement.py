@@ -31,9 +31,11 @@ time at which it was inserted (the largest ``_time`` of its rows with a positive
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import uuid
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +44,7 @@ from pyarrow import ipc
 
 from sparkway.errors import PersistenceError
 from sparkway.persistence.storage import BlobStorage
+from sparkway.state.versions import base_before, read_latest, write_latest
 
 GID, ROW_ID, VALUE_HASH, COUNT, TIME = "_gid", "_id", "_vh", "_count", "_time"
 KEYS = [GID, ROW_ID, VALUE_HASH]
@@ -99,7 +102,10 @@ def positions_of(sorted_gids: np.ndarray, gids: np.ndarray) -> np.ndarray:
 class ArrangementStore:
     """The arrangements of one state partition of one operator, one per input.
 
-    Use as: ``begin(step)``, ``lookup(input, gids)`` per input, ``commit(changes)``.
+    Use as: ``begin(step)``, then ``lookup(input, gids)`` and ``add(changes)`` for one
+    chunk of groups after another (in ascending group order), then ``commit()``.  A
+    step's changes are written as they come, so a large step (a first run over a long
+    history) never holds its whole run in memory.
     """
 
     def __init__(self, checkpoint: BlobStorage, cache_dir: str) -> None:
@@ -108,17 +114,12 @@ class ArrangementStore:
         self.step = -1
         self.base: int | None = None
         self.runs: dict[str, list[list]] = {}  # input -> [[name, rows], ...], oldest first
+        self._writing: dict[int, _RunWriter] = {}  # input -> this step's run, being written
 
     def begin(self, step: int) -> None:
         """Open the state as it was before ``step`` was applied."""
         self.step = step
-        latest = self._read_json("LATEST")
-        if latest is None:
-            self.base = None
-        elif latest["version"] >= step:
-            self.base = latest["base"]  # a retry or a replay of this very step
-        else:
-            self.base = latest["version"]
+        self.base = base_before(read_latest(self.checkpoint), step)
         manifest = self._read_json(_manifest_name(self.base)) if self.base is not None else None
         if self.base is not None and manifest is None:
             raise PersistenceError(
@@ -127,6 +128,7 @@ class ArrangementStore:
                 "folder to compute the state again from the input"
             )
         self.runs = manifest["runs"] if manifest else {}
+        self._writing = {}
 
     def is_empty(self, input_index: int) -> bool:
         return not self.runs.get(str(input_index))
@@ -137,47 +139,73 @@ class ArrangementStore:
         found = []
         for name, _ in self.runs.get(str(input_index), []):
             run = self._open(name)
-            positions = positions_of(_numpy(run.column(GID)), gids)
+            positions = _positions_in_run(run, gids)
             if len(positions):
                 found.append(run.take(pa.array(positions)))
         if not found:
             return None
         return pa.concat_tables(found)
 
-    def commit(self, changes: dict[int, pa.Table], summed: tuple[str, ...] = ()) -> None:
-        """Make the state after ``step``: ``changes`` (consolidated rows, counts as diffs)
-        added to the arrangement of each input (``summed``: see ``consolidated``)."""
-        changes = {i: t for i, t in changes.items() if t.num_rows}
-        if not changes:
+    def add(self, changes: dict[int, pa.Table]) -> None:
+        """Appends ``changes`` (consolidated rows, counts as diffs, of groups after every
+        group added before in this step) to this step's run of each input."""
+        for index, table in changes.items():
+            if table.num_rows == 0:
+                continue
+            if index not in self._writing:
+                self._writing[index] = _RunWriter(self, f"{self.step:016d}-{index}", table.schema)
+            self._writing[index].write(table)
+
+    def abort(self) -> None:
+        """Drops the runs being written (the step failed; a retry writes them again)."""
+        for writer in self._writing.values():
+            writer.abort()
+        self._writing = {}
+
+    def commit(self, changes: dict[int, pa.Table] | None = None, summed: tuple[str, ...] = ()) -> None:
+        """Make the state after ``step``: what ``add`` was given, and ``changes``, added
+        to the arrangement of each input (``summed``: see ``consolidated``)."""
+        if changes:
+            self.add(changes)
+        written = {index: writer.close() for index, writer in self._writing.items()}
+        self._writing = {}
+        if not written:
             return
         runs = {k: [list(r) for r in v] for k, v in self.runs.items()}
-        for index, table in changes.items():
+        for index, run in sorted(written.items()):
             held = runs.setdefault(str(index), [])
-            held.append([self._write_run(f"{self.step:016d}-{index}", table), table.num_rows])
+            held.append(list(run))
             merges = 0
             while len(held) > 1 and 2 * held[-1][1] >= held[-2][1]:
                 merges += 1
-                merged = consolidated(pa.concat_tables([self._open(held[-2][0]), self._open(held[-1][0])]), summed)
-                name = self._write_run(f"{self.step:016d}-{index}-m{merges}", merged)
-                held[-2:] = [[name, merged.num_rows]]
-                if merged.num_rows == 0:
-                    held.pop()
+                merged = self._merge(held[-2][0], held[-1][0], f"{self.step:016d}-{index}-m{merges}", summed)
+                held[-2:] = [list(merged)] if merged[1] else []
         self.checkpoint.write_bytes(_manifest_name(self.step), json.dumps({"runs": runs}).encode())
-        self.checkpoint.write_bytes("LATEST", json.dumps({"version": self.step, "base": self.base}).encode())
+        write_latest(self.checkpoint, self.step, self.base)
         self._prune(runs)
         self.runs = runs
 
     # -- files ---------------------------------------------------------------------------
 
-    def _write_run(self, stem: str, table: pa.Table) -> str:
-        """Writes a run twice: compressed to the checkpoint (what persists), and as it is
-        to the local cache (what lookups map into memory)."""
-        name = f"{stem}.arrow"
-        # one record batch: a lookup then maps the ``_gid`` column without copying it
-        table = table.combine_chunks()
-        self.checkpoint.write_arrow(f"runs/{name}", table, compression="zstd")
-        _write_local(os.path.join(self.cache_dir, name), table)
-        return name
+    def _merge(self, older: str, newer: str, stem: str, summed: tuple[str, ...]) -> tuple[str, int]:
+        """Two runs as one, consolidated, written a range of groups at a time: at most
+        about ``MERGE_ROWS`` rows of each run are in memory at once."""
+        runs = [self._open(older), self._open(newer)]
+        gids = [_numpy(run.column(GID)) for run in runs]
+        # ranges of groups start at every MERGE_ROWS-th group pointer of either run
+        bounds = np.unique(np.concatenate([g[::MERGE_ROWS] for g in gids]))[1:]
+        writer = _RunWriter(self, stem, runs[0].schema)
+        try:
+            starts = [0] * len(runs)
+            for end_gid in [*bounds.tolist(), None]:
+                ends = [len(g) if end_gid is None else int(np.searchsorted(g, end_gid, "left")) for g in gids]
+                part = pa.concat_tables([run.slice(a, b - a) for run, a, b in zip(runs, starts, ends)])
+                writer.write(consolidated(part, summed))
+                starts = ends
+        except BaseException:
+            writer.abort()
+            raise
+        return writer.close()
 
     def _open(self, name: str) -> pa.Table:
         """A run, memory-mapped from the local cache (filled from the checkpoint when the
@@ -185,7 +213,10 @@ class ArrangementStore:
         they touch.  Runs never change, so a cached copy never goes stale."""
         path = os.path.join(self.cache_dir, name)
         if not os.path.exists(path):
-            _write_local(path, self.checkpoint.read_arrow(f"runs/{name}").combine_chunks())
+            reader = ipc.open_file(pa.BufferReader(self.checkpoint.read_bytes(f"runs/{name}")))
+            with _local_writer(path, reader.schema) as writer:
+                for i in range(reader.num_record_batches):
+                    writer.write_batch(reader.get_batch(i))
         return ipc.open_file(pa.memory_map(path)).read_all()
 
     def _prune(self, runs: dict[str, list[list]]) -> None:
@@ -213,6 +244,54 @@ class ArrangementStore:
             return None
 
 
+#: rows of each run held at once while two runs merge
+MERGE_ROWS = 1 << 17
+
+
+class _RunWriter:
+    """One run, written a table at a time, twice: compressed (zstd) to the checkpoint,
+    which is what persists, and as it is to the local cache, which lookups map into
+    memory.  Both appear at ``close``, whole."""
+
+    def __init__(self, store: ArrangementStore, stem: str, schema: pa.Schema) -> None:
+        self.name = f"{stem}.arrow"
+        self.schema = schema
+        self.rows = 0
+        self._files = contextlib.ExitStack()
+        try:
+            self._durable = self._files.enter_context(
+                store.checkpoint.arrow_writer(f"runs/{self.name}", schema, compression="zstd")
+            )
+            self._local = self._files.enter_context(_local_writer(os.path.join(store.cache_dir, self.name), schema))
+        except BaseException:
+            self.abort()
+            raise
+
+    def write(self, table: pa.Table) -> None:
+        batch = table.cast(self.schema).combine_chunks()  # one record batch per table
+        self._durable.write_table(batch)
+        self._local.write_table(batch)
+        self.rows += table.num_rows
+
+    def close(self) -> tuple[str, int]:
+        """(the run's name, its rows)."""
+        self._files.close()
+        return self.name, self.rows
+
+    def abort(self) -> None:
+        self._files.__exit__(RuntimeError, RuntimeError("aborted"), None)
+
+
+def _positions_in_run(run: pa.Table, gids: np.ndarray) -> np.ndarray:
+    """The positions in ``run`` (sorted by ``_gid``, in record batches) of the rows of
+    ``gids``: a binary search in each batch."""
+    parts, offset = [], 0
+    for chunk in run.column(GID).chunks:
+        parts.append(positions_of(chunk.to_numpy(), gids) + offset)
+        offset += len(chunk)
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+
 def _numpy(column: pa.ChunkedArray) -> np.ndarray:
     return column.chunk(0).to_numpy() if column.num_chunks == 1 else column.to_numpy()
 
@@ -221,13 +300,18 @@ def _manifest_name(version: int) -> str:
     return f"manifest/{version:016d}.json"
 
 
-def _write_local(path: str, table: pa.Table) -> None:
-    """An uncompressed Arrow file, written whole or not at all."""
+@contextlib.contextmanager
+def _local_writer(path: str, schema: pa.Schema) -> Iterator[ipc.RecordBatchFileWriter]:
+    """An uncompressed Arrow file in the local cache, which appears whole or not at all
+    (not synced: the checkpoint holds the durable copy)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-    with ipc.new_file(tmp, table.schema) as writer:
-        writer.write_table(table)
-    os.replace(tmp, path)
+    try:
+        with ipc.new_file(tmp, schema) as writer:
+            yield writer
+        os.replace(tmp, path)
+    finally:
+        _remove(tmp)
 
 
 def _remove(path: str) -> None:
