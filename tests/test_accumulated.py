@@ -38,7 +38,7 @@ def _update_stream(seed: int, times: int = 8) -> tuple[str, list[tuple[str, int 
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_counts_and_integer_sums_kept_as_sums_match_recomputing_the_groups(seed: int) -> None:
+def test_counts_and_integer_sums_kept_as_sums_match_recomputing_the_groups(seed: int, step_path: str) -> None:
     stream, final = _update_stream(seed)
 
     class Rows(pw.Schema):
@@ -59,3 +59,13 @@ def test_counts_and_integer_sums_kept_as_sums_match_recomputing_the_groups(seed:
     assert sorted(pw.debug.table_to_pandas(sums).itertuples(index=False, name=None)) == sorted(
         (k, n, s) for k, (n, s) in expected.items()
     )
+
+
+@pytest.mark.parametrize("huge", [2**62, -(2**63)])
+def test_integer_sums_kept_as_sums_wrap_around_64_bits_as_recomputed_ones_do(huge: int, step_path: str) -> None:
+    rows = pw.debug.table_from_markdown(f"k | v\na | {huge}\na | {huge}\na | 5\nb | -1")
+    sums = rows.groupby(rows.k).reduce(rows.k, s=pw.reducers.sum(rows.v))
+    recomputed = rows.groupby(rows.k).reduce(rows.k, s=pw.reducers.sum(rows.v), m=pw.reducers.max(rows.v))
+    expected = {"a": (2 * huge + 5 + 2**63) % 2**64 - 2**63, "b": -1}
+    assert dict(pw.debug.table_to_pandas(sums).itertuples(index=False, name=None)) == expected
+    assert changes(sums) == changes(recomputed.select(pw.this.k, pw.this.s))

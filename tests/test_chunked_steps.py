@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from sparkway.engine.kernels.reduce import contributions, from_sums, reduce_groups
+from sparkway.engine.kernels.reduce import reduce_groups
 from sparkway.engine.stateful import KernelSpec, _group_chunks, _run_arranged
 from sparkway.persistence.storage import BlobStorage
 from sparkway.state.arrangement import consolidated
@@ -45,21 +45,15 @@ def test_group_chunks_cut_only_between_groups_and_keep_every_row(limit: int, bat
         assert len(chunk) >= limit or len(set(chunk)) == 1
 
 
-def _spec(tmp: Path, mode: str, step: int, chunk_rows: int | None) -> KernelSpec:
+def _spec(tmp: Path, step: int, chunk_rows: int | None) -> KernelSpec:
     payload = (("k", pa.int64()), ("v", pa.int64()))
-    if mode == "arranged":
-        kernel = reduce_groups
-        aggregates = [("n", "count", [], ()), ("top", "max", ["v"], ()), ("total", "sum", ["v"], ())]
-        output = pa.schema([("_id", pa.int64()), ("k", pa.int64()), ("n", pa.int64()), ("top", pa.int64()),
-                            ("total", pa.int64()), ("_diff", pa.int64())])
-    else:
-        kernel = (contributions, from_sums)
-        aggregates = [("n", "count", [], ()), ("total", "sum", ["v"], ())]
-        output = pa.schema([("_id", pa.int64()), ("k", pa.int64()), ("n", pa.int64()), ("total", pa.int64()),
-                            ("_diff", pa.int64())])
+    aggregates = [("n", "count", [], ()), ("top", "max", ["v"], ()), ("total", "sum", ["v"], ())]
+    output = pa.schema([("_id", pa.int64()), ("k", pa.int64()), ("n", pa.int64()), ("top", pa.int64()),
+                        ("total", pa.int64()), ("_diff", pa.int64())])
     location = StateLocation(BlobStorage(str(tmp / "checkpoint")), str(tmp / "local"), 0)
-    return KernelSpec("op", "reduce", step, 1000 + step, location, (payload,), kernel, (["k"], aggregates, False),
-                      output, (True,), mode, chunk_rows)
+    # the key "k" is the group's: the state does not hold it (``unstored``)
+    return KernelSpec("op", "reduce", step, 1000 + step, location, (payload,), reduce_groups,
+                      (["k"], aggregates, False), output, (True,), "arranged", unstored=((0,),), chunk_rows=chunk_rows)
 
 
 def _changes(rng: random.Random, live: dict[int, tuple[int, int]], next_id: list[int]) -> pa.Table:
@@ -103,18 +97,16 @@ def _held(tmp: Path, step: int) -> Counter:
     return found
 
 
-@pytest.mark.parametrize("mode", ["arranged", "accumulated"])
 @pytest.mark.parametrize("chunk_rows,batch", [(1, 3), (4, 5), (10, 2)])
-def test_chunked_steps_give_the_output_and_state_of_whole_steps(
-    mode: str, chunk_rows: int, batch: int, tmp_path: Path,
-) -> None:
+def test_chunked_steps_give_the_output_and_state_of_whole_steps(chunk_rows: int, batch: int, tmp_path: Path) -> None:
     rng = random.Random(chunk_rows * 7 + batch)
     live: dict[int, tuple[int, int]] = {}
     next_id = [1]
     for step in range(1, 6):
         rows = _changes(rng, live, next_id)
-        whole = _output(_spec(tmp_path / "whole", mode, step, None), rows, batch)
-        chunked = _output(_spec(tmp_path / "chunked", mode, step, chunk_rows), rows, batch)
+        whole = _output(_spec(tmp_path / "whole", step, None), rows, batch)
+        chunked = _output(_spec(tmp_path / "chunked", step, chunk_rows), rows, batch)
         assert chunked == whole
+        assert all(row[0] == row[1] for row in whole), "each group's key comes back with its rows (gid = key here)"
         assert _held(tmp_path / "chunked", step + 1) == _held(tmp_path / "whole", step + 1)
     assert _held(tmp_path / "whole", 6), "the state holds the live rows"

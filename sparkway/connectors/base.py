@@ -201,6 +201,14 @@ class OutputBatch:
     #: end, e.g. by ``Table.buffer``): Pathway gives them its time 18446744073709551614
     end_of_input: bool = False
 
+    def slice(self, start: int, length: int) -> "OutputBatch":
+        """The changes of rows ``start`` to ``start + length``."""
+        def part(array: pa.Array | None) -> pa.Array | None:
+            return None if array is None else array.slice(start, length)
+
+        return replace(self, table=self.table.slice(start, length), diffs=part(self.diffs), ids=part(self.ids),
+                       errors=part(self.errors))
+
     def sorted_by(self, columns: list[str]) -> "OutputBatch":
         """The same changes in the order of ``columns``' values (None last), for the
         sinks' ``sort_by``; ties keep their order."""

@@ -84,6 +84,10 @@ def _stored_plain(dtype: DType | None) -> Formatter:
     return _plain
 
 
+#: rows formatted at once by a file sink
+_ROWS_PER_BLOCK = 1 << 16
+
+
 class _FileSink(Sink):
     """Appends one text block per batch to a file created (or truncated) by ``open()``."""
 
@@ -118,8 +122,12 @@ class _FileSink(Sink):
             self.open()
         assert self._file is not None
         # the header comes with the first rows: no rows, an empty file (as Pathway)
-        header = self.header() if self._file.tell() == 0 else ""
-        self._write_block(header + self.format_batch(batch))
+        if self._file.tell() == 0:
+            self._file.write(self.header())
+        for start in range(0, rows, _ROWS_PER_BLOCK):  # a large batch in blocks: bounded memory
+            self._file.write(self.format_batch(batch.slice(start, _ROWS_PER_BLOCK)))
+        self._file.flush()
+        os.fsync(self._file.fileno())
         took = (time.monotonic() - started) * 1000
         self._total_ms += took
         log.info(
@@ -131,12 +139,6 @@ class _FileSink(Sink):
     def format_batch(self, batch: OutputBatch) -> str:
         """The batch as text: each row's columns, then its time and diff."""
         raise NotImplementedError
-
-    def _write_block(self, text: str) -> None:
-        assert self._file is not None
-        self._file.write(text)
-        self._file.flush()
-        os.fsync(self._file.fileno())
 
     def close(self) -> None:
         if self._file is not None:

@@ -76,7 +76,8 @@ def consolidate(rows: pa.Table, diffs: list[int] | pa.Array | pa.ChunkedArray) -
         return rows.append_column(DIFF, pa.array([], pa.int64()))
     if ID in rows.column_names and pc.count_distinct(rows.column(ID), mode="all").as_py() == rows.num_rows:
         # no two rows share an id, so none are equal (a first run's output, say)
-        return rows.append_column(DIFF, diffs.cast(pa.int64())).filter(pc.not_equal(diffs, 0))
+        out = rows.append_column(DIFF, diffs.cast(pa.int64()))
+        return out.filter(pc.not_equal(diffs, 0)) if pc.any(pc.equal(diffs, 0)).as_py() else out
     if all(_hashable(field.type) for field in rows.schema):
         totals, positions = _sums_by_hash(rows, diffs)
     else:

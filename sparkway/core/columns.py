@@ -7,7 +7,18 @@ from typing import Any
 
 from sparkway.core.dtypes import DType
 
-NO_DEFAULT: Any = type("NoDefault", (), {"__repr__": lambda self: "NO_DEFAULT"})()
+class _NoDefault:
+    """The default value of a column that has none: one object, in every process (a
+    schema is pickled to executors, which parse input with it)."""
+
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+    def __reduce__(self) -> str:
+        return "NO_DEFAULT"  # pickled as a reference to this module's object
+
+
+NO_DEFAULT: Any = _NoDefault()
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,7 @@ class StepContext:
 
     def keyed(
         self, node: n.Node, inputs: list[KeyedInput], kernel, params, output: T.StructType, mode: str = "arranged",
+        partitioned_by: Column | None = None,
     ) -> DataFrame:
         return keyed_step(
             inputs,
@@ -110,6 +111,7 @@ class StepContext:
             output=output,
             mode=mode,
             large=self.large,
+            partitioned_by=partitioned_by,
         )
 
 
@@ -370,7 +372,7 @@ def _concat(node: n.Concat, frames: list[DataFrame], ctx: StepContext) -> DataFr
 def _keyed_input(
     node: n.Node, ctx: StepContext, frame: DataFrame, scope: Scope, key_exprs: list[Expr], key_types: list[DType],
     payload: dict[str, Column], what: str, key_names: list[str] | None = None, errors_as: str | None = None,
-    own_groups: int | None = None, keep_failed: bool = False, stored: bool = True,
+    own_groups: int | None = None, keep_failed: bool = False, stored: bool = True, group_columns: tuple[str, ...] = (),
 ) -> KeyedInput:
     """An input of a stateful node: its key columns and the payload it carries (plus,
     named by ``key_names``, the key values).
@@ -380,12 +382,14 @@ def _keyed_input(
     columns through) the payload also carries the row's ``ERRORS``, by that name.
     With ``own_groups`` (a number per input) an extra key is the row's id where its key
     is an Error, so that with ``keep_failed`` such a row is kept, alone in its group (an
-    outer join's unmatched row).
+    outer join's unmatched row).  The key values, and the ``group_columns`` of the
+    payload, are the same in all rows of a group (``KeyedInput.group_columns``).
     """
     keys = [compile_expr(e, scope).cast(t.spark_type()) for e, t in zip(key_exprs, key_types)]
     payload = dict(zip(key_names or [], keys)) | payload
+    group_columns = tuple(key_names or ()) + tuple(group_columns)
     if scope.checks is None:
-        return KeyedInput(frame, keys, payload, stored)
+        return KeyedInput(frame, keys, payload, stored, group_columns)
     if errors_as is not None:
         payload[errors_as] = col(ERRORS)
     staged = frame.select(
@@ -398,7 +402,7 @@ def _keyed_input(
     if own_groups is not None:
         alone = F.xxhash64(col(ID), F.lit(own_groups)) if failed is not None else F.lit(None)
         keys.append(F.when(_holds_flag(failed), alone).cast("long"))
-    return KeyedInput(kept, keys, {name: col(f"_pw_payload_{j}") for j, name in enumerate(payload)}, stored)
+    return KeyedInput(kept, keys, {name: col(f"_pw_payload_{j}") for j, name in enumerate(payload)}, stored, group_columns)
 
 
 def _holds_flag(flag: Column | None) -> Column:
@@ -454,13 +458,15 @@ def _reduce(node: n.Reduce, frames: list[DataFrame], ctx: StepContext) -> DataFr
     params = ([name for name, _ in node.keys], aggregates, ctx.keep_errors)
     output = spark_schema(node.columns, with_id=True)
     fallible_names = [name for name, agg in node.aggregates if ctx.keep_errors and fallible(agg.kind)]
+    partitioned_by = _by_window_instance(node)
     if not failures and not fallible_names:
         if accumulable(aggregates, arg_types):
-            return ctx.keyed(node, [keyed], (contributions, from_sums), params, output, mode="accumulated")
-        return ctx.keyed(node, [keyed], reduce_groups, params, output)
+            return ctx.keyed(node, [keyed], (contributions, from_sums), params, output, "accumulated", partitioned_by)
+        return ctx.keyed(node, [keyed], reduce_groups, params, output, partitioned_by=partitioned_by)
     extra = [T.StructField(f"_pw_failed_{name}", T.BooleanType()) for name in failures]
     extra += [T.StructField(f"_pw_error_{name}", T.StringType()) for name in fallible_names]
-    reduced = ctx.keyed(node, [keyed], reduce_groups, params, T.StructType([*output.fields[:-1], *extra, output.fields[-1]]))
+    reduced = ctx.keyed(node, [keyed], reduce_groups, params, T.StructType([*output.fields[:-1], *extra, output.fields[-1]]),
+                        partitioned_by=partitioned_by)
     # an aggregate is an Error where an argument was one (with _skip_errors=False), or
     # where its reducer failed for the group (a new error, logged when the row is inserted)
     failed = {name: F.coalesce(col(f"_pw_failed_{name}"), F.lit(False)) for name in failures}
@@ -474,6 +480,18 @@ def _reduce(node: n.Reduce, frames: list[DataFrame], ctx: StepContext) -> DataFr
     return reduced.select(
         col(ID), *[v.alias(c) for v, c in zip(values, node.columns)], col(DIFF), errors_column(failed).alias(ERRORS)
     )
+
+
+def _by_window_instance(node: n.Reduce) -> Column | None:
+    """For a reduce of a session window's rows grouped by window and instance: the
+    pointer of the instance, by which the window partitioned its state and output, so
+    that each window's rows already sit in one partition (see ``keyed_step``)."""
+    window = node.input
+    if not isinstance(window, n.SessionWindow) or window.instance is None:
+        return None
+    if not any(_input_column(e) == "_pw_instance" for _, e in node.keys):
+        return None
+    return pointer_of([col("_pw_instance").cast(window.columns["_pw_instance"].spark_type())])
 
 
 def _join(node: n.Join, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -547,10 +565,11 @@ def _prefixed(names: Column, prefix: str) -> Column:
 
 def _per_instance(
     node: n.Node, frame: DataFrame, ctx: StepContext, scope: Scope, instance: Expr | None,
-    extra: dict[str, Column], kernel, params, carry_columns: bool = True,
+    extra: dict[str, Column], kernel, params, carry_columns: bool = True, group_columns: tuple[str, ...] = (),
 ) -> DataFrame:
     """A one-input stateful node whose groups are the values of ``instance`` (one group
-    when None), carrying the input's columns (or not) plus ``extra`` payload columns."""
+    when None), carrying the input's columns (or not) plus ``extra`` payload columns
+    (``group_columns``: those equal in all rows of an instance)."""
     source = node.inputs[0]
     instances = [instance] if instance is not None else []
     payload = {c: col(c) for c in source.columns} if carry_columns else {}
@@ -559,7 +578,7 @@ def _per_instance(
     carries_errors = carry_columns and ERRORS in params[-1]
     keyed = _keyed_input(
         node, ctx, typed(source, frame), scope, instances, types, payload, f"{node.kind.lower()} instance",
-        errors_as=ERRORS if carries_errors else None,
+        errors_as=ERRORS if carries_errors else None, group_columns=group_columns,
     )
     output = spark_schema(node.columns, with_id=True)
     return ctx.keyed(node, [keyed], kernel, params, _with_errors(output) if carries_errors else output)
@@ -586,7 +605,8 @@ def _session_window(node: n.SessionWindow, frames: list[DataFrame], ctx: StepCon
     # a predicate sees times as Python gives them (pandas Timestamps, not nanoseconds)
     as_python = dt.to_python(infer(node.time, [node.input.columns]))
     params = (node.max_gap, as_python, time_column, instance_column, list(node.input.columns))
-    return _per_instance(node, frames[0], ctx, scope, node.instance, extra, sessionize, params)
+    return _per_instance(node, frames[0], ctx, scope, node.instance, extra, sessionize, params,
+                         group_columns=(instance_column,))
 
 
 def _input_column(expr: Expr) -> str | None:

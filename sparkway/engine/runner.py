@@ -505,7 +505,7 @@ def _collect(frames: list[DataFrame | None]) -> list[pa.Table | None]:
             out.append(None)
             continue
         tag = first[id(frame)]
-        rows = everything.filter(pc.equal(everything.column("_sink"), tag))
+        rows = everything if len(tagged) == 1 else everything.filter(pc.equal(everything.column("_sink"), tag))
         names = [c for c in frame.columns if c not in (ID, DIFF)]
         out.append(rows.select([ID, *[f"_{tag}_{c}" for c in names], DIFF]).rename_columns([ID, *names, DIFF]))
     return out

@@ -65,6 +65,10 @@ class KeyedInput:
     # False: the input's rows of a step meet the state of that step and are then
     # forgotten (the left side of an asof_now_join, whose results never change)
     stored: bool = True
+    #: payload columns whose value is the same in every row of a group (the group's key
+    #: values): the state of a one-input operator does not hold them, a step takes them
+    #: from its changes, which every group it touches has
+    group_columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,9 +87,13 @@ class KernelSpec:
     stored: tuple[bool, ...]  # per input: KeyedInput.stored
     #: what ``kernel`` is: "arranged" a ``Kernel`` (old and new rows of the groups),
     #: "gate" a ``GateKernel``, "groups" a ``GroupsKernel`` (both see the changes themselves),
-    #: "accumulated" a pair of functions: the sums each change adds to its group, and the
-    #: output rows of groups given by their sums (``_apply_accumulated``)
+    #: "accumulated" a pair of functions: the sums each change adds to its group (Spark
+    #: expressions, summed by Spark), and the output rows of groups given by their sums
+    #: (``_apply_accumulated``)
     mode: str = "arranged"
+    #: per input, the positions in its payload of columns the state does not hold
+    #: (``KeyedInput.group_columns``)
+    unstored: tuple[tuple[int, ...], ...] = ()
     #: in a large step, the rows come sorted by (``_part``, ``_gid``), and arrangements
     #: are applied to chunks of whole groups of about this many rows (bounded memory on
     #: the executors); None: to all rows at once
@@ -106,11 +114,17 @@ def keyed_step(
     output: T.StructType,
     mode: str = "arranged",
     large: bool = False,
+    partitioned_by: Column | None = None,
 ) -> DataFrame:
     """The changes of a stateful operator's output in this step (lazy); ``mode`` says
     what ``kernel`` is (``KernelSpec.mode``).  In a ``large`` step, Spark sorts each
     partition by group, so that executors apply arrangements a chunk of groups at a
-    time (Spark's sort spills to disk; a Python worker holds one chunk)."""
+    time (Spark's sort spills to disk; a Python worker holds one chunk).
+
+    ``partitioned_by``: the group pointer by which the (one) input's rows are already
+    partitioned, the upstream operator's, which puts each of this operator's groups
+    whole in one of its partitions (a session window's instance, for the reduce of its
+    windows): state partitions then follow it, and no shuffle is needed."""
     frames, payload_types = [], []
     for index, item in enumerate(inputs):
         gid = pointer_of(item.keys)
@@ -118,10 +132,11 @@ def keyed_step(
         # arrangements tell the entries of one id apart by a hash of their values
         values = F.xxhash64(*item.payload.values()) if item.payload else F.lit(0).cast("long")
         value_hash = [values.alias("_vh")] if mode == "arranged" else []
+        routing = gid if partitioned_by is None else partitioned_by
         frame = item.frame.select(
             F.lit(index).alias("_input"),
             gid.alias("_gid"),
-            F.pmod(gid, F.lit(partitions)).alias("_part"),
+            F.pmod(routing, F.lit(partitions)).alias("_part"),
             F.col(ID),
             F.col(DIFF),
             *value_hash,
@@ -135,17 +150,41 @@ def keyed_step(
     union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     keyless = not any(item.keys for item in inputs)
     chunked = large and mode in _ARRANGED and not keyless
+    unstored = tuple(
+        tuple(j for j, name in enumerate(item.payload) if name in item.group_columns) if len(inputs) == 1 else ()
+        for item in inputs
+    )
     spec = KernelSpec(
         operator, where, step, time, location, tuple(payload_types), kernel, params,
         to_arrow_schema(output, timezone="UTC", prefers_large_types=False), tuple(i.stored for i in inputs), mode,
-        CHUNK_ROWS if chunked else None,
+        unstored, CHUNK_ROWS if chunked else None,
     )
+    summed = _summed_by_group(inputs[0], kernel[0], params) if mode == "accumulated" else None
+    if summed is not None and large:  # summed before the shuffle: a row per group and map task crosses it
+        union = summed(union)
     # without keys every row is in one group, hence one state partition: one task reads
     # them all, without a shuffle
-    grouped = union.coalesce(1) if keyless else union.repartition(partitions, "_part")
+    if keyless:
+        grouped = union.coalesce(1)
+    else:
+        grouped = union if partitioned_by is not None else union.repartition(partitions, "_part")
+    if summed is not None and not large:  # after the shuffle: no second one for few rows
+        grouped = summed(grouped)
     if chunked:  # one long key: Spark sorts it by radix sort
         grouped = grouped.sortWithinPartitions("_gid")
     return grouped.mapInArrow(functools.partial(_run_partitions, spec), output)
+
+
+def _summed_by_group(item: KeyedInput, contribute: Callable, params: Any) -> Callable[[DataFrame], DataFrame]:
+    """An accumulated reduce's changes as Spark sums them per group: ``_diff`` (the rows
+    the group gains), the group's keys (``_0_<name>``) and ``contribute``'s sums."""
+    sums = contribute({name: F.col(f"_0_{name}") for name in item.payload}, F.col(DIFF), params)
+    columns = [
+        F.sum(DIFF).alias(DIFF),
+        *[F.first(f"_0_{name}").alias(f"_0_{name}") for name in params[0]],  # equal in a group
+        *[F.coalesce(F.sum(c), F.lit(0)).alias(name) for name, c in sums.items()],
+    ]
+    return lambda frame: frame.groupBy("_input", "_gid", "_part").agg(*columns)
 
 
 # -- executor side ---------------------------------------------------------------------------
@@ -283,16 +322,33 @@ def _apply_arranged(spec: KernelSpec, rows: pa.Table, store: ArrangementStore) -
     for i, payload in enumerate(spec.payloads):
         mine = rows.filter(pc.equal(rows.column("_input"), i))
         step_rows = _arranged_rows(mine, [f"_{i}_{name}" for name, _ in payload], spec.time)
+        unstored = [f"_v{j}" for j in spec.unstored[i]] if spec.unstored else []
         held = store.lookup(i, gids) if spec.stored[i] else None
+        if held is not None and unstored:
+            held = _with_group_values(held, step_rows, unstored)
         old = consolidated(held.cast(step_rows.schema)) if held is not None else step_rows.slice(0, 0)
         old_rows, new_rows, changes[i] = _versions(old, step_rows)
         tables.append(_kernel_rows(old_rows, new_rows, gids, [name for name, _ in payload]))
         if not spec.stored[i]:
             del changes[i]
+        elif unstored:
+            changes[i] = changes[i].drop_columns(unstored)
     with failures_named(spec.where):
         out = spec.kernel(tables, spec.params)
     is_new = pc.equal(pc.bit_wise_and(out.column("_g"), 1), 1)
     return consolidate(out.drop_columns(["_g"]), pc.if_else(is_new, 1, -1).cast(pa.int64())), changes
+
+
+def _with_group_values(held: pa.Table, step_rows: pa.Table, columns: list[str]) -> pa.Table:
+    """Stored rows with the ``columns`` the state does not hold, whose values are their
+    group's: taken from a change of the same group in the step."""
+    step_gids = step_rows.column(GID).to_numpy()
+    order = np.argsort(step_gids, kind="stable")
+    groups, first = np.unique(step_gids[order], return_index=True)
+    source = order[first][np.searchsorted(groups, held.column(GID).to_numpy())]
+    for name in columns:
+        held = held.append_column(name, step_rows.column(name).take(pa.array(source)))
+    return held.select(step_rows.column_names)
 
 
 def _apply_accumulated(
@@ -300,22 +356,22 @@ def _apply_accumulated(
 ) -> tuple[pa.Table, dict[int, pa.Table], tuple[str, ...]]:
     """A reduce whose aggregates are sums (``kernels.reduce.ACCUMULABLE``): per group, one
     arrangement row holding its count, its keys and its sums; a step adds the changes'
-    contributions, so it costs O(changed rows) whatever the size of the groups.  Returns
-    the output, the arrangement's changes and the names of its summed columns."""
-    contribute, results = spec.kernel
+    contributions, which Spark summed per group (``_summed_by_group``), so it costs
+    O(changed groups) whatever their size.  Returns the output, the arrangement's changes
+    and the names of its summed columns."""
+    _, results = spec.kernel
     key_names = spec.params[0]
-    names = [name for name, _ in spec.payloads[0]]
-    changes = rows.select(["_gid", ID, *[f"_0_{name}" for name in names], DIFF]).rename_columns(["_gid", ID, *names, DIFF])
-    sums = contribute(changes, spec.params)
-    zeros = pa.array(np.zeros(changes.num_rows, dtype=np.int64))
+    sums = tuple(c for c in rows.column_names if c not in ("_input", "_gid", "_part", DIFF) and not c.startswith("_0_"))
+    zeros = pa.array(np.zeros(rows.num_rows, dtype=np.int64))
     delta = consolidated(pa.table({
-        GID: changes.column("_gid"), ROW_ID: zeros, VALUE_HASH: zeros, COUNT: changes.column(DIFF),
-        TIME: pa.array(np.full(changes.num_rows, spec.time, dtype=np.int64)),
-        **{f"_v{j}": changes.column(name) for j, name in enumerate(key_names)}, **sums,
-    }), tuple(sums))
-    held = store.lookup(0, np.unique(changes.column("_gid").to_numpy()))
-    old = consolidated(held.cast(delta.schema), tuple(sums)) if held is not None else delta.slice(0, 0)
-    new = consolidated(pa.concat_tables([old, delta]), tuple(sums))
+        GID: rows.column("_gid"), ROW_ID: zeros, VALUE_HASH: zeros, COUNT: rows.column(DIFF),
+        TIME: pa.array(np.full(rows.num_rows, spec.time, dtype=np.int64)),
+        **{f"_v{j}": rows.column(f"_0_{name}") for j, name in enumerate(key_names)},
+        **{name: rows.column(name) for name in sums},
+    }), sums)
+    held = store.lookup(0, np.unique(rows.column("_gid").to_numpy()))
+    old = consolidated(held.cast(delta.schema), sums) if held is not None else delta.slice(0, 0)
+    new = consolidated(pa.concat_tables([old, delta]), sums)
     outputs = []
     for groups in (old, new):
         groups = groups.filter(pc.greater(groups.column(COUNT), 0))
@@ -325,7 +381,7 @@ def _apply_accumulated(
         with failures_named(spec.where):
             outputs.append(results(named, spec.params))
     diffs = np.repeat(np.array([-1, 1], dtype=np.int64), [outputs[0].num_rows, outputs[1].num_rows])
-    return consolidate(pa.concat_tables(outputs), pa.array(diffs)), {0: delta}, tuple(sums)
+    return consolidate(pa.concat_tables(outputs), pa.array(diffs)), {0: delta}, sums
 
 
 def _arranged_rows(changes: pa.Table, payload: list[str], time: int) -> pa.Table:

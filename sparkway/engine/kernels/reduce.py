@@ -13,6 +13,8 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import Column
+from pyspark.sql import functions as F
 
 from sparkway.core.changes import ID
 from sparkway.core.dtypes import ARRAY_ARROW, array_from_python, array_to_python, from_python, to_python
@@ -337,18 +339,21 @@ def accumulable(aggregates: list[tuple[str, str, list[str], tuple]], arg_types: 
     )
 
 
-def contributions(changes: pa.Table, params: Any) -> dict[str, pa.Array]:
-    """What each change adds to its group's sums: per ``sum`` aggregate, ``diff * value``
-    (``_s<j>``) and ``diff`` where the value is not null (``_n<j>``).  ``count`` is the
-    sum of diffs, which arrangements keep anyway."""
+def contributions(payload: dict[str, Column], diff: Column, params: Any) -> dict[str, Column]:
+    """What each change adds to its group's sums, as Spark expressions (summed per group
+    by Spark, before the shuffle): per ``sum`` aggregate, ``diff * value`` in two halves,
+    ``_s<j>h`` of the value's high 32 bits and ``_s<j>l`` of its low ones (no step's sum
+    of them can overflow; ``from_sums`` joins them modulo 2**64, as a 64-bit sum wraps
+    around), and ``diff`` where the value is not null (``_n<j>``).  ``count`` is the sum
+    of diffs, which arrangements keep anyway."""
     _, aggregates, _ = params
-    diff = changes.column("_diff")
     out = {}
     for j, (_, kind, args, _) in enumerate(aggregates):
         if kind == "sum":
-            values = changes.column(args[0])
-            out[f"_s{j}"] = pc.multiply(pc.fill_null(values.cast(pa.int64()), 0), diff)
-            out[f"_n{j}"] = pc.multiply(values.is_valid().cast(pa.int64()), diff)
+            value = payload[args[0]].cast("long")
+            out[f"_s{j}h"] = diff * F.shiftright(value, 32)
+            out[f"_s{j}l"] = diff * value.bitwiseAND(F.lit(0xFFFFFFFF))
+            out[f"_n{j}"] = diff * value.isNotNull().cast("long")
     return out
 
 
@@ -361,5 +366,7 @@ def from_sums(groups: pa.Table, params: Any) -> pa.Table:
         if kind == "count":
             columns[name] = groups.column("_count")
         else:  # a sum of nulls only is null
-            columns[name] = pc.if_else(pc.greater(groups.column(f"_n{j}"), 0), groups.column(f"_s{j}"), None)
+            high, low = (pc.fill_null(groups.column(f"_s{j}{half}"), 0) for half in "hl")
+            total = pc.add(pc.shift_left(high, 32), low)  # unchecked: wraps around as Pathway's sums do
+            columns[name] = pc.if_else(pc.greater(groups.column(f"_n{j}"), 0), total, None)
     return pa.table(columns)
