@@ -866,10 +866,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--results", default=RESULTS, help="folder for the results (default bench/results)")
     args = parser.parse_args(argv)
     only = args.only.split(",") if args.only else list(SECTIONS)
-    unknown = [s for s in only if s not in SECTIONS]
+    unknown = [s for s in only if s not in (*SECTIONS, "huge")]
     if unknown:
-        parser.error(f"--only: unknown section {', '.join(unknown)}; choose among {', '.join(SECTIONS)}")
-    args.only = only
+        parser.error(f"--only: unknown section {', '.join(unknown)}; choose among {', '.join(SECTIONS)}, huge")
+    args.huge = args.huge or "huge" in only  # --only huge: the huge first runs alone
+    args.only = [s for s in only if s != "huge"]
     cfg = dict(QUICK if args.quick else FULL)
     for key in ("sizes", "pipelines", "step_sizes", "steps", "hot_rows", "hot_cold_rows", "huge_rows"):
         if getattr(args, key) is not None:

@@ -608,3 +608,49 @@ def test_csv_sink_truncates_on_open_and_null_sink_discards(tmp_path: Path) -> No
     sink.close()
     assert out.read_text() == ""  # truncated; no rows, no header (as Pathway 0.33)
     NullSink().write(_batch(1, word=pa.array(["a"])))
+
+
+# --------------------------------------------------------------- read on the executors
+
+
+def _read_pieces(src: FileSource, segments: list) -> pa.Table:
+    """What the executors read for ``segments``: every piece through the read function
+    Spark's tasks run (here in this process)."""
+    plan = src.read_on_executors(segments)
+    assert plan is not None
+    return pa.concat_tables([plan.read(piece) for piece in plan.pieces])
+
+
+def test_pieces_read_on_executors_give_the_rows_and_ids_of_one_read(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr("sparkway.connectors.files.EXECUTOR_READ_BYTES", 0)
+    monkeypatch.setattr("sparkway.connectors.files.PIECE_BYTES", 20)
+    # quoted fields hold commas, quotes and line breaks: no piece may end inside one
+    lines = [f'"user {i}, ""the"" {i}\nsecond line",{i}\n' if i % 3 == 0 else f"u{i},{i}\n" for i in range(40)]
+    write(tmp_path / "in" / "a.csv", "user_id,access_time\n" + "".join(lines))
+    write(tmp_path / "in" / "b.csv", "user_id,access_time\nbob,7\n")
+    here, there = (source(tmp_path / "in", storage=BlobStorage(str(tmp_path / name))) for name in ("s1", "s2"))
+    segments = here.discover()
+    assert there.discover() == segments
+    expected = here.read(segments)
+    plan = there.read_on_executors(segments)
+    assert len(plan.pieces) > 10
+    assert sorted(_read_pieces(there, segments).to_pylist(), key=str) == sorted(expected.to_pylist(), key=str)
+    assert {'user 3, "the" 3\nsecond line', "u1", "bob"} <= {r["user_id"] for r in expected.to_pylist()}
+
+
+def test_pieces_keep_their_rows_so_that_a_changed_file_is_retracted(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr("sparkway.connectors.files.EXECUTOR_READ_BYTES", 0)
+    monkeypatch.setattr("sparkway.connectors.files.PIECE_BYTES", 16)
+    log = tmp_path / "in" / "a.csv"
+    write(log, "user_id,access_time\n" + "".join(f"u{i},{i}\n" for i in range(12)))
+    src = source(tmp_path / "in", storage=BlobStorage(str(tmp_path / "state")))
+    segments = src.discover()
+    first = _read_pieces(src, segments)
+    src.advance(segments)
+    # the file rewritten: every row the pieces read goes, read back from what they kept
+    write(log, "user_id,access_time\nnew,1\n")
+    segments = src.discover()
+    changes = _read_pieces(src, segments)
+    retracted = sorted((r["_id"], r["user_id"]) for r in changes.to_pylist() if r["_diff"] == -1)
+    assert retracted == sorted((r["_id"], r["user_id"]) for r in first.to_pylist())
+    assert [r["user_id"] for r in changes.to_pylist() if r["_diff"] == 1] == ["new"]

@@ -185,7 +185,7 @@ class RowStore:
             return
         blob = f"{self._folder(file)}/{generation}-{start}.arrow"
         if table.num_rows:
-            self.storage.write_arrow(blob, table)
+            self.storage.write_arrow(blob, table, compression="zstd")
         else:
             self.storage.delete(blob)
 

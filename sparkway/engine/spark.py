@@ -90,8 +90,11 @@ def get_spark(master: str | None = None) -> SparkSession:
         .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
         .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
         .config("spark.python.worker.reuse", "true")
-        # a first step over a large history collects its whole output on the driver
+        # a first step over a large history collects its whole output on the driver: the
+        # driver's memory bounds it, not Spark's 1 GB default (100M rows of history give
+        # sessions of about 2 GB)
         .config("spark.driver.memory", os.environ.get("SPARKWAY_DRIVER_MEMORY", "4g"))
+        .config("spark.driver.maxResultSize", "0")
     )
     if master.startswith("local-cluster"):
         builder = builder.config("spark.executor.memory", "768m")

@@ -7,7 +7,8 @@ by ``_part`` and maps each Spark partition with ``_run_partitions``.
 Executor side, for each state partition in the data: open its versioned store at the
 state before this step, load the *arrangements* (per input and group: the rows, with
 multiplicity and arrival time) of the touched groups, apply the changes, run the kernel
-on the old and on the new rows, and emit the difference of the two outputs.
+on the old and on the new rows, and emit the difference of the two outputs.  A large
+step does this a chunk of whole groups at a time, in the order Spark sorted them.
 """
 
 from __future__ import annotations
@@ -94,9 +95,9 @@ class KernelSpec:
     #: per input, the positions in its payload of columns the state does not hold
     #: (``KeyedInput.group_columns``)
     unstored: tuple[tuple[int, ...], ...] = ()
-    #: in a large step, the rows come sorted by (``_part``, ``_gid``), and arrangements
-    #: are applied to chunks of whole groups of about this many rows (bounded memory on
-    #: the executors); None: to all rows at once
+    #: in a large step, the rows come sorted by ``_gid``, and arrangements are applied to
+    #: chunks of whole groups of about this many rows (bounded memory on the
+    #: executors); None: to all rows at once
     chunk_rows: int | None = None
 
 
