@@ -171,3 +171,17 @@ def test_state_of_another_state_format_is_refused_or_rebuilt(tmp_path) -> None:
     record, discard = log.check_plan(nodes, rebuild=True, partitions=2)
     assert discard and record["state_format"] == STATE_FORMAT
     assert log.check_plan(nodes, rebuild=False, partitions=2) == (record, False)
+
+
+def test_a_failure_of_spark_itself_is_reported_with_spark_s_message() -> None:
+    from sparkway.engine.failures import computation_error
+
+    text = (
+        "An error occurred while calling o411.getResult.\n"
+        ": org.apache.spark.SparkException: Job aborted due to stage failure: Total size of serialized results "
+        "of 2 tasks (1100.0 MiB) is bigger than spark.driver.maxResultSize (1024.0 MiB)\n"
+        "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2856)\n"
+    )
+    message = str(computation_error(RuntimeError(text)))
+    assert "SparkException: Job aborted due to stage failure: Total size of serialized results" in message
+    assert "o411" not in message and "DAGScheduler" not in message

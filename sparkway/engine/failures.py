@@ -41,6 +41,8 @@ _ORIGIN = re.compile(r"^\w+ at (\S+:\d+): ")
 _CLASS_LINE = "raised as an instance of "
 _CLASS = re.compile(re.escape(_CLASS_LINE) + r"([\w.]+):([\w.]+)")
 _SPARK_ERROR = re.compile(r"\[([A-Z_]+)\]")
+# a JVM exception's line in a Py4J error (": org.apache.spark.SparkException: Job aborted...")
+_JVM = re.compile(r"^(?:: )?(?:org|java|scala)\.[\w.$]*\.(\w+(?:Exception|Error)): (.+)$", re.MULTILINE)
 
 
 @contextmanager
@@ -97,5 +99,7 @@ def _user_message(text: str, error_type: str) -> str:
     python = _PYTHON.findall(text)
     if python:
         return f"the step's Spark job failed: {python[-1].strip()}"
-    first = next((line.strip() for line in text.splitlines() if line.strip()), error_type)
+    jvm = _JVM.search(text)  # Spark's own failure: out of memory, a result too large...
+    first = f"{jvm.group(1)}: {jvm.group(2).strip()}" if jvm else next(
+        (line.strip() for line in text.splitlines() if line.strip()), error_type)
     return f"the step's Spark job failed: {first} (the whole error is logged at DEBUG level)"
