@@ -884,12 +884,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def _lock_work_folder(folder: str) -> object:
+    """Keeps a second benchmark out of ``folder``: each rebuilds and deletes its data
+    there, and two at once delete each other's (an open file holding a lock)."""
+    import fcntl
+
+    os.makedirs(folder, exist_ok=True)
+    handle = open(os.path.join(folder, ".lock"), "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SystemExit(f"another benchmark is running in {folder}; wait for it, or pass --work DIR") from None
+    return handle
+
+
 def main(argv: list[str] | None = None) -> None:
     global DATA, RESULTS, DRIVER_MEMORY
     args = parse_args(argv)
     cfg = args.cfg
     DATA, RESULTS, DRIVER_MEMORY = os.path.abspath(args.work), os.path.abspath(args.results), args.driver_memory
     os.makedirs(RESULTS, exist_ok=True)
+    lock = _lock_work_folder(DATA)  # noqa: F841 (held until the process ends)
     now = _dt.datetime.now(_dt.timezone.utc)
     results: dict = {
         "date": now.strftime("%Y-%m-%d %H:%M UTC"),
