@@ -25,10 +25,12 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyarrow import ipc
 from pyspark.accumulators import Accumulator, AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from sparkway.connectors.base import ExecutorRead, OutputBatch, Source
 from sparkway.core import changes
@@ -264,7 +266,8 @@ class Runner:
             frames[id(node)] = frame
         sinks = [frames.get(id(out)) if id(out) in nonempty else None for out in self.plan.outputs]
         try:
-            *collected, errors = _collect(sinks + [self._log_entries(ctx, time)])
+            parts = COLLECT_PARTS_PER_STATE_PARTITION * self.partitions if ctx.large else None
+            *collected, errors = _collect(sinks + [self._log_entries(ctx, time)], parts)
         except Exception as error:
             raise computation_error(error) from None
         finally:
@@ -485,9 +488,10 @@ def _input_frame(spark: SparkSession, table: pa.Table, schema: T.StructType) -> 
         spark.conf.set(key, before)
 
 
-def _collect(frames: list[DataFrame | None]) -> list[pa.Table | None]:
-    """Every sink's changes, in one Spark job.  Sinks of one table read one frame: it is
-    collected once (in a union twice, Spark would compute it twice)."""
+def _collect(frames: list[DataFrame | None], parts: int | None = None) -> list[pa.Table | None]:
+    """Every sink's changes, in one Spark job (with ``parts``, in that many pieces, see
+    ``_collect_in_parts``).  Sinks of one table read one frame: it is collected once (in
+    a union twice, Spark would compute it twice)."""
     tagged, first = [], {}
     for k, frame in enumerate(frames):
         if frame is not None and first.setdefault(id(frame), k) == k:
@@ -498,7 +502,7 @@ def _collect(frames: list[DataFrame | None]) -> list[pa.Table | None]:
     union = tagged[0]
     for frame in tagged[1:]:
         union = union.unionByName(frame, allowMissingColumns=True)
-    everything = union.toArrow()
+    everything = union.toArrow() if parts is None else _collect_in_parts(union, parts)
     out: list[pa.Table | None] = []
     for k, frame in enumerate(frames):
         if frame is None:
@@ -509,6 +513,30 @@ def _collect(frames: list[DataFrame | None]) -> list[pa.Table | None]:
         names = [c for c in frame.columns if c not in (ID, DIFF)]
         out.append(rows.select([ID, *[f"_{tag}_{c}" for c in names], DIFF]).rename_columns([ID, *names, DIFF]))
     return out
+
+
+#: a large step's output is collected in this many pieces per state partition
+COLLECT_PARTS_PER_STATE_PARTITION = 8
+
+
+def _collect_in_parts(frame: DataFrame, parts: int) -> pa.Table:
+    """A large step's output, a piece at a time: the rows are spread over ``parts``
+    partitions, then the driver fetches one partition after another, each as Arrow IPC
+    blobs, so that the JVM never holds the whole output (a first run over 100M rows of
+    history makes 2 GB of sessions).  The spreading is a shuffle, so the step's stateful
+    work runs once, whatever the number of fetches."""
+    schema = to_arrow_schema(frame.schema, timezone="UTC", prefers_large_types=False)
+
+    def as_blobs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            sink = pa.BufferOutputStream()
+            with ipc.new_stream(sink, batch.schema) as writer:
+                writer.write_batch(batch)
+            yield pa.RecordBatch.from_pydict({"blob": [sink.getvalue().to_pybytes()]})
+
+    blobs = frame.repartition(parts).mapInArrow(as_blobs, "blob binary")
+    tables = [ipc.open_stream(row.blob).read_all() for row in blobs.rdd.toLocalIterator(prefetchPartitions=False)]
+    return pa.concat_tables(tables).cast(schema) if tables else schema.empty_table()
 
 
 def _output_batch(out: n.Output, table: pa.Table | None, time: int) -> OutputBatch:
