@@ -36,6 +36,7 @@ from sparkway.connectors.base import ExecutorRead, OutputBatch, Source
 from sparkway.core import changes
 from sparkway.core.changes import DIFF, ERRORS, ID, LOGGED, consolidate, spark_schema
 from sparkway.engine.expressions import col
+from sparkway.engine import iterate  # noqa: F401 - registers the compiler of Iterate nodes
 from sparkway.engine.failures import computation_error
 from sparkway.engine.operators import StepContext, compile_node, error_entries
 from sparkway.engine.spark import cache_root, get_spark

@@ -90,6 +90,7 @@ def get_spark(master: str | None = None) -> SparkSession:
         .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
         .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
         .config("spark.python.worker.reuse", "true")
+        .config("spark.python.daemon.module", "sparkway.engine.worker_daemon")
         # a first step over a large history collects its whole output on the driver: the
         # driver's memory bounds it, not Spark's 1 GB default (100M rows of history give
         # sessions of about 2 GB)

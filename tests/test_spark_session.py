@@ -1,0 +1,59 @@
+"""The Python side of the SparkSession sparkway creates: what its workers import, and
+what ``import sparkway`` loads."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import sparkway
+from sparkway.engine.worker_daemon import installed_package_first
+
+
+def test_workers_import_the_installed_pyspark_not_its_zip(spark) -> None:
+    import pyspark
+
+    def where_pyspark_comes_from(rows):  # a closure: pickled by value for the workers
+        import pyspark
+
+        import sparkway.engine.stateful  # noqa: F401 - what a kernel imports
+
+        for _ in rows:
+            yield pyspark.__file__, "sparkway.public" in sys.modules
+
+    seen = spark.sparkContext.parallelize(range(2), 2).mapPartitions(where_pyspark_comes_from).collect()
+    assert {origin for origin, _ in seen} == {pyspark.__file__}
+    assert not any(api_loaded for _, api_loaded in seen), "a worker loaded the whole public API"
+
+
+def test_only_zips_inside_an_installed_pyspark_move_behind_it(tmp_path: Path) -> None:
+    package = tmp_path / "site-packages" / "pyspark"
+    (package / "python" / "lib").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    own = [str(package / "python" / "lib" / name) for name in ("pyspark.zip", "py4j-0.10.9.9-src.zip")]
+    cluster = "/opt/spark/python/lib/pyspark.zip"
+    path = [*own, "/work/project", str(tmp_path / "site-packages")]
+
+    assert installed_package_first(path) == ["/work/project", str(tmp_path / "site-packages"), *own]
+    assert installed_package_first([cluster, *path[2:]]) == [cluster, *path[2:]]
+
+
+def test_import_sparkway_loads_neither_spark_nor_pandas(python_env: dict[str, str]) -> None:
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, sparkway; print(sorted({m.split('.')[0] for m in sys.modules}))"],
+        env=python_env, capture_output=True, text=True, check=True,
+    ).stdout
+    for heavy in ("pyspark", "pandas", "pyarrow", "psycopg"):
+        assert f"'{heavy}'" not in loaded
+
+
+def test_the_api_loads_on_first_use_of_a_name() -> None:
+    from sparkway.api.table import Table
+
+    assert sparkway.Table is Table
+    assert {"Table", "run", "io", "reducers"} <= set(dir(sparkway))
+    with pytest.raises(AttributeError, match="no attribute 'Tabel'"):
+        sparkway.Tabel  # noqa: B018
