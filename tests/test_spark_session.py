@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import sparkway
-from sparkway.engine.worker_daemon import installed_package_first
+from sparkway.engine.worker_daemon import without_installed_pyspark_zips
 
 
 def test_workers_import_the_installed_pyspark_not_its_zip(spark) -> None:
@@ -29,7 +29,7 @@ def test_workers_import_the_installed_pyspark_not_its_zip(spark) -> None:
     assert not any(api_loaded for _, api_loaded in seen), "a worker loaded the whole public API"
 
 
-def test_only_zips_inside_an_installed_pyspark_move_behind_it(tmp_path: Path) -> None:
+def test_only_zips_inside_an_installed_pyspark_leave_the_path(tmp_path: Path) -> None:
     package = tmp_path / "site-packages" / "pyspark"
     (package / "python" / "lib").mkdir(parents=True)
     (package / "__init__.py").write_text("")
@@ -37,8 +37,8 @@ def test_only_zips_inside_an_installed_pyspark_move_behind_it(tmp_path: Path) ->
     cluster = "/opt/spark/python/lib/pyspark.zip"
     path = [*own, "/work/project", str(tmp_path / "site-packages")]
 
-    assert installed_package_first(path) == ["/work/project", str(tmp_path / "site-packages"), *own]
-    assert installed_package_first([cluster, *path[2:]]) == [cluster, *path[2:]]
+    assert without_installed_pyspark_zips(path) == ["/work/project", str(tmp_path / "site-packages")]
+    assert without_installed_pyspark_zips([cluster, *path[2:]]) == [cluster, *path[2:]]
 
 
 def test_import_sparkway_loads_neither_spark_nor_pandas(python_env: dict[str, str]) -> None:

@@ -88,6 +88,58 @@ def consolidate(rows: pa.Table, diffs: list[int] | pa.Array | pa.ChunkedArray) -
     return taken.append_column(DIFF, pa.array(totals[kept], pa.int64()))
 
 
+def version_changes(rows: pa.Table, is_new: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """The changes from one version of a table to the next: ``rows`` holds the rows of
+    both (``is_new`` marks the next's), and a row in both, same id and same values,
+    cancels.  The result is ``consolidate(rows, is_new ? 1 : -1)``.
+
+    The rows of each version have distinct ids (a table's), so a row can only cancel the
+    row of the other version with its id: one join on the id and a comparison per column
+    find them, where ``consolidate`` would hash every column of every row.
+
+    >>> t = pa.table({"_id": [1, 2, 1, 2], "x": ["a", "b", "a", "c"]})
+    >>> version_changes(t, pa.array([False, False, True, True])).to_pylist()
+    [{'_id': 2, 'x': 'b', '_diff': -1}, {'_id': 2, 'x': 'c', '_diff': 1}]
+    """
+    diffs = pc.if_else(is_new, 1, -1).cast(pa.int64())
+    if ID not in rows.column_names or not all(_comparable(field.type) for field in rows.schema):
+        return consolidate(rows, diffs)
+    positions = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    ids = pa.table({"_id": rows.column(ID), "_p": positions})
+    old, new = ids.filter(pc.invert(is_new)), ids.filter(is_new)
+    if any(pc.count_distinct(v.column("_id"), mode="all").as_py() != v.num_rows for v in (old, new)):
+        return consolidate(rows, diffs)  # not versions of a table: rows may repeat
+    pairs = old.join(new, "_id", join_type="inner", left_suffix="_old", right_suffix="_new", use_threads=False)
+    before, after = pairs.column("_p_old"), pairs.column("_p_new")
+    same = pa.array(np.ones(pairs.num_rows, dtype=bool))
+    try:
+        for column in rows.columns:
+            same = pc.and_(same, _same_values(column.take(before), column.take(after)))
+    except pa.ArrowNotImplementedError:  # a type Arrow does not compare (intervals)
+        return consolidate(rows, diffs)
+    cancelled = np.zeros(rows.num_rows, dtype=bool)
+    for side in (before, after):
+        cancelled[side.filter(same).to_numpy()] = True
+    kept = pa.array(~cancelled)
+    return rows.filter(kept).append_column(DIFF, diffs.filter(kept))
+
+
+def _comparable(kind: pa.DataType) -> bool:
+    """Whether ``_same_values`` compares values of this type exactly as ``consolidate``."""
+    return _hashable(kind) and not pa.types.is_null(kind)
+
+
+def _same_values(a: pa.ChunkedArray, b: pa.ChunkedArray) -> pa.Array:
+    """Per position, whether ``a`` and ``b`` hold the same value: nulls equal nulls, and
+    floats are the same when their bits are (NaN equals NaN, -0.0 differs from 0.0), as
+    ``consolidate`` compares them."""
+    if pa.types.is_floating(a.type):
+        bits = {16: pa.int16(), 32: pa.int32(), 64: pa.int64()}[a.type.bit_width]
+        a, b = a.combine_chunks().view(bits), b.combine_chunks().view(bits)
+    both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+    return pc.or_(pc.fill_null(pc.equal(a, b), False), both_null)
+
+
 def _hashable(kind: pa.DataType) -> bool:
     """Whether Arrow's hash group-by takes the type as a key (nested types it does not)."""
     return not pa.types.is_nested(kind) and not pa.types.is_dictionary(kind) and not isinstance(kind, pa.ExtensionType)

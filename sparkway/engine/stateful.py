@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from sparkway.core.changes import DIFF, ID, consolidate
+from sparkway.core.changes import DIFF, ID, consolidate, version_changes
 from sparkway.engine.expressions import pointer_of
 from sparkway.engine.failures import failures_named
 from sparkway.state.arrangement import COUNT, GID, KEYS, ROW_ID, TIME, VALUE_HASH, ArrangementStore, consolidated
@@ -337,7 +337,7 @@ def _apply_arranged(spec: KernelSpec, rows: pa.Table, store: ArrangementStore) -
     with failures_named(spec.where):
         out = spec.kernel(tables, spec.params)
     is_new = pc.equal(pc.bit_wise_and(out.column("_g"), 1), 1)
-    return consolidate(out.drop_columns(["_g"]), pc.if_else(is_new, 1, -1).cast(pa.int64())), changes
+    return version_changes(out.drop_columns(["_g"]), is_new), changes
 
 
 def _with_group_values(held: pa.Table, step_rows: pa.Table, columns: list[str]) -> pa.Table:

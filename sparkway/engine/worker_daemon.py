@@ -13,11 +13,11 @@ import os
 import sys
 
 
-def installed_package_first(path: list[str]) -> list[str]:
-    """``path`` with the zips that ship inside an installed pyspark package (pip's
-    pyspark: ``site-packages/pyspark/python/lib/*.zip``) moved to its end, where the
-    package itself, of the same release, is found first.  Zips of a Spark installed
-    elsewhere (a cluster's ``SPARK_HOME``) keep their place: they match its JVM."""
+def without_installed_pyspark_zips(path: list[str]) -> list[str]:
+    """``path`` without the zips that ship inside an installed pyspark package (pip's
+    pyspark: ``site-packages/pyspark/python/lib/*.zip``): the package itself, of the same
+    release, is imported instead.  Zips of a Spark installed elsewhere (a cluster's
+    ``SPARK_HOME``) stay: they match its JVM."""
 
     def inside_installed_pyspark(entry: str) -> bool:
         lib = os.path.dirname(entry)
@@ -29,12 +29,11 @@ def installed_package_first(path: list[str]) -> list[str]:
             and os.path.isfile(os.path.join(package, "__init__.py"))
         )
 
-    moved = [entry for entry in path if inside_installed_pyspark(entry)]
-    return [entry for entry in path if entry not in moved] + moved
+    return [entry for entry in path if not inside_installed_pyspark(entry)]
 
 
 if __name__ == "__main__":
-    sys.path[:] = installed_package_first(sys.path)
+    sys.path[:] = without_installed_pyspark_zips(sys.path)
     from pyspark import daemon
 
     daemon.manager()
