@@ -138,10 +138,9 @@ class ArrangementStore:
         consolidated across runs; None when the input holds nothing yet."""
         found = []
         for name, _ in self.runs.get(str(input_index), []):
-            run = self._open(name)
-            positions = _positions_in_run(run, gids)
-            if len(positions):
-                found.append(run.take(pa.array(positions)))
+            rows = _rows_in_run(self._open(name), gids)
+            if rows is not None:
+                found.append(rows)
         if not found:
             return None
         return pa.concat_tables(found)
@@ -282,14 +281,17 @@ class _RunWriter:
         self._files.__exit__(RuntimeError, RuntimeError("aborted"), None)
 
 
-def _positions_in_run(run: pa.Table, gids: np.ndarray) -> np.ndarray:
-    """The positions in ``run`` (sorted by ``_gid``, in record batches) of the rows of
-    ``gids``: a binary search in each batch."""
-    parts, offset = [], 0
-    for chunk in run.column(GID).chunks:
-        parts.append(positions_of(chunk.to_numpy(), gids) + offset)
-        offset += len(chunk)
-    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+def _rows_in_run(run: pa.Table, gids: np.ndarray) -> pa.Table | None:
+    """The rows of ``gids`` in ``run`` (sorted by ``_gid``, in record batches), None
+    when it has none: a binary search in each batch, then a take from the batches that
+    hold some.  (A take from the whole table concatenates its batches first: a copy of
+    the run per lookup, which made a step's cost grow with the history.)"""
+    found = []
+    for batch in run.to_batches():
+        positions = positions_of(batch.column(GID).to_numpy(), gids)
+        if len(positions):
+            found.append(batch.take(pa.array(positions)))
+    return pa.Table.from_batches(found, run.schema) if found else None
 
 
 def _numpy(column: pa.ChunkedArray) -> np.ndarray:
