@@ -30,7 +30,6 @@ from pyspark.accumulators import Accumulator, AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from sparkway.connectors.base import ExecutorRead, OutputBatch, Source
 from sparkway.core import changes
@@ -526,7 +525,7 @@ def _collect_in_parts(frame: DataFrame, parts: int) -> pa.Table:
     blobs, so that the JVM never holds the whole output (a first run over 100M rows of
     history makes 2 GB of sessions).  The spreading is a shuffle, so the step's stateful
     work runs once, whatever the number of fetches."""
-    schema = to_arrow_schema(frame.schema, timezone="UTC", prefers_large_types=False)
+    schema = changes.arrow_schema_of_spark(frame.schema)
 
     def as_blobs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:

@@ -28,9 +28,8 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.pandas.types import to_arrow_schema
 
-from sparkway.core.changes import DIFF, ID, consolidate, version_changes
+from sparkway.core.changes import DIFF, ID, arrow_schema_of_spark, consolidate, version_changes
 from sparkway.engine.expressions import pointer_of
 from sparkway.engine.failures import failures_named
 from sparkway.state.arrangement import COUNT, GID, KEYS, ROW_ID, TIME, VALUE_HASH, ArrangementStore, consolidated
@@ -144,9 +143,7 @@ def keyed_step(
             *columns,
         )
         frames.append(frame)
-        schema = to_arrow_schema(  # as mapInArrow gives them (the session's time zone is UTC)
-            frame.select(*[f"_{index}_{n}" for n in item.payload]).schema, timezone="UTC", prefers_large_types=False
-        )
+        schema = arrow_schema_of_spark(frame.select(*[f"_{index}_{n}" for n in item.payload]).schema)
         payload_types.append(tuple((n, schema.field(i).type) for i, n in enumerate(item.payload)))
     union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     keyless = not any(item.keys for item in inputs)
@@ -157,7 +154,7 @@ def keyed_step(
     )
     spec = KernelSpec(
         operator, where, step, time, location, tuple(payload_types), kernel, params,
-        to_arrow_schema(output, timezone="UTC", prefers_large_types=False), tuple(i.stored for i in inputs), mode,
+        arrow_schema_of_spark(output), tuple(i.stored for i in inputs), mode,
         unstored, CHUNK_ROWS if chunked else None,
     )
     summed = _summed_by_group(inputs[0], kernel[0], params) if mode == "accumulated" else None
@@ -616,7 +613,7 @@ def collection_step(
     union = union.withColumn("_part", F.pmod(F.col(ID), F.lit(partitions)))
     union = union.unionByName(every_part, allowMissingColumns=True)
     output = T.StructType([f for f in union.schema.fields if f.name != "_part"])
-    schema = to_arrow_schema(output, timezone="UTC", prefers_large_types=False)
+    schema = arrow_schema_of_spark(output)
     payloads = tuple(
         tuple((c, schema.field(f"_{i}_{c}").type) for c in frame.columns if c not in (ID, DIFF))
         for i, frame in enumerate(frames)
