@@ -151,6 +151,7 @@ def timed(argv: list[str], *, cwd: str, env: dict, timeout: float, log: str, qui
     """Runs one fresh process, times it and samples its process tree; never raises on
     failure or timeout."""
     busy_before = machine.wait_quiet(quiet_wait, log=say)
+    os.sync()  # the run before's writes (a first run's state: 1.4 GB at 10M rows) are not this run's
     with open(log, "w", encoding="utf-8") as out:
         started = time.perf_counter()
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

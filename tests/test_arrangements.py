@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from sparkway.persistence.storage import BlobStorage
-from sparkway.state.arrangement import ArrangementStore, consolidated, positions_of
+from sparkway.state.arrangement import ArrangementStore, consolidated, consolidated_union, positions_of
 from sparkway.state.store import StateLocation
 
 
@@ -38,13 +38,15 @@ def _step(tmp_path: Path, step: int, changes: list[tuple]) -> None:
 
 
 def _held(tmp_path: Path, step: int, gids: list[int]) -> Counter:
-    """(gid, id, value) -> multiplicity of what the store holds for ``gids`` before ``step``."""
+    """(gid, id, value) -> multiplicity of what the store holds for ``gids`` before
+    ``step``; a lookup consolidates the rows of its runs (an entry at most once)."""
     store = _store(tmp_path)
     store.begin(step)
-    found = store.lookup(0, np.array(sorted(gids), dtype=np.int64))
-    if found is None:
+    table = store.lookup(0, np.array(sorted(gids), dtype=np.int64))
+    if table is None:
         return Counter()
-    table = consolidated(found)
+    keys = list(zip(*(table.column(k).to_pylist() for k in ("_gid", "_id", "_vh"))))
+    assert len(set(keys)) == len(keys) and 0 not in table.column("_count").to_pylist()
     return Counter({(g, i, v): c for g, i, v, c in zip(
         table.column("_gid").to_pylist(), table.column("_id").to_pylist(), table.column("_v0").to_pylist(),
         table.column("_count").to_pylist())})
@@ -62,6 +64,19 @@ def test_consolidated_sums_counts_and_keeps_the_time_of_the_latest_insertion() -
     assert out.select(["_gid", "_id", "_count", "_time", "_v0"]).to_pylist() == [
         {"_gid": 1, "_id": 10, "_count": 1, "_time": 7, "_v0": "a"},  # a retraction does not move the time
     ]
+
+
+def test_consolidated_union_is_the_consolidation_of_both_tables() -> None:
+    rng = random.Random(11)
+    for _ in range(30):
+        def changes(n: int, counts: tuple[int, ...]) -> list[tuple]:
+            return [(rng.randrange(4), rng.randrange(12), rng.choice(counts), rng.randrange(5), rng.choice("xyz"))
+                    for _ in range(n)]
+        held = consolidated(_rows(changes(rng.randrange(1, 40), (1, 2))))
+        more = _rows(changes(rng.randrange(1, 10), (1, -1, 2))) if rng.random() < 0.9 else held.slice(0, 0)
+        expected = consolidated(pa.concat_tables([held, more]))
+        got = consolidated_union(held, more)
+        assert sorted(got.to_pylist(), key=repr) == sorted(expected.to_pylist(), key=repr)
 
 
 def test_lookups_give_back_what_the_steps_put_in_across_merges(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import sparkway
-from sparkway.engine.worker_daemon import without_installed_pyspark_zips
+from sparkway.engine.worker_daemon import PRELOADED, preload, without_installed_pyspark_zips
 
 
 def test_workers_import_the_installed_pyspark_not_its_zip(spark) -> None:
@@ -39,6 +39,17 @@ def test_only_zips_inside_an_installed_pyspark_leave_the_path(tmp_path: Path) ->
 
     assert without_installed_pyspark_zips(path) == ["/work/project", str(tmp_path / "site-packages")]
     assert without_installed_pyspark_zips([cluster, *path[2:]]) == [cluster, *path[2:]]
+
+
+def test_the_daemon_preloads_the_engine_and_lets_workers_import_what_it_could_not(python_env: dict[str, str]) -> None:
+    code = (
+        "import sys; from sparkway.engine.worker_daemon import PRELOADED, preload; "
+        "failed = preload((*PRELOADED, 'no_such_module_here')); "
+        "print(failed, all(name in sys.modules for name in PRELOADED))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=python_env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["['no_such_module_here']", "True"]
+    assert "sparkway.engine.stateful" in PRELOADED and preload(()) == []
 
 
 def test_import_sparkway_loads_neither_spark_nor_pandas(python_env: dict[str, str]) -> None:

@@ -32,7 +32,9 @@ from pyspark.sql import types as T
 from sparkway.core.changes import DIFF, ID, arrow_schema_of_spark, consolidate, version_changes
 from sparkway.engine.expressions import pointer_of
 from sparkway.engine.failures import failures_named
-from sparkway.state.arrangement import COUNT, GID, KEYS, ROW_ID, TIME, VALUE_HASH, ArrangementStore, consolidated
+from sparkway.state.arrangement import (
+    COUNT, GID, KEYS, ROW_ID, TIME, VALUE_HASH, ArrangementStore, consolidated, consolidated_union,
+)
 from sparkway.state.store import StateLocation
 
 Kernel = Callable[[list[pa.Table], Any], pa.Table]
@@ -324,7 +326,7 @@ def _apply_arranged(spec: KernelSpec, rows: pa.Table, store: ArrangementStore) -
         held = store.lookup(i, gids) if spec.stored[i] else None
         if held is not None and unstored:
             held = _with_group_values(held, step_rows, unstored)
-        old = consolidated(held.cast(step_rows.schema)) if held is not None else step_rows.slice(0, 0)
+        old = held.cast(step_rows.schema) if held is not None else step_rows.slice(0, 0)
         old_rows, new_rows, changes[i] = _versions(old, step_rows)
         tables.append(_kernel_rows(old_rows, new_rows, gids, [name for name, _ in payload]))
         if not spec.stored[i]:
@@ -367,9 +369,9 @@ def _apply_accumulated(
         **{f"_v{j}": rows.column(f"_0_{name}") for j, name in enumerate(key_names)},
         **{name: rows.column(name) for name in sums},
     }), sums)
-    held = store.lookup(0, np.unique(rows.column("_gid").to_numpy()))
-    old = consolidated(held.cast(delta.schema), sums) if held is not None else delta.slice(0, 0)
-    new = consolidated(pa.concat_tables([old, delta]), sums)
+    held = store.lookup(0, np.unique(rows.column("_gid").to_numpy()), sums)
+    old = held.cast(delta.schema) if held is not None else delta.slice(0, 0)
+    new = consolidated_union(old, delta, sums)
     outputs = []
     for groups in (old, new):
         groups = groups.filter(pc.greater(groups.column(COUNT), 0))
@@ -408,7 +410,7 @@ def _versions(old: pa.Table, step_rows: pa.Table) -> tuple[pa.Table, pa.Table, p
         odd_in_old = pc.is_in(old.column(GID), odd)
         regular_old = old.filter(pc.invert(odd_in_old))
         regular_net = net.filter(pc.invert(pc.is_in(net.column(GID), odd)))
-        new = consolidated(pa.concat_tables([regular_old, regular_net]))
+        new = consolidated_union(regular_old, regular_net)
         odd_old, odd_new, odd_changes = _irregular(
             old.filter(odd_in_old), step_rows.filter(pc.is_in(step_rows.column(GID), odd)),
         )
@@ -417,7 +419,7 @@ def _versions(old: pa.Table, step_rows: pa.Table) -> tuple[pa.Table, pa.Table, p
             pa.concat_tables([new, odd_new]),
             pa.concat_tables([regular_net, odd_changes]),
         )
-    return old, consolidated(pa.concat_tables([old, net])), net
+    return old, consolidated_union(old, net), net
 
 
 def _irregular_gids(old: pa.Table, net: pa.Table) -> np.ndarray:
