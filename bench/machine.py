@@ -9,7 +9,10 @@ concurrent JVM changes a timing a lot.  ``Monitor`` samples ``/proc`` four times
 - ``peak_rss_bytes``: the largest sum of the resident set sizes of the measured process
   tree (the driver, Spark's JVM, Spark's Python daemon and workers) seen in one sample,
   and ``peak_rss_by_kind`` its parts at that moment.  A page shared by several processes
-  (a forked Python worker and its daemon) counts once per process, as ``ps`` shows it.
+  (a forked Python worker and its daemon) counts once per process, as ``ps`` shows it;
+- ``pss_at_peak_bytes``: at that moment, the sum of the proportional set sizes (a page
+  shared by n processes counts 1/n in each), which is what the tree takes from the
+  machine's memory.
 
 ``wait_quiet`` waits (up to a limit) until the other processes leave the CPU idle.
 """
@@ -63,6 +66,19 @@ def _rss(pid: int) -> int:
         return 0
 
 
+def _pss(pid: int) -> int:
+    """Proportional set size of one process (0 once it has exited); reading it walks the
+    process's page tables, so it is read only when the tree's RSS reaches a new peak."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
+
+
 def _kind(pid: int, root: int) -> str:
     if pid == root:
         return "driver"
@@ -95,6 +111,7 @@ class Monitor:
         self.tree: set[int] = set()
         self.peak_rss = 0
         self.peak_by_kind: dict[str, int] = {}
+        self.pss_at_peak = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started = 0.0
@@ -127,6 +144,7 @@ class Monitor:
         total = sum(by_kind.values())
         if total > self.peak_rss:
             self.peak_rss, self.peak_by_kind = total, by_kind
+            self.pss_at_peak = sum(_pss(pid) for pid in self.tree)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -144,6 +162,7 @@ class Monitor:
             "load1": round(os.getloadavg()[0], 2),
             "peak_rss_bytes": self.peak_rss,
             "peak_rss_by_kind": dict(sorted(self.peak_by_kind.items())),
+            "pss_at_peak_bytes": self.pss_at_peak,
         }
 
 

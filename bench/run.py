@@ -505,6 +505,7 @@ def describe(run: dict) -> str:
     if run["status"] != "ok":
         return run["status"] + (f": {run['error']}" if run.get("error") else "")
     return (f"{run['seconds']:.1f} s, peak RSS {run['peak_rss_bytes'] / 2**30:.2f} GB"
+            f" (PSS {run.get('pss_at_peak_bytes', 0) / 2**30:.2f} GB)"
             f" (other processes used {run['others_cores']:.1f} cores)")
 
 
@@ -553,6 +554,8 @@ def throughput(rows: int, cfg: dict, args) -> list[dict]:
         result["ratios"] = {
             "first_over_plain": ratio(seconds_of(first), seconds_of(plain)),
             "memory_over_plain": ratio(rss_of(first), rss_of(plain)),
+            # the same at the same moments, with shared pages counted once (see machine.py)
+            "pss_memory_over_plain": ratio(*(r.get("pss_at_peak_bytes") if rss_of(r) else None for r in (first, plain))),
             "rerun_over_plain": ratio(seconds_of(result.get("rerun")), seconds_of(plain)),
             "state_over_input": ratio(result["state_bytes"], result["input_bytes_with_new"]) if first["status"] == "ok" else None,
         }

@@ -73,7 +73,7 @@ def test_consolidated_union_is_the_consolidation_of_both_tables() -> None:
             return [(rng.randrange(4), rng.randrange(12), rng.choice(counts), rng.randrange(5), rng.choice("xyz"))
                     for _ in range(n)]
         held = consolidated(_rows(changes(rng.randrange(1, 40), (1, 2))))
-        more = _rows(changes(rng.randrange(1, 10), (1, -1, 2))) if rng.random() < 0.9 else held.slice(0, 0)
+        more = consolidated(_rows(changes(rng.randrange(1, 10), (1, -1, 2)))) if rng.random() < 0.9 else held.slice(0, 0)
         expected = consolidated(pa.concat_tables([held, more]))
         got = consolidated_union(held, more)
         assert sorted(got.to_pylist(), key=repr) == sorted(expected.to_pylist(), key=repr)

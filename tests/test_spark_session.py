@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import sparkway
-from sparkway.engine.worker_daemon import PRELOADED, preload, without_installed_pyspark_zips
+from sparkway.engine.worker_daemon import PRELOADED, preload, without_installed_pyspark_archives
 
 
 def test_workers_import_the_installed_pyspark_not_its_zip(spark) -> None:
@@ -29,16 +29,28 @@ def test_workers_import_the_installed_pyspark_not_its_zip(spark) -> None:
     assert not any(api_loaded for _, api_loaded in seen), "a worker loaded the whole public API"
 
 
-def test_only_zips_inside_an_installed_pyspark_leave_the_path(tmp_path: Path) -> None:
+def test_only_archives_inside_an_installed_pyspark_leave_the_path(tmp_path: Path) -> None:
     package = tmp_path / "site-packages" / "pyspark"
     (package / "python" / "lib").mkdir(parents=True)
     (package / "__init__.py").write_text("")
     own = [str(package / "python" / "lib" / name) for name in ("pyspark.zip", "py4j-0.10.9.9-src.zip")]
-    cluster = "/opt/spark/python/lib/pyspark.zip"
+    own.append(str(package / "jars" / "spark-core_2.13-4.3.0.jar"))
+    cluster = ["/opt/spark/python/lib/pyspark.zip", "/opt/spark/jars/spark-core_2.13-4.3.0.jar"]
     path = [*own, "/work/project", str(tmp_path / "site-packages")]
 
-    assert without_installed_pyspark_zips(path) == ["/work/project", str(tmp_path / "site-packages")]
-    assert without_installed_pyspark_zips([cluster, *path[2:]]) == [cluster, *path[2:]]
+    assert without_installed_pyspark_archives(path) == ["/work/project", str(tmp_path / "site-packages")]
+    assert without_installed_pyspark_archives([*cluster, *path[3:]]) == [*cluster, *path[3:]]
+
+
+def test_a_task_does_not_read_the_path_s_archives_again(spark) -> None:
+    def zip_importers(rows):  # what importlib.invalidate_caches, run before each task, reads again
+        import zipimport
+
+        for _ in rows:
+            yield [entry for entry, finder in sys.path_importer_cache.items() if isinstance(finder, zipimport.zipimporter)]
+
+    seen = spark.sparkContext.parallelize(range(2), 2).mapPartitions(zip_importers).collect()
+    assert not any("site-packages" in entry for found in seen for entry in found), seen
 
 
 def test_the_daemon_preloads_the_engine_and_lets_workers_import_what_it_could_not(python_env: dict[str, str]) -> None:

@@ -82,11 +82,11 @@ def consolidated(rows: pa.Table, summed: tuple[str, ...] = ()) -> pa.Table:
 
 
 def consolidated_union(held: pa.Table, more: pa.Table, summed: tuple[str, ...] = ()) -> pa.Table:
-    """``consolidated(concat([held, more]))`` for a ``held`` that is consolidated already
-    (a run, a group's rows), in no particular order: only the rows of ``held`` whose id
-    ``more`` has can meet another row, so the hash group-by sees those and ``more``, and
-    the others pass as they are (a step's few changes against the many rows of the groups
-    it touches: 10x faster at 10,000 changes against 500,000 rows).
+    """``consolidated(concat([held, more]))`` for tables consolidated already (runs, a
+    step's changes), in no particular order: only the rows of ``held`` whose id ``more``
+    has can meet another row, so the hash group-by sees those and ``more``, and the others
+    pass as they are (a step's few changes against the many rows of the groups it touches:
+    10x faster at 10,000 changes against 500,000 rows).
 
     >>> held = pa.table({"_gid": [7, 7], "_id": [1, 2], "_vh": [0, 0], "_count": [1, 1], "_time": [2, 2]})
     >>> more = pa.table({"_gid": [7], "_id": [2], "_vh": [0], "_count": [-1], "_time": [3]})
@@ -96,6 +96,8 @@ def consolidated_union(held: pa.Table, more: pa.Table, summed: tuple[str, ...] =
     if held.num_rows == 0 or more.num_rows == 0:
         return consolidated(held if more.num_rows == 0 else more, summed)
     meets = pc.is_in(held.column(ROW_ID), value_set=pc.unique(more.column(ROW_ID).combine_chunks()))
+    if not pc.any(meets).as_py():  # new rows only: nothing to add up
+        return pa.concat_tables([held, more])
     met = consolidated(pa.concat_tables([held.filter(meets), more]), summed)
     return pa.concat_tables([held.filter(pc.invert(meets)), met])
 
@@ -300,12 +302,17 @@ class _RunWriter:
 
 def _rows_in_run(run: pa.Table, gids: np.ndarray) -> pa.Table | None:
     """The rows of ``gids`` in ``run`` (sorted by ``_gid``, in record batches), None
-    when it has none: a binary search in each batch, then a take from the batches that
-    hold some.  (A take from the whole table concatenates its batches first: a copy of
-    the run per lookup, which made a step's cost grow with the history.)"""
+    when it has none: a binary search in each batch for the groups within its range,
+    then a take from the batches that hold some.  (A take from the whole table
+    concatenates its batches first: a copy of the run per lookup, which made a step's
+    cost grow with the history.)"""
     found = []
     for batch in run.to_batches():
-        positions = positions_of(batch.column(GID).to_numpy(), gids)
+        batch_gids = batch.column(GID).to_numpy()
+        if len(batch_gids) == 0:
+            continue
+        low, high = np.searchsorted(gids, batch_gids[0], "left"), np.searchsorted(gids, batch_gids[-1], "right")
+        positions = positions_of(batch_gids, gids[low:high])
         if len(positions):
             found.append(batch.take(pa.array(positions)))
     return pa.Table.from_batches(found, run.schema) if found else None
