@@ -71,3 +71,17 @@ def test_latest_records_the_step_and_its_base(tmp_path: Path) -> None:
     _apply(location, 7, {b"a": b"2"})
     latest = json.loads((tmp_path / "checkpoint" / "op" / "00000" / "LATEST").read_text())
     assert latest == {"version": 7, "base": 3}
+
+
+def test_each_state_partition_is_shuffled_to_a_spark_partition_of_its_own(spark) -> None:
+    from pyspark.sql import functions as F
+
+    from sparkway.engine.stateful import _spark_hash_of_long, by_state_partition
+
+    longs = [0, 1, 2, 41, 2**31, -7, 2**40 + 3, -(2**63), 2**63 - 1]
+    hashed = spark.createDataFrame([(v,) for v in longs], "v long").select(F.hash("v")).collect()
+    assert [row[0] for row in hashed] == [_spark_hash_of_long(v) for v in longs]
+    for partitions in (2, 3, 8):  # by _part itself, parts 0 and 1 of 2 shared one Spark partition
+        parts = spark.range(0, 4 * partitions).select((F.col("id") % partitions).alias("_part"))
+        spread = by_state_partition(parts, partitions).rdd.glom().map(lambda rows: sorted({r[0] for r in rows})).collect()
+        assert spread == [[p] for p in range(partitions)]

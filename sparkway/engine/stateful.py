@@ -167,12 +167,55 @@ def keyed_step(
     if keyless:
         grouped = union.coalesce(1)
     else:
-        grouped = union if partitioned_by is not None else union.repartition(partitions, "_part")
+        grouped = union if partitioned_by is not None else by_state_partition(union, partitions)
     if summed is not None and not large:  # after the shuffle: no second one for few rows
         grouped = summed(grouped)
     if chunked:  # one long key: Spark sorts it by radix sort
         grouped = grouped.sortWithinPartitions("_gid")
     return grouped.mapInArrow(functools.partial(_run_partitions, spec), output)
+
+
+def by_state_partition(frame: DataFrame, partitions: int) -> DataFrame:
+    """``frame`` shuffled into ``partitions`` Spark partitions, state partition ``_part``
+    = p in Spark partition p.  Spark places a row by the Murmur3 hash of its key, and the
+    hashes of a few small numbers collide: by ``_part`` itself, state partitions 0 and 1
+    both went to Spark partition 1 of 2, and one task did all of a step's work.  So the
+    key is, per state partition, a number whose hash lands in the partition of that number.
+    """
+    keys = F.array(*[F.lit(landing_key(p, partitions)).cast("long") for p in range(partitions)])
+    return frame.repartition(partitions, F.element_at(keys, F.col("_part").cast("int") + 1))
+
+
+@functools.lru_cache(maxsize=64)
+def landing_key(partition: int, partitions: int) -> int:
+    """The smallest long that Spark's hash partitioning into ``partitions`` puts in
+    ``partition`` (``pmod(murmur3(key, seed 42), partitions)``, as ``F.hash`` computes).
+
+    >>> landing_key(0, 2), landing_key(1, 2)
+    (2, 0)
+    """
+    key = 0
+    while _spark_hash_of_long(key) % partitions != partition:
+        key += 1
+    return key
+
+
+def _spark_hash_of_long(value: int, seed: int = 42) -> int:
+    """Spark's ``Murmur3_x86_32.hashLong``: the low then the high 32 bits of the long."""
+    mask = 0xFFFFFFFF
+
+    def rotated(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & mask
+
+    h = seed
+    for word in (value & mask, (value >> 32) & mask):
+        k = rotated((word * 0xCC9E2D51) & mask, 15) * 0x1B873593 & mask
+        h = (rotated(h ^ k, 13) * 5 + 0xE6546B64) & mask
+    h ^= 8
+    h = ((h ^ (h >> 16)) * 0x85EBCA6B) & mask
+    h = ((h ^ (h >> 13)) * 0xC2B2AE35) & mask
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h  # a Java int
 
 
 def _summed_by_group(item: KeyedInput, contribute: Callable, params: Any) -> Callable[[DataFrame], DataFrame]:
@@ -621,7 +664,7 @@ def collection_step(
         for i, frame in enumerate(frames)
     )
     spec = CollectionSpec(operator, step, location, payloads, replace, schema)
-    return union.repartition(partitions, "_part").mapInArrow(functools.partial(_collection_partitions, spec), output)
+    return by_state_partition(union, partitions).mapInArrow(functools.partial(_collection_partitions, spec), output)
 
 
 def _collection_partitions(spec: CollectionSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
