@@ -93,8 +93,8 @@ def consolidated_union(held: pa.Table, more: pa.Table, summed: tuple[str, ...] =
     >>> consolidated_union(held, more).column("_id").to_pylist()
     [1]
     """
-    if held.num_rows == 0 or more.num_rows == 0:
-        return consolidated(held if more.num_rows == 0 else more, summed)
+    if held.num_rows == 0 or more.num_rows == 0:  # consolidated already: nothing to add up
+        return held if more.num_rows == 0 else more
     meets = pc.is_in(held.column(ROW_ID), value_set=pc.unique(more.column(ROW_ID).combine_chunks()))
     if not pc.any(meets).as_py():  # new rows only: nothing to add up
         return pa.concat_tables([held, more])
