@@ -85,3 +85,22 @@ def test_each_state_partition_is_shuffled_to_a_spark_partition_of_its_own(spark)
         parts = spark.range(0, 4 * partitions).select((F.col("id") % partitions).alias("_part"))
         spread = by_state_partition(parts, partitions).rdd.glom().map(lambda rows: sorted({r[0] for r in rows})).collect()
         assert spread == [[p] for p in range(partitions)]
+
+
+def test_a_small_step_s_sums_keep_each_state_partition_in_a_spark_partition_of_its_own(spark) -> None:
+    from pyspark.sql import functions as F
+
+    from sparkway.engine.kernels.reduce import contributions
+    from sparkway.engine.stateful import ROUTE, KeyedInput, _summed_by_group, by_state_partition
+
+    changes = spark.range(0, 400).select(
+        F.lit(0).alias("_input"), (F.col("id") % 37).alias("_gid"), (F.col("id") % 37 % 2).alias("_part"),
+        F.lit(1).cast("long").alias("_diff"), F.col("id").alias("_0_v"),
+    )
+    reduce_sum = ([], [("total", "sum", ["v"], ())], False)
+    summed = _summed_by_group(KeyedInput(changes, [F.col("_gid")], {"v": F.col("v")}), contributions, reduce_sum)
+    routed = summed(by_state_partition(changes, 2)).drop(ROUTE)
+    # grouped by other keys than the shuffle's, Spark would shuffle again, mixing state partitions
+    assert routed._jdf.queryExecution().executedPlan().toString().count("Exchange") == 1
+    assert routed.rdd.glom().map(lambda rows: sorted({row._part for row in rows})).collect() == [[0], [1]]
+    assert routed.count() == 37

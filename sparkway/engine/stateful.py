@@ -170,9 +170,14 @@ def keyed_step(
         grouped = union if partitioned_by is not None else by_state_partition(union, partitions)
     if summed is not None and not large:  # after the shuffle: no second one for few rows
         grouped = summed(grouped)
+    grouped = grouped.drop(ROUTE)
     if chunked:  # one long key: Spark sorts it by radix sort
         grouped = grouped.sortWithinPartitions("_gid")
     return grouped.mapInArrow(functools.partial(_run_partitions, spec), output)
+
+
+#: the column of ``by_state_partition``'s shuffle key
+ROUTE = "_route"
 
 
 def by_state_partition(frame: DataFrame, partitions: int) -> DataFrame:
@@ -181,9 +186,13 @@ def by_state_partition(frame: DataFrame, partitions: int) -> DataFrame:
     hashes of a few small numbers collide: by ``_part`` itself, state partitions 0 and 1
     both went to Spark partition 1 of 2, and one task did all of a step's work.  So the
     key is, per state partition, a number whose hash lands in the partition of that number.
+
+    The key is column ``ROUTE``: a group-by whose keys include it keeps the placement,
+    where any other would shuffle again (and a task could then hold several state
+    partitions, or two tasks one).  Drop it before the kernels.
     """
     keys = F.array(*[F.lit(landing_key(p, partitions)).cast("long") for p in range(partitions)])
-    return frame.repartition(partitions, F.element_at(keys, F.col("_part").cast("int") + 1))
+    return frame.withColumn(ROUTE, F.element_at(keys, F.col("_part").cast("int") + 1)).repartition(partitions, ROUTE)
 
 
 @functools.lru_cache(maxsize=64)
@@ -227,7 +236,8 @@ def _summed_by_group(item: KeyedInput, contribute: Callable, params: Any) -> Cal
         *[F.first(f"_0_{name}").alias(f"_0_{name}") for name in params[0]],  # equal in a group
         *[F.coalesce(F.sum(c), F.lit(0)).alias(name) for name, c in sums.items()],
     ]
-    return lambda frame: frame.groupBy("_input", "_gid", "_part").agg(*columns)
+    # by ROUTE too where the frame has it: a group's rows have one, and the shuffle stays the only one
+    return lambda frame: frame.groupBy("_input", "_gid", "_part", *({ROUTE} & set(frame.columns))).agg(*columns)
 
 
 # -- executor side ---------------------------------------------------------------------------
@@ -664,7 +674,8 @@ def collection_step(
         for i, frame in enumerate(frames)
     )
     spec = CollectionSpec(operator, step, location, payloads, replace, schema)
-    return by_state_partition(union, partitions).mapInArrow(functools.partial(_collection_partitions, spec), output)
+    routed = by_state_partition(union, partitions).drop(ROUTE)
+    return routed.mapInArrow(functools.partial(_collection_partitions, spec), output)
 
 
 def _collection_partitions(spec: CollectionSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
