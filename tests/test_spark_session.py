@@ -3,6 +3,7 @@ what ``import sparkway`` loads."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import sparkway
+from sparkway.engine.spark import WARM_UP_JOB_GROUP, start_python_workers, warm_python_workers
 from sparkway.engine.worker_daemon import PRELOADED, preload, without_installed_pyspark_archives
 
 
@@ -27,6 +29,23 @@ def test_workers_import_the_installed_pyspark_not_its_zip(spark) -> None:
     seen = spark.sparkContext.parallelize(range(2), 2).mapPartitions(where_pyspark_comes_from).collect()
     assert {origin for origin, _ in seen} == {pyspark.__file__}
     assert not any(api_loaded for _, api_loaded in seen), "a worker loaded the whole public API"
+
+
+def test_the_workers_started_ahead_are_those_the_steps_kernels_get(spark) -> None:
+    import pyarrow as pa
+
+    def daemon_of_kernel(batches):  # run as a stateful step's kernel is: an Arrow map
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pydict({"daemon": [os.getppid()]})
+
+    start_python_workers(spark).join(timeout=120)
+    tracker = spark.sparkContext.statusTracker()
+    jobs = tracker.getJobIdsForGroup(WARM_UP_JOB_GROUP)
+    assert jobs and all(tracker.getJobInfo(job).status == "SUCCEEDED" for job in jobs)
+    warmed = warm_python_workers(spark)
+    kernels = spark.range(8, numPartitions=2).mapInArrow(daemon_of_kernel, "daemon long").collect()
+    assert {row.daemon for row in kernels} <= warmed  # an RDD's tasks would have warmed another daemon
 
 
 def test_only_archives_inside_an_installed_pyspark_leave_the_path(tmp_path: Path) -> None:

@@ -10,6 +10,9 @@ import hashlib
 import logging
 import os
 import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
 
 import pyspark
 from pyspark.sql import SparkSession
@@ -102,6 +105,7 @@ def get_spark(master: str | None = None) -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     _quiet_task_failures(spark)
+    start_python_workers(spark)
     log.debug("Spark session on %s", master)
     return spark
 
@@ -116,3 +120,42 @@ def _quiet_task_failures(spark: SparkSession) -> None:
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(logger, level)
     # PySpark's own report of a failed DataFrame query (JSON with the Java stack, on stderr)
     logging.getLogger("DataFrameQueryContextLogger").disabled = True
+
+
+WARM_UP_JOB_GROUP = "sparkway-start-python-workers"
+
+
+def start_python_workers(spark: SparkSession) -> threading.Thread:
+    """Starts Spark's Python workers in the background (``warm_python_workers``) while the
+    driver restores metadata, reads the input and plans the first step, which would
+    otherwise wait for them inside its first Python tasks.  Returns the thread.
+
+    ``SPARKWAY_WARM_WORKERS=0`` turns this off."""
+
+    def run() -> None:
+        spark.sparkContext.setJobGroup(WARM_UP_JOB_GROUP, "sparkway: starting Python workers")
+        try:
+            warm_python_workers(spark)
+        except Exception as error:  # the session stopped meanwhile: nothing to warm
+            log.debug("Python workers were not started ahead: %s", error)
+
+    thread = threading.Thread(target=run, name=WARM_UP_JOB_GROUP, daemon=True)
+    if os.environ.get("SPARKWAY_WARM_WORKERS", "1") != "0":
+        thread.start()
+    return thread
+
+
+def warm_python_workers(spark: SparkSession) -> set[int]:
+    """Runs one Python task per task slot, so that Spark starts its Python daemon, which
+    imports the engine (``worker_daemon``, half a second), and forks a worker per slot.
+    The tasks are an Arrow map, as the steps' kernels are: an RDD's tasks would get
+    workers of another daemon.  Returns the process ids of the daemons seen."""
+    slots = spark.sparkContext.defaultParallelism
+    rows = spark.range(slots, numPartitions=slots).mapInArrow(_daemon_of_worker, "daemon long").collect()
+    return {row.daemon for row in rows}
+
+
+def _daemon_of_worker(batches: Iterator[Any]) -> Iterator[Any]:
+    import pyarrow as pa
+
+    yield pa.RecordBatch.from_pydict({"daemon": [os.getppid()]})
