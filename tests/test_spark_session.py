@@ -92,6 +92,15 @@ def test_import_sparkway_loads_neither_spark_nor_pandas(python_env: dict[str, st
         assert f"'{heavy}'" not in loaded
 
 
+def test_the_api_loads_the_postgres_driver_only_when_pw_io_postgres_is_used(python_env: dict[str, str]) -> None:
+    code = (
+        "import sys, sparkway as pw; pw.Schema; before = 'psycopg' in sys.modules; "
+        "write = pw.io.postgres.write; print(before, 'psycopg' in sys.modules, write.__module__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=python_env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True", "sparkway.io.postgres"]
+
+
 def test_the_api_loads_on_first_use_of_a_name() -> None:
     from sparkway.api.table import Table
 

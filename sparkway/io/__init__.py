@@ -1,8 +1,19 @@
 """``pw.io``: input and output connectors."""
 
-from sparkway.io import csv, fs, jsonlines, kafka, null, plaintext, postgres, pyfilesystem, python, s3, sqlite
+import importlib
+from typing import Any
+
+from sparkway.io import csv, fs, jsonlines, kafka, null, plaintext, pyfilesystem, python, s3, sqlite
 from sparkway.io._subscribe import subscribe
 from sparkway.io._synchronization import DurationLike, SynchronizedColumn, register_input_synchronization_group
 
 __all__ = ["csv", "fs", "jsonlines", "kafka", "null", "plaintext", "postgres", "pyfilesystem", "python", "s3", "sqlite", "subscribe",
            "DurationLike", "SynchronizedColumn", "register_input_synchronization_group"]
+
+
+def __getattr__(name: str) -> Any:
+    # pw.io.postgres loads its driver, psycopg (60-90 ms), on first use only
+    if name == "postgres":
+        return importlib.import_module("sparkway.io.postgres")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
