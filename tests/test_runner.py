@@ -101,3 +101,19 @@ def test_run_takes_pathways_parameters_and_refuses_misspelled_ones():
         pw.run(persistance_config=None)
     with pytest.raises(TypeError, match="persistance_config"):
         pw.run_all(persistance_config=None)
+
+
+def test_a_large_step_s_output_is_collected_in_pieces_that_follow_its_input() -> None:
+    import numpy as np
+    import pyarrow as pa
+
+    from sparkway.connectors.base import ExecutorRead
+    from sparkway.engine.runner import collect_parts
+
+    def files(size: int) -> ExecutorRead:
+        return ExecutorRead([], lambda piece: pa.table({}), pa.schema([]), size)
+
+    assert collect_parts({"logs": files(40 << 20)}, 2) == 2  # a piece per state partition at least
+    assert collect_parts({"logs": files(210 << 20)}, 2) == 4  # 10M rows of the benchmark's history
+    assert collect_parts({"logs": files(2 << 30), "more": files(1 << 30)}, 2) == 16  # at most 8 per partition
+    assert collect_parts({"logs": files(200 << 20), "rows": pa.table({"x": np.zeros(10_000_000, np.int64)})}, 4) == 5

@@ -144,6 +144,7 @@ class ExecutorRead:
     pieces: list[Segment]
     read: Callable[[Segment], pa.Table]
     schema: pa.Schema
+    input_bytes: int = 0  # of the files the pieces read: the step's size
 
 
 @dataclass(frozen=True)

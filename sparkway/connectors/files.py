@@ -466,12 +466,13 @@ class FileSource(Source):
         retraction (streaming without persistence), or when the files are not local."""
         if not isinstance(self.files, LocalFiles) or (self._store.storage is None and self.mode != "static"):
             return None
-        if sum(s.get("end", 0) - s.get("start", 0) for s in segments) < EXECUTOR_READ_BYTES:
+        size = sum(s.get("end", 0) - s.get("start", 0) for s in segments)
+        if size < EXECUTOR_READ_BYTES:
             return None
         keep = RowStore(self._store.storage) if self._store.storage is not None else None
         reader = self._chunk_reader()
         return ExecutorRead(self._pieces(segments, split=PIECE_BYTES), functools.partial(_read_piece, reader, keep),
-                            reader.output_schema)
+                            reader.output_schema, size)
 
     def _chunk_reader(self) -> "ChunkReader":
         return ChunkReader(

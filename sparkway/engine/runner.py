@@ -266,7 +266,7 @@ class Runner:
             frames[id(node)] = frame
         sinks = [frames.get(id(out)) if id(out) in nonempty else None for out in self.plan.outputs]
         try:
-            parts = COLLECT_PARTS_PER_STATE_PARTITION * self.partitions if ctx.large else None
+            parts = collect_parts(tables, self.partitions) if ctx.large else None
             *collected, errors = _collect(sinks + [self._log_entries(ctx, time)], parts)
         except Exception as error:
             raise computation_error(error) from None
@@ -515,8 +515,23 @@ def _collect(frames: list[DataFrame | None], parts: int | None = None) -> list[p
     return out
 
 
-#: a large step's output is collected in this many pieces per state partition
+#: a large step's output is collected in at most this many pieces per state partition,
 COLLECT_PARTS_PER_STATE_PARTITION = 8
+#: and in a piece per this many bytes of input, or else one per state partition
+INPUT_BYTES_PER_COLLECT_PART = 64 << 20
+
+
+def collect_parts(tables: dict[str, pa.Table | ExecutorRead], partitions: int) -> int:
+    """In how many pieces a large step's output is collected: more for more input (100M
+    rows of sessions history, 2 GB of CSV, make 2 GB of sessions, which the JVM must not
+    hold at once), few for a small one, since each piece is a Spark job of its own.
+
+    >>> collect_parts({"a": pa.table({"x": [1]})}, 2), collect_parts({"a": pa.table({"x": [1]})}, 3)
+    (2, 3)
+    """
+    read = sum(t.input_bytes if isinstance(t, ExecutorRead) else t.nbytes for t in tables.values())
+    wanted = -(-read // INPUT_BYTES_PER_COLLECT_PART)
+    return min(COLLECT_PARTS_PER_STATE_PARTITION * partitions, max(partitions, wanted))
 
 
 def _collect_in_parts(frame: DataFrame, parts: int) -> pa.Table:
