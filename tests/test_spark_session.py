@@ -108,3 +108,25 @@ def test_the_api_loads_on_first_use_of_a_name() -> None:
     assert {"Table", "run", "io", "reducers"} <= set(dir(sparkway))
     with pytest.raises(AttributeError, match="no attribute 'Tabel'"):
         sparkway.Tabel  # noqa: B018
+
+
+def test_the_class_data_cache_keeps_the_archives_used_last(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparkway.engine import spark as session
+
+    monkeypatch.setenv("SPARKWAY_CACHE", str(tmp_path))
+    folder = tmp_path / "cds"
+    folder.mkdir()
+    for age, name in enumerate(["newest", "older", "oldest", "older_still"]):
+        archive = folder / f"spark-{name}.jsa"
+        archive.write_bytes(b"")
+        os.utime(archive, (1_000_000 - age, 1_000_000 - age))
+    (folder / "notes.txt").write_text("not an archive")
+
+    options = session.class_data_sharing_options()  # this pyspark has no archive yet: it writes one
+    assert "-XX:ArchiveClassesAtExit=" in options
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt", "spark-newest.jsa", "spark-older.jsa"]
+    written = options.split("-XX:ArchiveClassesAtExit=")[1].split()[0]
+    Path(written).write_bytes(b"")
+    os.utime(written, (1, 1))  # written long ago: using it again marks it used
+    assert "-XX:SharedArchiveFile=" in session.class_data_sharing_options()
+    assert session.prune_archives(str(folder), 1) == [str(folder / "spark-newest.jsa"), str(folder / "spark-older.jsa")]

@@ -38,9 +38,14 @@ def cache_root() -> str:
     return os.environ.get("SPARKWAY_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "sparkway")
 
 
+#: class-data archives kept in the cache, the most recently used (each about 160 MB)
+CDS_ARCHIVES_KEPT = 3
+
+
 def class_data_sharing_options() -> str:
     """JVM options that map Spark's classes from a class-data archive, which halves JVM
-    start-up; the first run on a machine writes the archive when its JVM exits.
+    start-up; the first run with a pyspark installation writes its archive when its JVM
+    exits, in ``<cache>/cds``, which keeps the ``CDS_ARCHIVES_KEPT`` archives used last.
     ``SPARKWAY_CDS=0`` turns this off."""
     if os.environ.get("SPARKWAY_CDS", "1") == "0":
         return ""
@@ -48,9 +53,27 @@ def class_data_sharing_options() -> str:
     path = os.path.join(cache_root(), "cds", f"spark-{key.hexdigest()[:16]}.jsa")
     quiet = "-Xlog:cds=off -Xlog:cds+dynamic=off"
     if os.path.exists(path):
+        os.utime(path)  # used now: pruning keeps it
         return f"-XX:SharedArchiveFile={path} -Xshare:auto {quiet}"
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    prune_archives(os.path.dirname(path), CDS_ARCHIVES_KEPT - 1)
     return f"-XX:ArchiveClassesAtExit={path} {quiet}"
+
+
+def prune_archives(folder: str, keep: int) -> list[str]:
+    """Deletes all but the ``keep`` most recently used archives of ``folder`` (each
+    pyspark installation, a virtual environment or a clone, writes its own); returns the
+    deleted paths.  A JVM that maps a deleted archive keeps it until it exits."""
+    archives = sorted((entry for entry in os.scandir(folder) if entry.name.endswith(".jsa")),
+                      key=lambda entry: entry.stat().st_mtime, reverse=True)
+    deleted = []
+    for entry in archives[keep:]:
+        try:
+            os.remove(entry.path)
+            deleted.append(entry.path)
+        except OSError:  # another process pruned it first
+            pass
+    return deleted
 
 
 def get_spark(master: str | None = None) -> SparkSession:
