@@ -6,6 +6,7 @@ Arrow transfers, C1-only JIT for fast start-up, no UI.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -53,7 +54,8 @@ def class_data_sharing_options() -> str:
     path = os.path.join(cache_root(), "cds", f"spark-{key.hexdigest()[:16]}.jsa")
     quiet = "-Xlog:cds=off -Xlog:cds+dynamic=off"
     if os.path.exists(path):
-        os.utime(path)  # used now: pruning keeps it
+        with contextlib.suppress(OSError):  # used now: pruning keeps it (not when another user owns it)
+            os.utime(path)
         return f"-XX:SharedArchiveFile={path} -Xshare:auto {quiet}"
     os.makedirs(os.path.dirname(path), exist_ok=True)
     prune_archives(os.path.dirname(path), CDS_ARCHIVES_KEPT - 1)
