@@ -130,7 +130,8 @@ def get_spark(master: str | None = None) -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     _quiet_task_failures(spark)
-    start_python_workers(spark)
+    if os.environ.get("SPARKWAY_WARM_WORKERS", "1") != "0":
+        start_python_workers(spark)
     log.debug("Spark session on %s", master)
     return spark
 
@@ -153,9 +154,8 @@ WARM_UP_JOB_GROUP = "sparkway-start-python-workers"
 def start_python_workers(spark: SparkSession) -> threading.Thread:
     """Starts Spark's Python workers in the background (``warm_python_workers``) while the
     driver restores metadata, reads the input and plans the first step, which would
-    otherwise wait for them inside its first Python tasks.  Returns the thread.
-
-    ``SPARKWAY_WARM_WORKERS=0`` turns this off."""
+    otherwise wait for them inside its first Python tasks.  Returns the thread, started.
+    ``get_spark`` calls it unless ``SPARKWAY_WARM_WORKERS=0``."""
 
     def run() -> None:
         spark.sparkContext.setJobGroup(WARM_UP_JOB_GROUP, "sparkway: starting Python workers")
@@ -165,8 +165,7 @@ def start_python_workers(spark: SparkSession) -> threading.Thread:
             log.debug("Python workers were not started ahead: %s", error)
 
     thread = threading.Thread(target=run, name=WARM_UP_JOB_GROUP, daemon=True)
-    if os.environ.get("SPARKWAY_WARM_WORKERS", "1") != "0":
-        thread.start()
+    thread.start()
     return thread
 
 

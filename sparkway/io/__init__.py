@@ -16,4 +16,3 @@ def __getattr__(name: str) -> Any:
     if name == "postgres":
         return importlib.import_module("sparkway.io.postgres")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
