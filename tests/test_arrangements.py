@@ -66,6 +66,35 @@ def test_consolidated_sums_counts_and_keeps_the_time_of_the_latest_insertion() -
     ]
 
 
+def test_consolidated_matches_a_reference_on_rows_in_any_order() -> None:
+    """Rows in random order, ids repeated with other values (the same id and group with
+    several value hashes, in descending order too), accumulators that move while the
+    count does not: one row per key, ascending, as a dictionary-based reference says."""
+    rng = random.Random(5)
+    for _ in range(200):
+        n = rng.randrange(1, 60)
+        rows = [(rng.randrange(4), rng.randrange(3), rng.randrange(3), rng.choice((1, -1, 2)), rng.randrange(10),
+                 rng.randrange(-2, 3)) for _ in range(n)]
+        table = pa.table({
+            name: pa.array([r[i] for r in rows], pa.int64())
+            for i, name in enumerate(["_gid", "_id", "_vh", "_count", "_time", "_sum"])
+        }).append_column("_v0", pa.array([f"row{i}" for i in range(n)]))
+        expected = {}
+        for i, (gid, row_id, vh, count, time, total) in enumerate(rows):
+            entry = expected.setdefault((gid, row_id, vh), {"count": 0, "inserted": None, "latest": time, "sum": 0, "first": i})
+            entry["count"] += count
+            entry["sum"] += total
+            entry["latest"] = max(entry["latest"], time)
+            if count > 0:
+                entry["inserted"] = time if entry["inserted"] is None else max(entry["inserted"], time)
+        want = [
+            {"_gid": k[0], "_id": k[1], "_vh": k[2], "_count": e["count"],
+             "_time": e["inserted"] if e["inserted"] is not None else e["latest"], "_sum": e["sum"], "_v0": f"row{e['first']}"}
+            for k, e in sorted(expected.items()) if e["count"] != 0 or e["sum"] != 0
+        ]
+        assert consolidated(table, ("_sum",)).to_pylist() == want
+
+
 def test_consolidated_union_is_the_consolidation_of_both_tables() -> None:
     rng = random.Random(11)
     for _ in range(30):

@@ -260,8 +260,10 @@ def _run_partitions(spec: KernelSpec, batches: Iterator[pa.RecordBatch]) -> Iter
 
 #: modes whose state is arrangements: immutable files, which no task holds
 _ARRANGED = ("arranged", "accumulated")
-#: rows of a chunk of groups, in a large step (a larger group is a chunk of its own)
-CHUNK_ROWS = 1 << 17
+#: rows of a chunk of groups, in a large step (a larger group is a chunk of its own):
+#: a chunk's work needs a few times its size of transient memory in the worker
+CHUNK_ROWS = 1 << 15
+_ARROW_POOL = pa.default_memory_pool()
 
 
 def _run_arranged(spec: KernelSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -283,6 +285,9 @@ def _run_arranged(spec: KernelSpec, batches: Iterator[pa.RecordBatch]) -> Iterat
                     out, changes, summed = _apply_accumulated(spec, rows, stores[part])
                 stores[part].add(changes)
                 yield from out.cast(spec.output_schema).to_batches()
+            # Arrow's allocator keeps what a chunk's work freed (about 100 MB for 140k rows
+            # of a session window), in each of the (up to two per task) Python workers
+            _ARROW_POOL.release_unused()
         for part in sorted(stores):
             stores[part].commit(summed=summed)
     except BaseException:
