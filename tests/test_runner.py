@@ -117,3 +117,52 @@ def test_a_large_step_s_output_is_collected_in_pieces_that_follow_its_input() ->
     assert collect_parts({"logs": files(210 << 20)}, 2) == 4  # 10M rows of the benchmark's history
     assert collect_parts({"logs": files(2 << 30), "more": files(1 << 30)}, 2) == 16  # at most 8 per partition
     assert collect_parts({"logs": files(200 << 20), "rows": pa.table({"x": np.zeros(10_000_000, np.int64)})}, 4) == 5
+
+
+def test_a_large_step_s_output_goes_to_file_sinks_a_piece_at_a_time_and_to_others_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each id's changes in one piece, where they consolidate (an updated count: its
+    retraction and insertion); the pieces together are the step's changes; a callback
+    sink sees the step in one batch, one end of time."""
+    from sparkway.connectors.writers import JsonLinesSink
+
+    monkeypatch.setattr("sparkway.engine.runner.LARGE_STEP_ROWS", 0)
+    monkeypatch.setattr("sparkway.engine.runner.collect_parts", lambda tables, partitions: 4)
+    written: list[list[tuple]] = []
+    write = JsonLinesSink.write
+
+    def recording(self: JsonLinesSink, batch) -> None:
+        written.append(list(zip(batch.table.column("word").to_pylist(), batch.table.column("n").to_pylist(),
+                                batch.diffs.to_pylist())))
+        write(self, batch)
+
+    monkeypatch.setattr(JsonLinesSink, "write", recording)
+
+    def run() -> tuple[list[tuple], list[int]]:
+        graph.clear()
+        table = pw.io.csv.read(tmp_path / "in", schema=Words, mode="static", name="words")
+        counts = table.groupby(table.word).reduce(table.word, n=pw.reducers.count())
+        pw.io.jsonlines.write(counts, tmp_path / "out.jsonl")
+        seen, ends = [], []
+        pw.io.subscribe(counts, on_time_end=ends.append,
+                        on_change=lambda key, row, time, is_addition: seen.append((row["word"], row["n"], is_addition)))
+        config = pw.persistence.Config(pw.persistence.Backend.filesystem(tmp_path / "state"))
+        Runner(graph.outputs(), RunOptions(persistence=config, partitions=2)).run()
+        return seen, ends
+
+    words = [f"w{i}" for i in range(40)]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("word\n" + "\n".join(words) + "\n")
+    run()
+    assert len(written) > 1 and sorted(sum(written, [])) == sorted((w, 1, 1) for w in words)
+
+    written.clear()
+    (tmp_path / "in" / "b.csv").write_text("word\n" + "\n".join(words[:30]) + "\n")
+    seen, ends = run()
+    assert len(written) > 1
+    for piece in written:  # an updated word: both its changes in one piece
+        assert sorted(w for w, _, d in piece if d < 0) == sorted(w for w, _, d in piece if d > 0)
+    expected = [(w, 1, -1) for w in words[:30]] + [(w, 2, 1) for w in words[:30]]
+    assert sorted(sum(written, [])) == sorted(expected)
+    assert sorted(seen) == sorted((w, n, d > 0) for w, n, d in expected) and len(ends) == 1

@@ -230,6 +230,11 @@ class Sink(ABC):
     sort_by: list[str] = []
     #: receives rows with Error values (``OutputBatch.errors``); other sinks skip them
     keeps_errors: bool = False
+    #: ``write`` may get one time's changes in several batches (a large step's output, a
+    #: piece at a time, so that the driver never holds all of it), with the same result
+    #: as one batch of all of them; each id's changes are in one batch.  Others get one
+    #: batch per time
+    takes_a_time_in_pieces: bool = False
 
     def open(self) -> None:
         """Called once, before the first batch."""

@@ -91,6 +91,8 @@ _ROWS_PER_BLOCK = 1 << 16
 class _FileSink(Sink):
     """Appends one text block per batch to a file created (or truncated) by ``open()``."""
 
+    takes_a_time_in_pieces = True
+
     def __init__(self, path: str, columns: list[str], *, dtypes: dict[str, DType] | None = None,
                  name: str | None = None) -> None:
         self.path = path
@@ -301,6 +303,8 @@ class JsonLinesSink(_FileSink):
 
 class NullSink(Sink):
     """Discards everything (``pw.io.null.write``)."""
+
+    takes_a_time_in_pieces = True
 
     def __init__(self, name: str | None = None) -> None:
         if name is not None:

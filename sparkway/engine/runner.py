@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -26,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow import ipc
+from pyspark import TaskContext
 from pyspark.accumulators import Accumulator, AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -60,6 +62,7 @@ class RunOptions:
     terminate_on_error: bool = True
 
 ONE_BATCH_ROWS = 10_000  # Spark's default spark.sql.execution.arrow.maxRecordsPerBatch
+_ARROW_POOL = pa.default_memory_pool()
 #: a step reading at least this many rows is large (see ``StepContext.large``)
 LARGE_STEP_ROWS = 200_000
 
@@ -169,10 +172,10 @@ class Runner:
         tables = self._read(segments, idle or [], synchronize=kind == "input")
         read_here = {name: t.num_rows for name, t in tables.items() if isinstance(t, pa.Table)}
         self._count_entries(segments, read_here)
-        batches, read_on_executors = self._compute(spark, location, step, time, tables, kind)
+        deliveries, read_on_executors = self._compute(spark, location, step, time, tables, kind)
         self._count_entries(segments, read_on_executors)
-        for out, batch in zip(self.plan.outputs, batches):
-            out.sink.write(batch.sorted_by(out.sink.sort_by))
+        for delivery in deliveries:
+            delivery.finish()
         for source in self.sources:
             source.advance(segments.get(source.name, []))
         if self.metadata is not None:
@@ -222,8 +225,10 @@ class Runner:
     def _compute(
         self, spark: SparkSession, location: StateLocation, step: int, time: int,
         tables: dict[str, pa.Table | ExecutorRead], kind: str = "input",
-    ) -> tuple[list[OutputBatch], dict[str, int]]:
-        """The step's output batches, and the rows read on the executors per source."""
+    ) -> tuple[list["_Delivery"], dict[str, int]]:
+        """The step's output, per sink (a large step's is written to the sinks that take
+        it in pieces as it comes, see ``_collected``), and the rows read on the executors
+        per source."""
         final = kind == "end"
         distributed = {name: t for name, t in tables.items() if isinstance(t, ExecutorRead)}
         rows_here = sum(t.num_rows for t in tables.values() if isinstance(t, pa.Table))
@@ -265,19 +270,21 @@ class Runner:
                 cached.append(frame)
             frames[id(node)] = frame
         sinks = [frames.get(id(out)) if id(out) in nonempty else None for out in self.plan.outputs]
+        parts = collect_parts(tables, self.partitions) if ctx.large else None
+        deliveries = [_Delivery(out, time, final, in_pieces=parts is not None) for out in self.plan.outputs]
+        errors = []
         try:
-            parts = collect_parts(tables, self.partitions) if ctx.large else None
-            *collected, errors = _collect(sinks + [self._log_entries(ctx, time)], parts)
-        except Exception as error:
-            raise computation_error(error) from None
+            for *collected, logged in _failing_as_computation(_collected(sinks + [self._log_entries(ctx, time)], parts)):
+                for delivery, table in zip(deliveries, collected):
+                    delivery.add(table)
+                if logged is not None:
+                    errors.append(logged)
+                _ARROW_POOL.release_unused()  # what a piece's consolidation and formatting freed
         finally:
             for frame in cached:
                 frame.unpersist()
-        _log_errors(errors)
-        batches = [_output_batch(out, table, time) for out, table in zip(self.plan.outputs, collected)]
-        for batch in batches:
-            batch.end_of_input = final
-        return batches, {name: sum(counter.value.values()) for name, counter in counters.items()}
+        _log_errors(pa.concat_tables(errors) if errors else None)
+        return deliveries, {name: sum(counter.value.values()) for name, counter in counters.items()}
 
     def _log_entries(self, ctx: StepContext, time: int, error_log: n.ErrorLog | None = None) -> DataFrame | None:
         """The errors logged in this step: those of ``error_log``, or (None) every error;
@@ -488,31 +495,71 @@ def _input_frame(spark: SparkSession, table: pa.Table, schema: T.StructType) -> 
         spark.conf.set(key, before)
 
 
-def _collect(frames: list[DataFrame | None], parts: int | None = None) -> list[pa.Table | None]:
-    """Every sink's changes, in one Spark job (with ``parts``, in that many pieces, see
-    ``_collect_in_parts``).  Sinks of one table read one frame: it is collected once (in
-    a union twice, Spark would compute it twice)."""
+class _Delivery:
+    """One sink's changes in a step, given a piece at a time (``add``): written as they
+    come to a sink that ``takes_a_time_in_pieces`` (and sorts nothing), else held and
+    written whole by ``finish``.  A sink gets at least one batch per step."""
+
+    def __init__(self, out: n.Output, time: int, final: bool, in_pieces: bool) -> None:
+        self.out, self.time, self.final = out, time, final
+        self.in_pieces = in_pieces and out.sink.takes_a_time_in_pieces and not out.sink.sort_by
+        self.held: list[pa.Table] = []
+        self.written = False
+
+    def add(self, table: pa.Table | None) -> None:
+        if table is None or table.num_rows == 0:
+            return
+        if self.in_pieces:
+            self._write(table)
+        else:
+            self.held.append(table)
+
+    def finish(self) -> None:
+        if not (self.in_pieces and self.written):
+            self._write(pa.concat_tables(self.held) if self.held else None)
+        self.held = []
+
+    def _write(self, table: pa.Table | None) -> None:
+        batch = _output_batch(self.out, table, self.time)
+        batch.end_of_input = self.final
+        self.out.sink.write(batch.sorted_by(self.out.sink.sort_by))
+        self.written = True
+
+
+def _failing_as_computation(pieces: Iterator[list[pa.Table | None]]) -> Iterator[list[pa.Table | None]]:
+    """The pieces, with a failure of the Spark job that makes them reported as the
+    failure of the computation (``failures.computation_error``)."""
+    try:
+        yield from pieces
+    except Exception as error:
+        raise computation_error(error) from None
+
+
+def _collected(frames: list[DataFrame | None], parts: int | None = None) -> Iterator[list[pa.Table | None]]:
+    """Every frame's changes, in one Spark job (with ``parts``, in up to that many pieces,
+    see ``_pieces``): per piece, a table per frame (None: no frame).  Sinks of one table
+    read one frame: it is collected once (in a union twice, Spark would compute it twice)."""
     tagged, first = [], {}
     for k, frame in enumerate(frames):
         if frame is not None and first.setdefault(id(frame), k) == k:
             data = [col(c).alias(f"_{k}_{c}") for c in frame.columns if c not in (ID, DIFF)]
             tagged.append(frame.select(F.lit(k).alias("_sink"), col(ID), col(DIFF), *data))
     if not tagged:
-        return [None] * len(frames)
+        return
     union = tagged[0]
     for frame in tagged[1:]:
         union = union.unionByName(frame, allowMissingColumns=True)
-    everything = union.toArrow() if parts is None else _collect_in_parts(union, parts)
-    out: list[pa.Table | None] = []
-    for k, frame in enumerate(frames):
-        if frame is None:
-            out.append(None)
-            continue
-        tag = first[id(frame)]
-        rows = everything if len(tagged) == 1 else everything.filter(pc.equal(everything.column("_sink"), tag))
-        names = [c for c in frame.columns if c not in (ID, DIFF)]
-        out.append(rows.select([ID, *[f"_{tag}_{c}" for c in names], DIFF]).rename_columns([ID, *names, DIFF]))
-    return out
+    for piece in [union.toArrow()] if parts is None else _pieces(union, parts):
+        out: list[pa.Table | None] = []
+        for k, frame in enumerate(frames):
+            if frame is None:
+                out.append(None)
+                continue
+            tag = first[id(frame)]
+            rows = piece if len(tagged) == 1 else piece.filter(pc.equal(piece.column("_sink"), tag))
+            names = [c for c in frame.columns if c not in (ID, DIFF)]
+            out.append(rows.select([ID, *[f"_{tag}_{c}" for c in names], DIFF]).rename_columns([ID, *names, DIFF]))
+        yield out
 
 
 #: a large step's output is collected in at most this many pieces per state partition,
@@ -534,24 +581,27 @@ def collect_parts(tables: dict[str, pa.Table | ExecutorRead], partitions: int) -
     return min(COLLECT_PARTS_PER_STATE_PARTITION * partitions, max(partitions, wanted))
 
 
-def _collect_in_parts(frame: DataFrame, parts: int) -> pa.Table:
+def _pieces(frame: DataFrame, parts: int) -> Iterator[pa.Table]:
     """A large step's output, a piece at a time: the rows are spread over ``parts``
-    partitions, then the driver fetches one partition after another, each as Arrow IPC
-    blobs, so that the JVM never holds the whole output (a first run over 100M rows of
-    history makes 2 GB of sessions).  The spreading is a shuffle, so the step's stateful
-    work runs once, whatever the number of fetches."""
+    partitions by id (all the changes of a row in one piece, where they consolidate),
+    then the driver fetches one partition after another, each as Arrow IPC blobs, so
+    that neither the JVM nor the driver holds the whole output (a first run over 100M
+    rows of history makes 2 GB of sessions).  The spreading is a shuffle, so the step's
+    stateful work runs once, whatever the number of fetches."""
     schema = changes.arrow_schema_of_spark(frame.schema)
 
     def as_blobs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        part = TaskContext.get().partitionId()
         for batch in batches:
             sink = pa.BufferOutputStream()
             with ipc.new_stream(sink, batch.schema) as writer:
                 writer.write_batch(batch)
-            yield pa.RecordBatch.from_pydict({"blob": [sink.getvalue().to_pybytes()]})
+            yield pa.RecordBatch.from_pydict({"part": [part], "blob": [sink.getvalue().to_pybytes()]})
 
-    blobs = frame.repartition(parts).mapInArrow(as_blobs, "blob binary")
-    tables = [ipc.open_stream(row.blob).read_all() for row in blobs.rdd.toLocalIterator(prefetchPartitions=False)]
-    return pa.concat_tables(tables).cast(schema) if tables else schema.empty_table()
+    blobs = frame.repartition(parts, col(ID)).mapInArrow(as_blobs, "part long, blob binary")
+    rows = blobs.rdd.toLocalIterator(prefetchPartitions=False)
+    for _, piece in itertools.groupby(rows, key=lambda row: row.part):
+        yield pa.concat_tables([ipc.open_stream(row.blob).read_all() for row in piece]).cast(schema)
 
 
 def _output_batch(out: n.Output, table: pa.Table | None, time: int) -> OutputBatch:
