@@ -92,7 +92,8 @@ def test_static_finishes_with_a_warning(tmp_path: Path, caplog) -> None:
 
 
 def test_static_source_with_nothing_to_read_is_finished(tmp_path: Path) -> None:
-    src = source(tmp_path / "missing", mode="static")
+    (tmp_path / "empty").mkdir()
+    src = source(tmp_path / "empty", mode="static")
     assert src.discover() == []
     assert src.is_finished
 
@@ -184,6 +185,29 @@ def test_streaming_deleted_file_is_retracted(tmp_path: Path) -> None:
     assert table.to_pylist() == [{**first.to_pylist()[0], "_diff": -1}]
     assert "a.csv" not in src.position()["files"]
     assert src.discover() == []
+
+
+def test_a_streaming_input_path_that_goes_missing_retracts_nothing_until_it_is_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    folder = tmp_path / "logs"
+    write(folder / "a.csv", "user_id,access_time\nbob,1\n")
+    src = source(folder)
+    assert rows(step(src), "user_id") == [("bob", 1)]
+    folder.rename(tmp_path / "moved")  # an unmounted disk, a folder moved away
+    with caplog.at_level(logging.WARNING, logger="sparkway"):
+        assert src.discover() == [] and src.discover() == []
+    assert [r.getMessage() for r in caplog.records] == [f"{src.label}: {folder} does not exist; its rows read so far stay"]
+    (tmp_path / "moved").rename(folder)
+    assert src.discover() == []  # back as it was: nothing to read again
+    (folder / "a.csv").unlink()
+    assert rows(step(src), "user_id") == [("bob", -1)]  # a file deleted from a path that exists
+
+
+def test_a_static_read_of_a_path_that_does_not_exist_is_an_error_naming_it(tmp_path: Path) -> None:
+    src = source(tmp_path / "typo", mode="static")
+    with pytest.raises(FileNotFoundError, match=f"input path {tmp_path / 'typo'} does not exist"):
+        src.discover()
 
 
 def test_appended_rows_are_retracted_too_when_the_file_is_replaced(tmp_path: Path) -> None:

@@ -330,8 +330,9 @@ class FileSource(Source):
 
     def _scan(self, *, final: bool) -> list[Segment]:
         entries = self.files.list()
-        if not entries and not self.files.exists():  # it may appear later: not an error
-            self._warn_once(("missing",), "%s: no such file or directory; nothing to read", self.files.root)
+        if not entries and not self.files.exists():
+            return self._missing_root(final)
+        self._warned.discard(("missing",))  # said again should it go missing again
         seen_at = int(time.time())
         segments: list[Segment] = []
         for key in sorted(set(entries) | set(self._state)):
@@ -346,6 +347,20 @@ class FileSource(Source):
         self._last_seen = {k: (e.size, e.mtime_ns) for k, e in entries.items()}
         self._cache = {k: v for k, v in self._cache.items() if k in entries}
         return segments
+
+    def _missing_root(self, final: bool) -> list[Segment]:
+        """No change while the input path does not exist.  A static read of a path that
+        does not exist is an error (a typo, a moved folder: Pathway reads nothing and
+        exits as if all went well); a streaming one waits for the path to appear, or to
+        come back (an unmounted disk), and retracts none of the rows read from it."""
+        if final:
+            raise FileNotFoundError(
+                f"{self.label}: the input path {self.files.root} does not exist; check the path, "
+                'or read it with mode="streaming" to wait for it to appear'
+            )
+        what = "its rows read so far stay" if self._state else "nothing to read until it appears"
+        self._warn_once(("missing",), "%s: %s does not exist; %s", self.label, self.files.root, what)
+        return []
 
     def _scan_file(self, key: str, entry: FileEntry, stable: bool, seen_at: int) -> Segment | None:
         state = self._state.get(key)
