@@ -48,6 +48,25 @@ def test_throughput_runs_end_to_end(tmp_path: Path, python_env: dict[str, str]) 
     assert "## Targets (issue 10)" in markdown and "### count" in markdown and "### sessions" in markdown
 
 
+@pytest.mark.subprocess
+def test_latency_runs_end_to_end(tmp_path: Path, python_env: dict[str, str]) -> None:
+    """``bench/latency.py`` with sparkway and Structured Streaming (Pathway would need its
+    own environment): every step's probe key is found in each output."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "latency.py"), "--keys", "300", "--steps", "2", "--warmup", "1",
+         "--systems", "sparkway,spark", "--quiet-wait", "0", "--work", str(tmp_path / "data"),
+         "--results", str(tmp_path / "results")],
+        env=python_env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    [raw] = glob.glob(str(tmp_path / "results" / "latency-*.json"))
+    results = json.loads(Path(raw).read_text())
+    assert [(r["system"], r["keys"], r["status"]) for r in results["results"]] == [("sparkway", 300, "ok"), ("spark", 300, "ok")]
+    for r in results["results"]:
+        assert len(r["latencies_s"]) == 3 and 0 < r["p50_s"] <= r["p99_s"] and r["ready_s"] > 0 and r["peak_rss_bytes"] > 0
+    assert {t["target"] for t in results["targets"]} >= {"p50 latency (s)", "peak RSS / Structured Streaming's"}
+    assert "## Targets (issue 11)" in (tmp_path / "results" / "latency-latest.md").read_text()
+
+
 def test_outputs_comparison_sees_a_difference(tmp_path: Path) -> None:
     spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench" / "run.py")
     bench_run = importlib.util.module_from_spec(spec)
