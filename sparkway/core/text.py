@@ -2,10 +2,11 @@
 
 Pathway's engine formats values with Rust's rules, which differ from Python's ``str`` in
 a few places: a float's exponent has no ``+`` and no leading zeros (``2.5e20``,
-``1e-5``), timestamps show nine fraction digits, durations read ``-16m -39s``.
+``1e-5``), not-a-number is ``NaN``, timestamps show nine fraction digits, durations read
+``-16m -39s``.
 
->>> text_of(2.5e20), text_of(1e-05), text_of(None), text_of(True)
-('2.5e20', '1e-5', 'None', 'True')
+>>> text_of(2.5e20), text_of(1e-05), text_of(float("nan")), text_of(float("-inf")), text_of(None), text_of(True)
+('2.5e20', '1e-5', 'NaN', '-inf', 'None', 'True')
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ _DURATION_PARTS = (("d", 86_400 * 10**9), ("h", 3_600 * 10**9), ("m", 60 * 10**9
 def text_of(value: Any) -> str:
     """``value`` as Pathway's ``to_string`` writes it."""
     if isinstance(value, float):
-        return _EXPONENT.sub(r"e\1\2", repr(value))
+        return "NaN" if value != value else _EXPONENT.sub(r"e\1\2", repr(value))
     if isinstance(value, dt.datetime):
         return date_time_text(value)
     if isinstance(value, dt.timedelta):
