@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from sparkway.errors import PersistenceError
 from sparkway.persistence.storage import BlobStorage
 from sparkway.state.arrangement import ArrangementStore, consolidated, consolidated_union, positions_of
 from sparkway.state.store import StateLocation
@@ -172,6 +173,36 @@ def test_a_crash_before_latest_leaves_the_previous_version(tmp_path: Path, monke
     runs = [p.name for p in (tmp_path / "checkpoint" / "op" / "00000" / "runs").iterdir()]
     assert any(name.startswith("0000000000000002-") for name in runs) and "manifest/0000000000000002.json" in written
     assert _held(tmp_path, 2, [1, 2]) == Counter({(1, 1, "a"): 1})  # the step's runs are not part of it
+
+
+def test_a_partition_that_lost_its_latest_file_is_an_error_not_an_empty_state(tmp_path: Path) -> None:
+    _step(tmp_path, 1, [(1, 1, 1, 1, "a")])
+    _step(tmp_path, 2, [(1, 2, 1, 2, "b")])
+    latest = tmp_path / "checkpoint" / "op" / "00000" / "LATEST"
+    latest.unlink()
+    with pytest.raises(PersistenceError, match=f"{latest.parent}.*holds version 2 but its LATEST file is missing"):
+        _held(tmp_path, 3, [1])
+    latest.write_text("{not json")
+    with pytest.raises(PersistenceError, match=f"cannot read {latest}"):
+        _held(tmp_path, 3, [1])
+
+
+def test_a_crash_in_a_partition_s_first_commit_replays_from_no_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    original = BlobStorage.write_bytes
+
+    def crash_on_latest(self: BlobStorage, relative: str, data: bytes) -> None:
+        if relative == "LATEST":
+            raise KeyboardInterrupt("killed")
+        original(self, relative, data)
+
+    monkeypatch.setattr(BlobStorage, "write_bytes", crash_on_latest)
+    with pytest.raises(KeyboardInterrupt):
+        _step(tmp_path, 1, [(1, 1, 1, 1, "a")])
+    monkeypatch.undo()
+    assert (tmp_path / "checkpoint" / "op" / "00000" / "manifest" / "0000000000000001.json").exists()
+    assert _held(tmp_path, 1, [1]) == Counter()  # step 1 replays on no state
+    _step(tmp_path, 1, [(1, 1, 1, 1, "a")])
+    assert _held(tmp_path, 2, [1]) == Counter({(1, 1, "a"): 1})
 
 
 def _multiset(table: pa.Table) -> Counter:

@@ -6,6 +6,9 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
+from sparkway.errors import PersistenceError
 from sparkway.persistence.storage import BlobStorage
 from sparkway.state.store import StateLocation
 
@@ -71,6 +74,14 @@ def test_latest_records_the_step_and_its_base(tmp_path: Path) -> None:
     _apply(location, 7, {b"a": b"2"})
     latest = json.loads((tmp_path / "checkpoint" / "op" / "00000" / "LATEST").read_text())
     assert latest == {"version": 7, "base": 3}
+
+
+def test_a_partition_without_its_latest_file_is_an_error_naming_it(tmp_path: Path) -> None:
+    location = _location(tmp_path)
+    _apply(location, 1, {b"a": b"1"})
+    (tmp_path / "checkpoint" / "op" / "00000" / "LATEST").unlink()
+    with pytest.raises(PersistenceError, match=f"{tmp_path / 'checkpoint' / 'op' / '00000'}.*LATEST file is missing"):
+        _read(location, 2, [b"a"])
 
 
 def test_each_state_partition_is_shuffled_to_a_spark_partition_of_its_own(spark) -> None:

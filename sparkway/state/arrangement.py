@@ -165,7 +165,7 @@ class ArrangementStore:
     def begin(self, step: int) -> None:
         """Open the state as it was before ``step`` was applied."""
         self.step = step
-        self.base = base_before(read_latest(self.checkpoint), step)
+        self.base = base_before(read_latest(self.checkpoint, step), step)
         manifest = self._read_json(_manifest_name(self.base)) if self.base is not None else None
         if self.base is not None and manifest is None:
             raise PersistenceError(

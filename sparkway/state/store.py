@@ -84,7 +84,7 @@ class PartitionStore:
     def begin(self, step: int) -> None:
         """Open the state as it was before ``step`` was applied."""
         self.step = step
-        self.base = base_before(read_latest(self.checkpoint), step)
+        self.base = base_before(read_latest(self.checkpoint, step), step)
         os.makedirs(self.local_dir, exist_ok=True)
         self.db = Rdict(self.local_dir, options=_options())
         working = self._meta_int(_META_VERSION)

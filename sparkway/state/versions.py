@@ -10,14 +10,48 @@ from __future__ import annotations
 
 import json
 
+from sparkway.errors import PersistenceError
 from sparkway.persistence.storage import BlobStorage
 
 
-def read_latest(checkpoint: BlobStorage) -> dict | None:
+def read_latest(checkpoint: BlobStorage, step: int) -> dict | None:
+    """The partition's version record, as step ``step`` finds it; None when the partition
+    holds no state yet.  The driver committed every step before ``step``, each after the
+    partitions it changed wrote ``LATEST``: a partition holding files of such a version (a
+    manifest, a changelog) without ``LATEST`` lost it, which is an error naming it, never
+    an empty state.  (Files of version ``step`` without it: a crash during the
+    partition's first commit, which the step replays.)"""
     try:
-        return json.loads(checkpoint.read_bytes("LATEST"))
+        data = checkpoint.read_bytes("LATEST")
     except FileNotFoundError:
+        older = [name for folder in _VERSIONED for name in checkpoint.list(folder) if _version_of(name) < step]
+        if older:
+            raise PersistenceError(
+                f"the state partition {checkpoint.path('')} holds version {_version_of(older[-1])} but its "
+                "LATEST file is missing: the persisted state was damaged (a file deleted); restore it from a "
+                "backup, or delete the persistence folder to compute the state again from the input"
+            ) from None
         return None
+    try:
+        latest = json.loads(data)
+        if not isinstance(latest.get("version"), int):
+            raise ValueError("no version")
+        return latest
+    except (ValueError, AttributeError) as error:
+        raise PersistenceError(
+            f"cannot read {checkpoint.path('LATEST')} ({error}): the persisted state was damaged; restore it from "
+            "a backup, or delete the persistence folder to compute the state again from the input"
+        ) from None
+
+
+#: the folders of a partition whose files are named by the version that wrote them
+_VERSIONED = ("manifest", "changelog", "snapshot")
+
+
+def _version_of(name: str) -> int:
+    """``0000000000000007.json`` -> 7; names that are no version count as none."""
+    stem = name.split(".", 1)[0]
+    return int(stem) if stem.isdigit() else -1
 
 
 def write_latest(checkpoint: BlobStorage, version: int, base: int | None) -> None:
