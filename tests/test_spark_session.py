@@ -48,6 +48,25 @@ def test_the_workers_started_ahead_are_those_the_steps_kernels_get(spark) -> Non
     assert {row.daemon for row in kernels} <= warmed  # an RDD's tasks would have warmed another daemon
 
 
+@pytest.mark.subprocess
+def test_a_program_that_ends_before_the_warm_up_waits_for_it_at_exit(tmp_path: Path, python_env: dict[str, str]) -> None:
+    """A program ended while the warm-up's job ran: Spark's shutdown then reported that
+    task with a page of Java stack (``Error in TaskCompletionListener``)."""
+    marker = tmp_path / "warmed"
+    code = (
+        "import time; import sparkway.engine.spark as s\n"
+        "original = s.warm_python_workers\n"
+        "def late(spark):\n"
+        "    time.sleep(2); daemons = original(spark)\n"
+        f"    open({str(marker)!r}, 'w').write(str(len(daemons)))\n"
+        "s.warm_python_workers = late\n"
+        "s.get_spark()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=python_env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert marker.read_text() == "1" and "ERROR" not in done.stderr and "Exception" not in done.stderr
+
+
 def test_only_archives_inside_an_installed_pyspark_leave_the_path(tmp_path: Path) -> None:
     package = tmp_path / "site-packages" / "pyspark"
     (package / "python" / "lib").mkdir(parents=True)

@@ -6,6 +6,7 @@ Arrow transfers, C1-only JIT for fast start-up, no UI.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import logging
@@ -154,6 +155,8 @@ def _quiet_task_failures(spark: SparkSession) -> None:
 
 
 WARM_UP_JOB_GROUP = "sparkway-start-python-workers"
+#: how long an exiting program waits for the warm-up to end
+WARM_UP_EXIT_WAIT_S = 10.0
 
 
 def start_python_workers(spark: SparkSession) -> threading.Thread:
@@ -171,6 +174,10 @@ def start_python_workers(spark: SparkSession) -> threading.Thread:
 
     thread = threading.Thread(target=run, name=WARM_UP_JOB_GROUP, daemon=True)
     thread.start()
+    # a program shorter than the warm-up (its job waits behind the step's, under load)
+    # would exit with the warm-up's task still running, which Spark's shutdown reports
+    # with a page of Java stack; atexit runs this before pyspark's own exit handlers
+    atexit.register(thread.join, WARM_UP_EXIT_WAIT_S)
     return thread
 
 
