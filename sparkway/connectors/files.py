@@ -98,6 +98,11 @@ class FileEntry:
     mtime_ns: int
 
 
+#: a streaming file's last line without a newline is read once the file has not changed
+#: for this long (the writer may be in the middle of the line)
+STABLE_AFTER_S = 0.5
+
+
 class LocalFiles:
     """The files under a path on the local filesystem: where the source lists and opens
     files.  Another filesystem is a class with the same methods (``list``, ``exists``,
@@ -289,7 +294,8 @@ class FileSource(Source):
         """Starts from nothing read (a run restores its position afterwards, if any)."""
         self._state: dict[str, dict[str, Any]] = {}  # committed, per file key
         self._store = RowStore(storage)
-        self._last_seen: dict[str, tuple[int, int]] = {}  # stats at the previous discover
+        #: per file, its stats at the previous discover and since when it has had them
+        self._last_seen: dict[str, tuple[tuple[int, int], float]] = {}
         self._cache: dict[str, tuple[Any, Segment | None]] = {}
         self._warned: set[tuple[Any, ...]] = set()
         self._static_pending: list[Segment] | None = None
@@ -334,19 +340,26 @@ class FileSource(Source):
             return self._missing_root(final)
         self._warned.discard(("missing",))  # said again should it go missing again
         seen_at = int(time.time())
+        now = time.monotonic()
         segments: list[Segment] = []
         for key in sorted(set(entries) | set(self._state)):
             entry = entries.get(key)
             if entry is None:
                 segments.append(self._delete_segment(key))
                 continue
-            stable = final or self._last_seen.get(key) == (entry.size, entry.mtime_ns)
+            stable = final or self._unchanged_since(key, entry, now) <= now - STABLE_AFTER_S
             segment = self._scan_file(key, entry, stable, seen_at)
             if segment is not None:
                 segments.append(segment)
-        self._last_seen = {k: (e.size, e.mtime_ns) for k, e in entries.items()}
+        self._last_seen = {k: ((e.size, e.mtime_ns), self._unchanged_since(k, e, now)) for k, e in entries.items()}
         self._cache = {k: v for k, v in self._cache.items() if k in entries}
         return segments
+
+    def _unchanged_since(self, key: str, entry: FileEntry, now: float) -> float:
+        """Since when the file has had its size and modification time (``now`` if they
+        are new)."""
+        stats, since = self._last_seen.get(key, (None, now))
+        return since if stats == (entry.size, entry.mtime_ns) else now
 
     def _missing_root(self, final: bool) -> list[Segment]:
         """No change while the input path does not exist.  A static read of a path that

@@ -56,6 +56,7 @@ log = logging.getLogger("sparkway")
 class RunOptions:
     spark_master: str | None = None
     persistence: Config | None = None
+    #: the longest wait between two looks for new input (``poll_wait``)
     poll_interval_s: float = 0.5
     partitions: int | None = None
     #: False: a failing value becomes an Error value (logged) instead of stopping the run
@@ -119,7 +120,9 @@ class Runner:
             self._replay_pending(spark, location)
             while not self.stop_requested.is_set():
                 self.wakeup.clear()
+                looked = _time.monotonic()
                 segments = {s.name: s.discover() for s in self.sources}
+                looking = _time.monotonic() - looked
                 idle = self._idle_sources(segments)
                 if any(segments.values()) or (self.sync is not None and self.sync.would_release(idle)):
                     self._run_step(spark, location, segments, self._step_time(segments), idle=idle)
@@ -133,7 +136,7 @@ class Runner:
                     break
                 else:
                     dues = [d for s in self.sources if (d := s.due_in()) is not None]
-                    self.wakeup.wait(min([self.options.poll_interval_s, *dues]))
+                    self.wakeup.wait(min([poll_wait(looking, self.options.poll_interval_s), *dues]))
             for sink in sinks:
                 sink.close()
         finally:
@@ -384,6 +387,22 @@ class Runner:
             self.metadata.unlock()
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+#: the shortest wait between two looks for new input
+MIN_POLL_S = 0.05
+
+
+def poll_wait(looking_s: float, longest_s: float) -> float:
+    """How long to wait before looking for new input again, when a look took
+    ``looking_s``: as little as ``MIN_POLL_S``, so that a new file is seen soon after it
+    appears, but long enough that looking costs at most a tenth of a core (a folder of
+    20,000 files takes about 40 ms to list), and at most ``longest_s``.
+
+    >>> poll_wait(0.001, 0.5), poll_wait(0.04, 0.5), poll_wait(2.0, 0.5)
+    (0.05, 0.36, 0.5)
+    """
+    return min(longest_s, max(MIN_POLL_S, 9 * looking_s))
 
 
 def _error_log_order(nodes: list[n.Node]) -> tuple[list[n.Node], set[int]]:
