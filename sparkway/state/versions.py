@@ -24,10 +24,10 @@ def read_latest(checkpoint: BlobStorage, step: int) -> dict | None:
     try:
         data = checkpoint.read_bytes("LATEST")
     except FileNotFoundError:
-        older = [name for folder in _VERSIONED for name in checkpoint.list(folder) if _version_of(name) < step]
+        older = [v for folder in _VERSIONED for name in checkpoint.list(folder) if (v := _version_of(name)) < step]
         if older:
             raise PersistenceError(
-                f"the state partition {checkpoint.path('')} holds version {_version_of(older[-1])} but its "
+                f"the state partition {checkpoint.path('')} holds version {max(older)} but its "
                 "LATEST file is missing: the persisted state was damaged (a file deleted); restore it from a "
                 "backup, or delete the persistence folder to compute the state again from the input"
             ) from None
