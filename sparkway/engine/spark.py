@@ -128,7 +128,7 @@ def get_spark(master: str | None = None) -> SparkSession:
         # Spark's sorts and aggregations get 30% of the heap instead of 60%, and spill to
         # disk beyond it: sparkway's own work is in Python processes outside the JVM, and
         # a first run over 10M rows holds two sorts at once (a session window's and its
-        # reduce's), which made the JVM 4 GB, the heap it is allowed (2.3 GB now, as fast)
+        # reduce's): the JVM grew to all the heap it may use, 4 GB (2.3 GB with this, as fast)
         .config("spark.memory.fraction", "0.3")
     )
     if master.startswith("local-cluster"):

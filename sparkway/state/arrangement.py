@@ -62,8 +62,9 @@ def consolidated(rows: pa.Table, summed: tuple[str, ...] = ()) -> pa.Table:
     worker."""
     if rows.num_rows == 0:
         return rows
-    order = _key_order(*[_numpy(rows.column(k)) for k in KEYS])
-    keys = [_numpy(rows.column(k))[order] for k in KEYS]
+    unordered = [_numpy(rows.column(k)) for k in KEYS]
+    order = _key_order(*unordered)
+    keys = [k[order] for k in unordered]
     changed = np.zeros(len(order), dtype=bool)
     changed[0] = True
     for k in keys:
