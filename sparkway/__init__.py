@@ -12,7 +12,8 @@ The API follows Pathway's, so that ``import sparkway as pw`` runs Pathway progra
     3
 
 ``import sparkway`` itself loads nothing: the API (``sparkway.public``, with pyspark,
-pyarrow and pandas behind it) is loaded on the first use of one of its names.
+pyarrow and pandas behind it) is loaded on the first use of one of its names;
+``pw.__version__`` is the installed distribution's version.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the installed distribution's, as ``pw.__version__`` in Pathway
+        from importlib.metadata import version
+
+        return version("sparkway")
     if name.startswith("__"):  # copy, pickle and doctest probe for dunders: no API load
         raise AttributeError(f"module 'sparkway' has no attribute {name!r}")
     public = importlib.import_module("sparkway.public")

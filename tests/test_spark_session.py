@@ -111,6 +111,18 @@ def test_import_sparkway_loads_neither_spark_nor_pandas(python_env: dict[str, st
         assert f"'{heavy}'" not in loaded
 
 
+def test_the_version_is_the_project_s_and_asking_for_it_loads_no_api(python_env: dict[str, str]) -> None:
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys, sparkway as pw; print(pw.__version__, 'pyspark' in sys.modules)"],
+        env=python_env, capture_output=True, text=True, check=True,
+    ).stdout
+    assert out.split() == [project["version"], "False"]
+    assert (Path(sparkway.__file__).parent / "py.typed").exists()  # PEP 561: type checkers read the annotations
+
+
 def test_the_api_loads_the_postgres_driver_only_when_pw_io_postgres_is_used(python_env: dict[str, str]) -> None:
     code = (
         "import sys, sparkway as pw; pw.Schema; before = 'psycopg' in sys.modules; "
