@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import warnings
 from pathlib import Path
 
@@ -166,3 +167,38 @@ def test_a_large_step_s_output_goes_to_file_sinks_a_piece_at_a_time_and_to_other
     expected = [(w, 1, -1) for w in words[:30]] + [(w, 2, 1) for w in words[:30]]
     assert sorted(sum(written, [])) == sorted(expected)
     assert sorted(seen) == sorted((w, n, d > 0) for w, n, d in expected) and len(ends) == 1
+
+
+def test_working_copies_of_state_that_can_no_longer_be_used_are_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Of a persistence folder deleted, or of an earlier incarnation of a storage's plan;
+    an older sparkway's folder (no origin) and another live storage's are kept."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SPARKWAY_STATE_CACHE", str(cache))
+    (cache / "older-sparkway").mkdir(parents=True)
+    first, second = tmp_path / "first", tmp_path / "second"
+    for work in (first, second):
+        (work / "in").mkdir(parents=True)
+        (work / "in" / "a.csv").write_text("word\nx\n")
+        _word_count_run(work, partitions=2)
+
+    def origins() -> list[str]:
+        return sorted(json.loads((d / "origin.json").read_text())["storage"] for d in cache.iterdir() if (d / "origin.json").exists())
+
+    assert origins() == sorted([str(first / "state"), str(second / "state")])
+    shutil.rmtree(first)  # rm -rf of a program's folder, its persistence with it
+    _word_count_run(second, partitions=2)
+    assert origins() == [str(second / "state")] and (cache / "older-sparkway").is_dir()
+    def incarnations() -> set[str]:
+        return {json.loads((d / "origin.json").read_text())["incarnation"] for d in cache.iterdir() if (d / "origin.json").exists()}
+
+    before = incarnations()
+    graph.clear()
+    words = pw.io.csv.read(second / "in", schema=Words, mode="static", name="words")
+    pw.io.jsonlines.write(words.groupby(words.word).reduce(words.word, n=pw.reducers.count(), m=pw.reducers.min(words.word)),
+                          second / "out.jsonl")
+    config = pw.persistence.Config(pw.persistence.Backend.filesystem(second / "state"), on_plan_change="rebuild")
+    Runner(graph.outputs(), RunOptions(persistence=config, partitions=2)).run()  # a changed program: a new incarnation
+    after = incarnations()
+    assert len(after) == 1 and after != before

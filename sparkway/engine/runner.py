@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import itertools
 import json
 import logging
@@ -46,6 +45,7 @@ from sparkway.errors import PlanError
 from sparkway.persistence.config import Config
 from sparkway.persistence.metadata import MetadataLog
 from sparkway.persistence.storage import BlobStorage
+from sparkway.persistence.working_copies import working_copy
 from sparkway.plan import nodes as n
 from sparkway.state.store import StateLocation
 
@@ -359,7 +359,7 @@ class Runner:
                     log.info("%s: restored after %d entries; continuing from %s",
                              source.label, self.entries[source.name], _brief(position))
         state_cache = os.environ.get("SPARKWAY_STATE_CACHE") or os.path.join(cache_root(), "state")
-        local = os.path.join(state_cache, hashlib.sha1(f"{snapshots.root}|{record['incarnation']}".encode()).hexdigest()[:20])
+        local = working_copy(state_cache, snapshots, record["incarnation"])
         return StateLocation(snapshots.child("operators"), local, config.snapshot_interval_ms)
 
     def _replay_pending(self, spark: SparkSession, location: StateLocation) -> None:
