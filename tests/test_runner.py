@@ -202,3 +202,11 @@ def test_working_copies_of_state_that_can_no_longer_be_used_are_deleted(
     Runner(graph.outputs(), RunOptions(persistence=config, partitions=2)).run()  # a changed program: a new incarnation
     after = incarnations()
     assert len(after) == 1 and after != before
+
+
+@pytest.mark.parametrize("interval", [-5, 1.5, "60000", True])
+def test_a_snapshot_interval_that_is_no_count_of_milliseconds_is_refused(tmp_path: Path, interval) -> None:
+    backend = pw.persistence.Backend.filesystem(tmp_path / "state")
+    with pytest.raises(ValueError, match=f"snapshot_interval_ms must be a whole number of milliseconds.*{interval!r}"):
+        pw.persistence.Config(backend, snapshot_interval_ms=interval)
+    assert pw.persistence.Config(backend, snapshot_interval_ms=0).snapshot_interval_ms == 0

@@ -116,6 +116,9 @@ class Config:
             object.__setattr__(self, "metadata_storage", self.backend)
         if self.snapshot_storage is None:
             object.__setattr__(self, "snapshot_storage", self.backend)
+        interval = self.snapshot_interval_ms
+        if isinstance(interval, bool) or not isinstance(interval, int) or interval < 0:
+            raise ValueError(f"snapshot_interval_ms must be a whole number of milliseconds, 0 or more; got {interval!r}")
         if self.on_plan_change not in ("error", "rebuild"):
             raise PlanError('on_plan_change must be "error" or "rebuild"')
         if not isinstance(self.persistence_mode, PersistenceMode):
