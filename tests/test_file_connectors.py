@@ -210,6 +210,20 @@ def test_a_streaming_input_path_that_goes_missing_retracts_nothing_until_it_is_b
     assert rows(step(src), "user_id") == [("bob", -1)]  # a file deleted from a path that exists
 
 
+def test_a_quote_never_closed_is_reported_at_the_line_where_its_row_starts(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The row keeps the rest of the file, as Pathway reads it (corpus program
+    csv_input_unterminated_quote), but no longer without a word."""
+    write(tmp_path / "a.csv", 'user_id,access_time\nbob,1\n"ann,2\ncid,3\ndan,4\n')
+    with caplog.at_level(logging.WARNING, logger="sparkway"):
+        step(source(tmp_path, mode="static"))
+    assert [r.getMessage() for r in caplog.records if "quoted" in r.getMessage()] == [
+        f"{tmp_path / 'a.csv'}:3: a quoted field is not closed before the end of the file: its row holds the 3 "
+        "line(s) from there on (a missing closing quote?)"
+    ]
+
+
 def test_a_static_read_of_a_path_that_does_not_exist_is_an_error_naming_it(tmp_path: Path) -> None:
     src = source(tmp_path / "typo", mode="static")
     with pytest.raises(FileNotFoundError, match=f"input path {tmp_path / 'typo'} does not exist"):

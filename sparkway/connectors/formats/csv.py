@@ -275,6 +275,7 @@ def _module_rows(
     settings: CsvParserSettings, keep_errors: bool,
 ) -> ParsedRows:
     """``parse_csv`` of any chunk, split by the ``csv`` module."""
+    _warn_of_open_quote(data, path, first_line, settings)
     skips = SkippedRows(path)
     lines = _Lines.of(decode(data, path, first_line), first_line, settings)
     rows, begins, ends = _csv_rows(lines, settings, width, skips)
@@ -306,6 +307,19 @@ def _module_rows(
         ordinals = [ordinals[i] for i in keep]
         values = {n: [v[i] for i in keep] for n, v in values.items()}
     return ParsedRows(ordinals, values, skips.count)
+
+
+def _warn_of_open_quote(data: bytes, path: str, first_line: int, settings: CsvParserSettings) -> None:
+    """A warning when a quoted field of ``data`` is still open at its end.  Chunks end
+    with complete records, so that is the end of the file: the field holds the rest of
+    the file, and its row stands for all the lines after it, as Pathway reads it (without
+    a word); the warning names the line where that record starts."""
+    text = data if data.endswith(b"\n") else data + b"\n"
+    complete = csv_complete_end(text, 0, len(text), settings)
+    if complete < len(text):
+        opened = first_line + text.count(b"\n", 0, complete)
+        log.warning("%s:%d: a quoted field is not closed before the end of the file: its row holds the %d line(s) "
+                    "from there on (a missing closing quote?)", path, opened, text.count(b"\n", complete))
 
 
 # ------------------------------------------------------------------ plain chunks
