@@ -168,8 +168,9 @@ def test_state_of_another_state_format_is_refused_or_rebuilt(tmp_path) -> None:
     log = MetadataLog(storage)
     with pytest.raises(PlanChangedError, match="another version of sparkway .state format 1; this one reads format"):
         log.check_plan(nodes, rebuild=False, partitions=2)
-    record, discard = log.check_plan(nodes, rebuild=True, partitions=2)
-    assert discard and record["state_format"] == STATE_FORMAT
+    assert log.check_plan(nodes, rebuild=True, partitions=2) == (None, True)  # the caller clears, then writes
+    record = log.write_plan(nodes, partitions=2)
+    assert record["state_format"] == STATE_FORMAT
     assert log.check_plan(nodes, rebuild=False, partitions=2) == (record, False)
 
 

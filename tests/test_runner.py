@@ -210,3 +210,32 @@ def test_a_snapshot_interval_that_is_no_count_of_milliseconds_is_refused(tmp_pat
     with pytest.raises(ValueError, match=f"snapshot_interval_ms must be a whole number of milliseconds.*{interval!r}"):
         pw.persistence.Config(backend, snapshot_interval_ms=interval)
     assert pw.persistence.Config(backend, snapshot_interval_ms=0).snapshot_interval_ms == 0
+
+
+def test_a_rebuild_that_crashed_half_way_is_done_again_by_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sparkway.persistence.metadata import MetadataLog
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("word\nx\ny\nx\n")
+    _word_count_run(tmp_path, partitions=2)
+
+    def changed_program() -> list[dict]:
+        graph.clear()
+        words = pw.io.csv.read(tmp_path / "in", schema=Words, mode="static", name="words")
+        counts = words.groupby(words.word).reduce(words.word, n=pw.reducers.count(), top=pw.reducers.max(words.word))
+        pw.io.jsonlines.write(counts, tmp_path / "out.jsonl")
+        backend = pw.persistence.Backend.filesystem(tmp_path / "state")
+        Runner(graph.outputs(), RunOptions(persistence=pw.persistence.Config(backend, on_plan_change="rebuild"))).run()
+        return [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+
+    def crash(self: MetadataLog) -> None:
+        raise KeyboardInterrupt("killed while clearing the old state")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(MetadataLog, "clear", crash)
+        with pytest.raises(KeyboardInterrupt):
+            changed_program()
+    rows = changed_program()  # the rebuild again: every count from scratch
+    assert sorted((r["word"], r["n"], r["top"], r["diff"]) for r in rows) == [("x", 2, "x", 1), ("y", 1, "y", 1)]

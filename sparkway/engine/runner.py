@@ -327,15 +327,15 @@ class Runner:
             return StateLocation(BlobStorage(os.path.join(self._scratch, "state")), os.path.join(self._scratch, "local"), 10**12)
         assert self.metadata is not None
         snapshots = config.snapshot_storage.storage()
-        record, changed = self.metadata.check_plan(
-            self._describe(), config.on_plan_change == "rebuild", self._default_partitions(spark)
-        )
+        description, partitions = self._describe(), self._default_partitions(spark)
+        record, changed = self.metadata.check_plan(description, config.on_plan_change == "rebuild", partitions)
         if changed:
             log.warning("The program changed: discarding the persisted state and starting over")
             self.metadata.clear()
             snapshots.delete("operators")
             snapshots.delete("sources")
             snapshots.delete("synchronization")
+            record = self.metadata.write_plan(description, partitions)  # last: a crash before it rebuilds again
         self.partitions = record["partitions"]
         for source in self.sources:
             source.open(snapshots.child(f"sources/{_safe(source.name)}"))

@@ -96,9 +96,12 @@ class MetadataLog:
             )
 
     # -- the program ----------------------------------------------------------------------
-    def check_plan(self, description: list[dict], rebuild: bool, partitions: int) -> tuple[dict[str, Any], bool]:
-        """Records the plan; returns the stored record and whether the state written by
-        another program must be discarded first.
+    def check_plan(self, description: list[dict], rebuild: bool, partitions: int) -> tuple[dict[str, Any] | None, bool]:
+        """Records the plan of a new storage; returns the stored record, or (None, True)
+        when the state another program wrote must be discarded first (``rebuild``): the
+        caller clears it and then records the plan (``write_plan``), so that a crash
+        in between leaves the old plan, and the next run rebuilds again instead of
+        finding a matching plan over half-cleared state.
 
         The record also fixes the number of state partitions: keys are routed to state
         partitions by it, so it must not change when the program moves to other hardware.
@@ -117,10 +120,10 @@ class MetadataLog:
                         "to compute the state again from the input"
                     )
                 raise PlanChangedError(_explain(stored["nodes"], description))
-            return self._write_plan(description, partitions), True
-        return self._write_plan(description, partitions), False
+            return None, True
+        return self.write_plan(description, partitions), False
 
-    def _write_plan(self, description: list[dict], partitions: int) -> dict[str, Any]:
+    def write_plan(self, description: list[dict], partitions: int) -> dict[str, Any]:
         # a new incarnation: executors' working copies of older state must not be reused
         record = {"nodes": description, "incarnation": uuid.uuid4().hex, "partitions": partitions,
                   "state_format": STATE_FORMAT}
