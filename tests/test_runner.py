@@ -237,5 +237,13 @@ def test_a_rebuild_that_crashed_half_way_is_done_again_by_the_next_run(
         patched.setattr(MetadataLog, "clear", crash)
         with pytest.raises(KeyboardInterrupt):
             changed_program()
+    # the old program, run next, finishes the rebuild (its state is half gone): every count from scratch
+    rows = _word_count_run(tmp_path, partitions=2)
+    assert sorted((r["word"], r["n"], r["diff"]) for r in rows) == [("x", 2, 1), ("y", 1, 1)]
+    with monkeypatch.context() as patched:
+        patched.setattr(MetadataLog, "clear", crash)
+        with pytest.raises(KeyboardInterrupt):
+            changed_program()
     rows = changed_program()  # the rebuild again: every count from scratch
     assert sorted((r["word"], r["n"], r["top"], r["diff"]) for r in rows) == [("x", 2, "x", 1), ("y", 1, "y", 1)]
+    assert not (tmp_path / "state" / "REBUILDING").exists()

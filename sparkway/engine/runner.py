@@ -331,11 +331,12 @@ class Runner:
         record, changed = self.metadata.check_plan(description, config.on_plan_change == "rebuild", partitions)
         if changed:
             log.warning("The program changed: discarding the persisted state and starting over")
+            self.metadata.begin_rebuild()
             self.metadata.clear()
             snapshots.delete("operators")
             snapshots.delete("sources")
             snapshots.delete("synchronization")
-            record = self.metadata.write_plan(description, partitions)  # last: a crash before it rebuilds again
+            record = self.metadata.write_plan(description, partitions)  # ends the rebuild
         self.partitions = record["partitions"]
         for source in self.sources:
             source.open(snapshots.child(f"sources/{_safe(source.name)}"))

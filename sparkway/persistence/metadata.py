@@ -41,6 +41,10 @@ class PlanChangedError(PersistenceError):
     """The program differs from the one that wrote the persisted state."""
 
 
+#: present while a rebuild discards the state of another program (``check_plan``)
+REBUILDING = "REBUILDING"
+
+
 class MetadataLog:
     def __init__(self, storage: BlobStorage, lease_ttl_s: float = LEASE_TTL_S) -> None:
         self.storage = storage
@@ -98,14 +102,17 @@ class MetadataLog:
     # -- the program ----------------------------------------------------------------------
     def check_plan(self, description: list[dict], rebuild: bool, partitions: int) -> tuple[dict[str, Any] | None, bool]:
         """Records the plan of a new storage; returns the stored record, or (None, True)
-        when the state another program wrote must be discarded first (``rebuild``): the
-        caller clears it and then records the plan (``write_plan``), so that a crash
-        in between leaves the old plan, and the next run rebuilds again instead of
-        finding a matching plan over half-cleared state.
+        when the state another program wrote must be discarded first (``rebuild``), or
+        when a rebuild was interrupted: the caller marks the rebuild (``begin_rebuild``),
+        clears the state, records the plan (``write_plan``, which ends the rebuild), so
+        that after a crash at any point the next run rebuilds again, never finding a
+        plan over half-cleared state.
 
         The record also fixes the number of state partitions: keys are routed to state
         partitions by it, so it must not change when the program moves to other hardware.
         """
+        if self.storage.exists(REBUILDING):  # the old state is half gone: whatever the program, finish
+            return None, True
         if self.storage.exists("plan.json"):
             stored = json.loads(self.storage.read_bytes("plan.json"))
             same_format = stored.get("state_format", 1) == STATE_FORMAT
@@ -123,11 +130,15 @@ class MetadataLog:
             return None, True
         return self.write_plan(description, partitions), False
 
+    def begin_rebuild(self) -> None:
+        self.storage.write_bytes(REBUILDING, b"")
+
     def write_plan(self, description: list[dict], partitions: int) -> dict[str, Any]:
         # a new incarnation: executors' working copies of older state must not be reused
         record = {"nodes": description, "incarnation": uuid.uuid4().hex, "partitions": partitions,
                   "state_format": STATE_FORMAT}
         self.storage.write_bytes("plan.json", json.dumps(record).encode())
+        self.storage.delete(REBUILDING)
         return record
 
     # -- steps -------------------------------------------------------------------------------
