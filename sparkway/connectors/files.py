@@ -341,17 +341,18 @@ class FileSource(Source):
         self._warned.discard(("missing",))  # said again should it go missing again
         seen_at = int(time.time())
         now = time.monotonic()
+        since = {key: self._unchanged_since(key, entry, now) for key, entry in entries.items()}
         segments: list[Segment] = []
         for key in sorted(set(entries) | set(self._state)):
             entry = entries.get(key)
             if entry is None:
                 segments.append(self._delete_segment(key))
                 continue
-            stable = final or self._unchanged_since(key, entry, now) <= now - STABLE_AFTER_S
+            stable = final or since[key] <= now - STABLE_AFTER_S
             segment = self._scan_file(key, entry, stable, seen_at)
             if segment is not None:
                 segments.append(segment)
-        self._last_seen = {k: ((e.size, e.mtime_ns), self._unchanged_since(k, e, now)) for k, e in entries.items()}
+        self._last_seen = {key: ((e.size, e.mtime_ns), since[key]) for key, e in entries.items()}
         self._cache = {k: v for k, v in self._cache.items() if k in entries}
         return segments
 

@@ -63,7 +63,6 @@ class RunOptions:
     terminate_on_error: bool = True
 
 ONE_BATCH_ROWS = 10_000  # Spark's default spark.sql.execution.arrow.maxRecordsPerBatch
-_ARROW_POOL = pa.default_memory_pool()
 #: a step reading at least this many rows is large (see ``StepContext.large``)
 LARGE_STEP_ROWS = 200_000
 
@@ -282,7 +281,7 @@ class Runner:
                     delivery.add(table)
                 if logged is not None:
                     errors.append(logged)
-                _ARROW_POOL.release_unused()  # what a piece's consolidation and formatting freed
+                pa.default_memory_pool().release_unused()  # what a piece's consolidation and formatting freed
         finally:
             for frame in cached:
                 frame.unpersist()

@@ -263,7 +263,6 @@ _ARRANGED = ("arranged", "accumulated")
 #: rows of a chunk of groups, in a large step (a larger group is a chunk of its own):
 #: a chunk's work needs a few times its size of transient memory in the worker
 CHUNK_ROWS = 1 << 15
-_ARROW_POOL = pa.default_memory_pool()
 
 
 def _run_arranged(spec: KernelSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -287,7 +286,7 @@ def _run_arranged(spec: KernelSpec, batches: Iterator[pa.RecordBatch]) -> Iterat
                 yield from out.cast(spec.output_schema).to_batches()
             # Arrow's allocator keeps what a chunk's work freed (about 100 MB for 140k rows
             # of a session window), in each of the (up to two per task) Python workers
-            _ARROW_POOL.release_unused()
+            pa.default_memory_pool().release_unused()
         for part in sorted(stores):
             stores[part].commit(summed=summed)
     except BaseException:
