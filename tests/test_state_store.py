@@ -98,20 +98,33 @@ def test_each_state_partition_is_shuffled_to_a_spark_partition_of_its_own(spark)
         assert spread == [[p] for p in range(partitions)]
 
 
-def test_a_small_step_s_sums_keep_each_state_partition_in_a_spark_partition_of_its_own(spark) -> None:
+def test_a_small_step_s_contributions_cross_one_shuffle_and_sum_to_what_spark_sums(spark) -> None:
+    from collections import Counter
+
     from pyspark.sql import functions as F
 
     from sparkway.engine.kernels.reduce import contributions
-    from sparkway.engine.stateful import ROUTE, KeyedInput, _summed_by_group, by_state_partition
+    from sparkway.engine.stateful import ROUTE, KeyedInput, _contributions, by_state_partition
 
     changes = spark.range(0, 400).select(
         F.lit(0).alias("_input"), (F.col("id") % 37).alias("_gid"), (F.col("id") % 37 % 2).alias("_part"),
-        F.lit(1).cast("long").alias("_diff"), F.col("id").alias("_0_v"),
+        F.when(F.col("id") % 5 == 0, -1).otherwise(1).cast("long").alias("_diff"),
+        F.when(F.col("id") % 7 == 0, None).otherwise(F.col("id") * 3_000_000_000).alias("_0_v"),
     )
+    item = KeyedInput(changes, [F.col("_gid")], {"v": F.col("v")})
     reduce_sum = ([], [("total", "sum", ["v"], ())], False)
-    summed = _summed_by_group(KeyedInput(changes, [F.col("_gid")], {"v": F.col("v")}), contributions, reduce_sum)
-    routed = summed(by_state_partition(changes, 2)).drop(ROUTE)
+    per_change = _contributions(item, contributions, reduce_sum, summed=False)(changes)
+    routed = by_state_partition(per_change, 2).drop(ROUTE)
     # grouped by other keys than the shuffle's, Spark would shuffle again, mixing state partitions
     assert routed._jdf.queryExecution().executedPlan().toString().count("Exchange") == 1
     assert routed.rdd.glom().map(lambda rows: sorted({row._part for row in rows})).collect() == [[0], [1]]
-    assert routed.count() == 37
+
+    def sums(row) -> Counter:
+        return Counter({k: v for k, v in row.asDict().items() if k not in ("_input", "_gid", "_part")})
+
+    sums_here: dict[int, Counter] = {}
+    for row in routed.collect():  # what the executors sum
+        sums_here.setdefault(row._gid, Counter()).update(sums(row))
+    summed = _contributions(item, contributions, reduce_sum, summed=True)(changes).collect()
+    assert {row._gid: sums(row) for row in summed} == sums_here
+    assert len(sums_here) == 37
