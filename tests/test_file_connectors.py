@@ -433,6 +433,23 @@ def test_missing_header_column_raises_from_discover(tmp_path: Path) -> None:
     assert isinstance(info.value, ValueError)
 
 
+def test_a_header_naming_a_schema_column_twice_raises_naming_it(tmp_path: Path) -> None:
+    write(tmp_path / "a.csv", "user_id,access_time,user_id\nbob,1,al\n")
+    with pytest.raises(SchemaMismatchError) as info:
+        source(tmp_path, mode="static").discover()
+    assert "a.csv" in str(info.value) and '"user_id" more than once' in str(info.value)
+
+
+def test_a_column_the_schema_does_not_read_may_repeat(tmp_path: Path) -> None:
+    write(tmp_path / "a.csv", "user_id,note,access_time,note\nbob,x,1,y\n")
+    assert rows(step(source(tmp_path, mode="static"))) == [("bob", 1, 1)]
+
+
+def test_a_byte_order_mark_before_a_quoted_header_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / "a.csv").write_bytes(b'\xef\xbb\xbf"user_id","access_time"\nbob,1\n')
+    assert rows(step(source(tmp_path, mode="static"))) == [("bob", 1, 1)]
+
+
 def test_empty_file_is_logged_and_not_fatal(tmp_path: Path, caplog) -> None:
     write(tmp_path / "a.csv", "")
     write(tmp_path / "b.csv", "user_id,access_time\nbob,1\n")

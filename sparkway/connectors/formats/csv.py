@@ -175,7 +175,6 @@ def parse_csv_header(
             # the csv module ends an open quoted field at the end of the input, keeping
             # its newline: the header goes on in bytes not written yet
             return None
-        fields[0] = fields[0].lstrip("\ufeff")  # a byte-order mark is not part of a name
         end = ends[-1]
         return fields, end, data.count(b"\n", 0, end)
     return None
@@ -194,6 +193,8 @@ def _header_lines(
             return
         end = len(data) if nl < 0 else nl + 1
         text = data[pos:end].decode("utf-8", errors="replace")
+        if pos == 0:  # a byte-order mark (Excel's "CSV UTF-8") is no part of the header: it hid a quote
+            text = text.removeprefix("\ufeff")
         pos = end
         if comment and text.startswith(comment):
             continue
@@ -213,10 +214,17 @@ def _safe_records(reader: Any) -> Iterator[list[str]]:
 
 def check_csv_header(path: str, header: list[str], columns: dict[str, Column]) -> dict[str, int]:
     """The field index of each schema column found in the header.  Raises
-    ``SchemaMismatchError`` when a column with no default and not Optional is missing."""
+    ``SchemaMismatchError`` when a column with no default and not Optional is missing,
+    or when the header names a schema column twice (which field is its value?)."""
     index: dict[str, int] = {}
     for i, name in enumerate(header):
         index.setdefault(name, i)
+    twice = [c.input_name for c in columns.values() if header.count(c.input_name) > 1]
+    if twice:
+        raise SchemaMismatchError(
+            f"{path}: the CSV header names column(s) {_quoted(twice)} more than once, so which field holds "
+            f"the value is ambiguous; rename the extra one(s); header found: {_join_header(header)}"
+        )
     found: dict[str, int] = {}
     missing: list[str] = []
     for name, column in columns.items():
@@ -226,12 +234,15 @@ def check_csv_header(path: str, header: list[str], columns: dict[str, Column]) -
         elif not (column.has_default or column.dtype.optional):
             missing.append(source)
     if missing:
-        names = ", ".join(f'"{m}"' for m in missing)
         raise SchemaMismatchError(
-            f"{path}: the CSV header lacks column(s) {names} required by the schema; "
+            f"{path}: the CSV header lacks column(s) {_quoted(missing)} required by the schema; "
             f"header found: {_join_header(header)}"
         )
     return found
+
+
+def _quoted(names: list[str]) -> str:
+    return ", ".join(f'"{name}"' for name in names)
 
 
 def _join_header(header: list[str]) -> str:
