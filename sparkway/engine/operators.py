@@ -69,6 +69,9 @@ class StepContext:
     #: the step's input is large (a first run over a long history): stateful operators
     #: work through it a chunk of groups at a time (``keyed_step``)
     large: bool = False
+    #: the step's input is a few rows (one task reads them) and state partitions are
+    #: few: stateful operators work in that task, without a shuffle (``keyed_step``)
+    one_task: bool = False
 
     def empty(self, node: n.Node) -> DataFrame:
         frame = self.spark.createDataFrame([], spark_schema(node.columns))
@@ -111,6 +114,7 @@ class StepContext:
             output=output,
             mode=mode,
             large=self.large,
+            one_task=self.one_task,
             partitioned_by=partitioned_by,
         )
 

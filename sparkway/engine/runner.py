@@ -65,6 +65,10 @@ class RunOptions:
 ONE_BATCH_ROWS = 10_000  # Spark's default spark.sql.execution.arrow.maxRecordsPerBatch
 #: a step reading at least this many rows is large (see ``StepContext.large``)
 LARGE_STEP_ROWS = 200_000
+#: a shuffle costs a step about what two state partitions' work in a task costs (a
+#: stage, and a plan made again between stages: 60 ms of a step of 1,000 rows on two
+#: cores): with at most this many state partitions, one task does a small step's work
+ONE_TASK_PARTITIONS = 2
 
 
 class Runner:
@@ -237,7 +241,9 @@ class Runner:
         ctx = StepContext(spark, step, time, location, self.partitions, self.operator_names,
                           keep_errors=not self.options.terminate_on_error, final=final, forgetting=kind == "forgetting",
                           udf_cache_root=self.udf_cache_root,
-                          large=bool(distributed) or rows_here >= LARGE_STEP_ROWS)
+                          large=bool(distributed) or rows_here >= LARGE_STEP_ROWS,
+                          one_task=not distributed and rows_here <= ONE_BATCH_ROWS
+                          and self.partitions <= ONE_TASK_PARTITIONS)
         counters = {name: spark.sparkContext.accumulator({}, _PieceRows()) for name in distributed}
         wakes = _holds_back if final else _forgets_marked if ctx.forgetting else (lambda node: False)
         frames: dict[int, DataFrame] = {}

@@ -116,12 +116,15 @@ def keyed_step(
     output: T.StructType,
     mode: str = "arranged",
     large: bool = False,
+    one_task: bool = False,
     partitioned_by: Column | None = None,
 ) -> DataFrame:
     """The changes of a stateful operator's output in this step (lazy); ``mode`` says
     what ``kernel`` is (``KernelSpec.mode``).  In a ``large`` step, Spark sorts each
     partition by group, so that executors apply arrangements a chunk of groups at a
     time (Spark's sort spills to disk; a Python worker holds one chunk).
+    With ``one_task`` (a step of few rows, few state partitions), one task works through
+    every state partition the rows touch, without a shuffle.
 
     ``partitioned_by``: the group pointer by which the (one) input's rows are already
     partitioned, the upstream operator's, which puts each of this operator's groups
@@ -161,9 +164,8 @@ def keyed_step(
     )
     if mode == "accumulated":  # before the shuffle: only the sums cross it
         union = _contributions(inputs[0], kernel[0], params, summed=large)(union)
-    # without keys every row is in one group, hence one state partition: one task reads
-    # them all, without a shuffle
-    if keyless:
+    # without keys every row is in one group, hence one state partition
+    if keyless or one_task:
         grouped = union.coalesce(1)
     else:
         grouped = union if partitioned_by is not None else by_state_partition(union, partitions)
