@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyspark
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[2]"
@@ -90,60 +92,87 @@ def get_spark(master: str | None = None) -> SparkSession:
     ensure_python_env()
     master = master or os.environ.get("SPARKWAY_SPARK_MASTER") or DEFAULT_MASTER
     fast_jit = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
-    builder = (
-        SparkSession.builder.master(master)
-        .appName("sparkway")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.adaptive.enabled", "true")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
+    log_config = f"-Dlog4j2.configurationFile={os.path.join(os.path.dirname(__file__), 'log4j2.properties')}"
+    conf = (
+        SparkConf().setMaster(master)
+        .setAppName("sparkway")
+        .set("spark.sql.shuffle.partitions", "2")
+        .set("spark.default.parallelism", "2")
+        .set("spark.sql.adaptive.enabled", "true")
+        .set("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .set("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
         # a step's input above 4 MB becomes a parallelized RDD rather than a local relation,
         # whose projections the optimizer would evaluate row by row on the driver (9 s of
         # planning for a first step of 1M rows)
-        .config("spark.sql.execution.arrow.localRelationThreshold", str(4 << 20))
-        .config("spark.sql.execution.pythonUDF.arrow.enabled", "true")
+        .set("spark.sql.execution.arrow.localRelationThreshold", str(4 << 20))
+        .set("spark.sql.execution.pythonUDF.arrow.enabled", "true")
         # batches to Python workers are bounded by rows (maxRecordsPerBatch) only: a bound in
         # bytes makes Spark measure the batch after every row (a tenth of a large step's time)
-        .config("spark.sql.execution.arrow.maxBytesPerBatch", str(2**31 - 1))
-        .config("spark.sql.session.timeZone", "UTC")
+        .set("spark.sql.execution.arrow.maxBytesPerBatch", str(2**31 - 1))
+        .set("spark.sql.session.timeZone", "UTC")
         # `&`, `|` and if_else evaluate their right side only where needed (a // b under
         # b != 0 must not fail); common subexpressions would be computed for every row first
-        .config("spark.sql.subexpressionElimination.enabled", "false")
-        .config("spark.sql.caseSensitive", "true")  # columns "a" and "A" are two columns, as in Pathway
+        .set("spark.sql.subexpressionElimination.enabled", "false")
+        .set("spark.sql.caseSensitive", "true")  # columns "a" and "A" are two columns, as in Pathway
         # PySpark sends the Python call site of every Column it builds to the JVM (14 py4j
         # calls for an F.col, 30 for a cast): the call site would be sparkway's code, and
         # it was a quarter of a streaming step of 1,000 rows
-        .config("spark.python.sql.dataFrameDebugging.enabled", "false")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.speculation", "false")
-        .config("spark.driver.extraJavaOptions", f"{fast_jit} -Dlog4j2.level=warn {class_data_sharing_options()}")
-        .config("spark.executor.extraJavaOptions", fast_jit)
-        .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
-        .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.python.daemon.module", "sparkway.engine.worker_daemon")
+        .set("spark.python.sql.dataFrameDebugging.enabled", "false")
+        .set("spark.ui.enabled", "false")
+        .set("spark.ui.showConsoleProgress", "false")
+        .set("spark.speculation", "false")
+        .set("spark.driver.extraJavaOptions", f"{fast_jit} {log_config} {class_data_sharing_options()}")
+        .set("spark.executor.extraJavaOptions", fast_jit)
+        .set("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
+        .set("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
+        .set("spark.python.worker.reuse", "true")
+        .set("spark.python.daemon.module", "sparkway.engine.worker_daemon")
         # a first step over a large history collects its whole output on the driver: the
         # driver's memory bounds it, not Spark's 1 GB default (100M rows of history give
         # sessions of about 2 GB)
-        .config("spark.driver.memory", os.environ.get("SPARKWAY_DRIVER_MEMORY", "4g"))
-        .config("spark.driver.maxResultSize", "0")
+        .set("spark.driver.memory", os.environ.get("SPARKWAY_DRIVER_MEMORY", "4g"))
+        .set("spark.driver.maxResultSize", "0")
         # Spark's sorts and aggregations get 30% of the heap instead of 60%, and spill to
         # disk beyond it: sparkway's own work is in Python processes outside the JVM, and
         # a first run over 10M rows holds two sorts at once (a session window's and its
         # reduce's): the JVM grew to all the heap it may use, 4 GB (2.3 GB with this, as fast)
-        .config("spark.memory.fraction", "0.3")
+        .set("spark.memory.fraction", "0.3")
     )
     if master.startswith("local-cluster"):
-        builder = builder.config("spark.executor.memory", "768m")
-    spark = builder.getOrCreate()
+        conf = conf.set("spark.executor.memory", "768m")
+    if SparkContext._active_spark_context is None:  # pyspark's record of its running context
+        SparkContext(conf=conf, gateway=_launch_jvm(conf))
+    spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     _quiet_task_failures(spark)
     if os.environ.get("SPARKWAY_WARM_WORKERS", "1") != "0":
         start_python_workers(spark)
     log.debug("Spark session on %s", master)
     return spark
+
+
+#: what the JVM prints to stderr at every start that no user can act on: Spark's launcher
+#: adds the module, for vectorized code on Java versions that have it
+JVM_NOTICES = (b"WARNING: Using incubator modules: jdk.incubator.vector",)
+
+
+def _launch_jvm(conf: SparkConf) -> Any:
+    """Spark's JVM (pyspark's gateway to it), its stderr passed on to ours without the
+    ``JVM_NOTICES``.  The pipe is read from before the JVM starts, so that the JVM can
+    never block on a full pipe, even while pyspark waits for it to come up."""
+    read_end, write_end = os.pipe()
+    threading.Thread(target=_pass_on_stderr, args=(read_end,), name="sparkway-jvm-stderr", daemon=True).start()
+    try:
+        return launch_gateway(conf, popen_kwargs={"stderr": write_end})
+    finally:
+        os.close(write_end)  # the JVM holds its own copy: the reader ends when the JVM does
+
+
+def _pass_on_stderr(read_end: int) -> None:
+    with os.fdopen(read_end, "rb") as lines:
+        for line in lines:
+            if line.rstrip(b"\r\n") not in JVM_NOTICES:
+                os.write(2, line)
 
 
 def _quiet_task_failures(spark: SparkSession) -> None:

@@ -50,6 +50,9 @@ def run_and_check(script: Path, work: Path, env: dict[str, str], before: collect
     expected = snapshot_diff(before, now)
     proc = run_program(script, work, env)
     check_ok(proc)
+    # the notices every JVM start printed, which no user can act on
+    for notice in ("Using incubator modules", "Unable to load native-hadoop library"):
+        assert notice not in proc.stderr, f"{what}: the JVM's notice reached the user: {describe(proc)}"
     rows = read_jsonlines_output(work / "result.jsonlines")
     for row in rows:
         assert set(row) == {"word", "count", "time", "diff"}, f"{what}: unexpected fields in {row}"
