@@ -450,6 +450,19 @@ def test_a_byte_order_mark_before_a_quoted_header_is_skipped(tmp_path: Path) -> 
     assert rows(step(source(tmp_path, mode="static"))) == [("bob", 1, 1)]
 
 
+def test_rows_that_do_not_parse_are_counted_by_file_when_the_run_ends(tmp_path: Path, caplog) -> None:
+    write(tmp_path / "a.csv", "user_id,access_time\nbob,x\nal,1\nann,y\nerin,z\n")
+    write(tmp_path / "b.csv", "user_id,access_time\nbob,2\ncid,\n")
+    write(tmp_path / "c.csv", "user_id,access_time\nbob,3\n")
+    src = source(tmp_path, mode="static")
+    assert len(rows(step(src))) == 3
+    with caplog.at_level(logging.WARNING, logger="sparkway"):
+        src.close()
+    summary = [r.getMessage() for r in caplog.records if "skipped in this run" in r.getMessage()]
+    assert len(summary) == 1 and "4 row(s) skipped in this run" in summary[0], caplog.text
+    assert f"{tmp_path / 'a.csv'} (3), {tmp_path / 'b.csv'} (1)" in summary[0] and "c.csv" not in summary[0]
+
+
 def test_empty_file_is_logged_and_not_fatal(tmp_path: Path, caplog) -> None:
     write(tmp_path / "a.csv", "")
     write(tmp_path / "b.csv", "user_id,access_time\nbob,1\n")
@@ -679,7 +692,7 @@ def _read_pieces(src: FileSource, segments: list) -> pa.Table:
     Spark's tasks run (here in this process)."""
     plan = src.read_on_executors(segments)
     assert plan is not None
-    return pa.concat_tables([plan.read(piece) for piece in plan.pieces])
+    return pa.concat_tables([plan.read(piece)[0] for piece in plan.pieces])
 
 
 def test_pieces_read_on_executors_give_the_rows_and_ids_of_one_read(tmp_path: Path, monkeypatch) -> None:

@@ -147,6 +147,21 @@ def test_columns_named_time_and_diff_are_written_before_the_change_s_own(tmp_pat
     assert pw.debug.table_to_pandas(result).to_dict("records") == [{"time": 5, "value": "a", "diff": 10}]
 
 
+def test_rows_skipped_on_either_step_path_are_counted_when_the_run_ends(tmp_path: Path, step_path: str, caplog) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("word,n\nx,1\ny,two\nz,3\nw,four\n")
+
+    class Words(pw.Schema):
+        word: str
+        n: int
+
+    words = pw.io.csv.read(tmp_path / "in", schema=Words, mode="static")
+    pw.io.csv.write(words, tmp_path / "out.csv")
+    with caplog.at_level("WARNING", logger="sparkway"):
+        pw.run()
+    assert "2 row(s) skipped in this run, which did not parse: " + f"{tmp_path / 'in' / 'a.csv'} (2)" in caplog.text
+
+
 def test_misspelt_options_are_refused_and_pathways_unused_ones_accepted(tmp_path: Path) -> None:
     class S(pw.Schema):
         a: int

@@ -112,7 +112,7 @@ def test_a_large_step_s_output_is_collected_in_pieces_that_follow_its_input() ->
     from sparkway.engine.runner import collect_parts
 
     def files(size: int) -> ExecutorRead:
-        return ExecutorRead([], lambda piece: pa.table({}), pa.schema([]), size)
+        return ExecutorRead([], lambda piece: (pa.table({}), {}), pa.schema([]), lambda skipped: None, size)
 
     assert collect_parts({"logs": files(40 << 20)}, 2) == 2  # a piece per state partition at least
     assert collect_parts({"logs": files(210 << 20)}, 2) == 4  # 10M rows of the benchmark's history

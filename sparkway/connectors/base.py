@@ -138,12 +138,15 @@ class Source(ABC):
 @dataclass(frozen=True)
 class ExecutorRead:
     """Segments read by Spark's tasks: ``read(piece)`` (picklable, run in a task) gives
-    a piece's changes, of ``schema``; together the pieces' changes are what ``read``
-    would give.  Reading a piece again gives the same rows and ids."""
+    a piece's changes, of ``schema``, and the rows it skipped by file (they did not
+    parse), which the driver gives to ``skipped`` once per piece; together the pieces'
+    changes are what ``read`` would give.  Reading a piece again gives the same rows and
+    ids."""
 
     pieces: list[Segment]
-    read: Callable[[Segment], pa.Table]
+    read: Callable[[Segment], tuple[pa.Table, dict[str, int]]]
     schema: pa.Schema
+    skipped: Callable[[dict[str, int]], None]
     input_bytes: int = 0  # of the files the pieces read: the step's size
 
 

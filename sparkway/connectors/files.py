@@ -50,6 +50,7 @@ Rows to retract later are kept as Arrow under the ``BlobStorage`` given to ``ope
 
 from __future__ import annotations
 
+import collections
 import fnmatch
 import functools
 import hashlib
@@ -300,6 +301,7 @@ class FileSource(Source):
         self._warned: set[tuple[Any, ...]] = set()
         self._static_pending: list[Segment] | None = None
         self._finished = False
+        self._skipped: collections.Counter[str] = collections.Counter()  # rows per file, this run
 
     def position(self) -> dict[str, Any]:
         return {"version": 1, "files": json.loads(json.dumps(self._state))}
@@ -483,7 +485,11 @@ class FileSource(Source):
 
     def read(self, segments: list[Segment]) -> pa.Table:
         reader = self._chunk_reader()
-        parts = [part for piece in self._pieces(segments) for part in reader.changes(piece, self._store)]
+        parts = []
+        for piece in self._pieces(segments):
+            tables, skipped = reader.changes(piece, self._store)
+            parts += tables
+            self.count_skipped(skipped)
         if not parts:
             return reader.output_schema.empty_table()
         return pa.concat_tables(parts)
@@ -501,7 +507,21 @@ class FileSource(Source):
         keep = RowStore(self._store.storage) if self._store.storage is not None else None
         reader = self._chunk_reader()
         return ExecutorRead(self._pieces(segments, split=PIECE_BYTES), functools.partial(_read_piece, reader, keep),
-                            reader.output_schema, size)
+                            reader.output_schema, self.count_skipped, size)
+
+    def count_skipped(self, skipped: dict[str, int]) -> None:
+        """Adds rows skipped (that did not parse) per file to the run's count, which
+        ``close`` reports."""
+        self._skipped.update(skipped)
+
+    def close(self) -> None:
+        if self._skipped:
+            files = sorted(self._skipped.items(), key=lambda item: -item[1])
+            listed = ", ".join(f"{path} ({count})" for path, count in files[:SKIPPED_FILES_LISTED])
+            more = f" and {len(files) - SKIPPED_FILES_LISTED} more file(s)" if len(files) > SKIPPED_FILES_LISTED else ""
+            log.warning("%s: %d row(s) skipped in this run, which did not parse: %s%s",
+                        self.label, sum(self._skipped.values()), listed, more)
+            self._skipped.clear()
 
     def _chunk_reader(self) -> "ChunkReader":
         return ChunkReader(
@@ -570,6 +590,8 @@ class FileSource(Source):
 EXECUTOR_READ_BYTES = 32 << 20
 #: the bytes of one task of such a read
 PIECE_BYTES = 16 << 20
+#: files named in the end-of-run count of skipped rows (those with the most)
+SKIPPED_FILES_LISTED = 10
 
 
 @dataclass(frozen=True)
@@ -604,38 +626,40 @@ class ChunkReader:
             schema = schema.remove(schema.get_field_index(changes.LOGGED))
         return schema
 
-    def changes(self, piece: Segment, store: "RowStore | None") -> list[pa.Table]:
+    def changes(self, piece: Segment, store: "RowStore | None") -> tuple[list[pa.Table], dict[str, int]]:
         """The changes of a piece (``FileSource._pieces``): a committed chunk's rows
         retracted, or the rows parsed from a range of bytes (kept in ``store``) and the
-        changes that log their errors."""
+        changes that log their errors; and the rows skipped, by file."""
         if piece["kind"] == "retract":
             assert store is not None
-            return [self._as_changes(store.chunk(piece["file"], piece["generation"], piece["start"]), -1)]
-        chunk, logged = self._read_chunk(piece)
+            return [self._as_changes(store.chunk(piece["file"], piece["generation"], piece["start"]), -1)], {}
+        chunk, logged, skipped = self._read_chunk(piece)
         if store is not None:
             store.put(piece["file"], piece["generation"], piece["start"], chunk)
-        return [self._as_changes(chunk, 1), *([logged] if logged is not None else [])]
+        return [self._as_changes(chunk, 1), *([logged] if logged is not None else [])], skipped
 
     def _as_changes(self, chunk: pa.Table, diff: int) -> pa.Table:
         """A chunk's rows (stored in this run or an earlier one) as changes."""
         with_diff = chunk.append_column(DIFF, pa.array(np.full(chunk.num_rows, diff, dtype=np.int64)))
         return changes.conform(with_diff, self.output_schema)
 
-    def _read_chunk(self, segment: Segment) -> tuple[pa.Table, pa.Table | None]:
-        """The chunk's rows, and the changes logging its errors (None: none)."""
+    def _read_chunk(self, segment: Segment) -> tuple[pa.Table, pa.Table | None, dict[str, int]]:
+        """The chunk's rows, the changes logging its errors (None: none), and the rows
+        skipped, by file."""
         start, end, path = segment["start"], segment["end"], segment["path"]
         if end <= start:
-            return self.stored_schema.empty_table(), None
+            return self.stored_schema.empty_table(), None, {}
         try:
             data = self.files.read(path, start, end)
         except OSError as exc:
             log.warning("%s: cannot read the file (%s); its new rows are skipped", path, exc)
-            return self.stored_schema.empty_table(), None
+            return self.stored_schema.empty_table(), None, {}
         if _digest(data) != segment["chunk_digest"]:
             log.warning("%s: changed after it was listed; it will be read again", path)
         with gc_paused():
             parsed = self._parse(segment, data)
-            return self._chunk_table(segment, parsed), self._logged(segment, parsed)
+            skipped = {path: parsed.skipped} if parsed.skipped else {}
+            return self._chunk_table(segment, parsed), self._logged(segment, parsed), skipped
 
     def _parse(self, segment: Segment, data: bytes) -> ParsedRows:
         path, line = segment["path"], segment["line"]
@@ -683,10 +707,11 @@ class ChunkReader:
         return record_ids(self.name, segment["file"], parsed.ordinals)
 
 
-def _read_piece(reader: ChunkReader, store: RowStore | None, piece: Segment) -> pa.Table:
-    """A piece's changes, read in a Spark task (``FileSource.read_on_executors``)."""
-    parts = reader.changes(piece, store)
-    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+def _read_piece(reader: ChunkReader, store: RowStore | None, piece: Segment) -> tuple[pa.Table, dict[str, int]]:
+    """A piece's changes, and the rows skipped by file, read in a Spark task
+    (``FileSource.read_on_executors``)."""
+    parts, skipped = reader.changes(piece, store)
+    return (pa.concat_tables(parts) if len(parts) > 1 else parts[0]), skipped
 
 
 def _record_end(data: bytes, at: int, end: int, start: int, quote: bytes | None) -> int:

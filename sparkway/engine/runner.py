@@ -292,7 +292,12 @@ class Runner:
             for frame in cached:
                 frame.unpersist()
         _log_errors(pa.concat_tables(errors) if errors else None)
-        return deliveries, {name: sum(counter.value.values()) for name, counter in counters.items()}
+        rows = {}
+        for name, counter in counters.items():
+            rows[name] = sum(count for count, _ in counter.value.values())
+            for _, skipped in counter.value.values():
+                distributed[name].skipped(skipped)
+        return deliveries, rows
 
     def _log_entries(self, ctx: StepContext, time: int, error_log: n.ErrorLog | None = None) -> DataFrame | None:
         """The errors logged in this step: those of ``error_log``, or (None) every error;
@@ -479,8 +484,8 @@ def _safe(name: str) -> str:
 
 
 class _PieceRows(AccumulatorParam):
-    """Rows read per piece of an ``ExecutorRead``: a piece read twice (a task Spark
-    retried, a frame computed twice) counts once."""
+    """Rows read and rows skipped by file, per piece of an ``ExecutorRead``: a piece
+    read twice (a task Spark retried, a frame computed twice) counts once."""
 
     def zero(self, value: dict) -> dict:
         return {}
@@ -497,8 +502,8 @@ def _read_on_executors(spark: SparkSession, read: ExecutorRead, schema: T.Struct
     def read_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for index in batch.column(0).to_pylist():
-                table = reader(pieces[index])
-                counter.add({index: table.num_rows})
+                table, skipped = reader(pieces[index])
+                counter.add({index: (table.num_rows, skipped)})
                 yield from table.to_batches()
 
     return spark.range(len(pieces), numPartitions=len(pieces)).mapInArrow(read_pieces, schema)
