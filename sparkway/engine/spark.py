@@ -170,9 +170,10 @@ def _launch_jvm(conf: SparkConf) -> Any:
 
 def _pass_on_stderr(read_end: int) -> None:
     with os.fdopen(read_end, "rb") as lines:
-        for line in lines:
+        for line in lines:  # to the end: a pipe not read would stop the JVM when full
             if line.rstrip(b"\r\n") not in JVM_NOTICES:
-                os.write(2, line)
+                with contextlib.suppress(OSError):  # no stderr (a closed descriptor)
+                    os.write(2, line)
 
 
 def _quiet_task_failures(spark: SparkSession) -> None:
