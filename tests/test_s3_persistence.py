@@ -51,6 +51,24 @@ def _keys(bucket, prefix: str) -> list[str]:
     return sorted(path[len(root) + 1:] for path in client.find(root))
 
 
+def test_the_cli_inspects_a_storage_on_s3_with_the_environment_s_credentials(
+    tmp_path: Path, s3_bucket, monkeypatch, capsys,
+) -> None:
+    from sparkway.cli import main
+    from tests.services.s3 import ACCESS_KEY, REGION, SECRET_KEY
+
+    backend = pw.persistence.Backend.s3(f"s3://{s3_bucket.name}/wordcount", s3_bucket.settings())
+    _write_words(tmp_path / "in" / "a.csv", ["ant", "bee", "ant"])
+    _word_count_run(tmp_path, pw.persistence.Config(backend), "out.jsonl")
+    capsys.readouterr()
+    for name, value in [("AWS_ENDPOINT_URL", s3_bucket.endpoint), ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+                        ("AWS_SECRET_ACCESS_KEY", SECRET_KEY), ("AWS_DEFAULT_REGION", REGION)]:
+        monkeypatch.setenv(name, value)
+    assert main(["inspect", f"s3://{s3_bucket.name}/wordcount"]) == 0
+    out = capsys.readouterr().out
+    assert "last commit: step 1" in out and "words: 3 entries read; 1 file(s) read" in out, out
+
+
 def _restart_scenario(tmp_path: Path, config: pw.persistence.Config, monkeypatch) -> None:
     """Three runs: the first input; one more file; nothing new.  Every run uses a new
     local state cache (as a new machine would), so operator state comes from the backend."""

@@ -39,7 +39,8 @@ from sparkway.engine.expressions import col
 from sparkway.engine import iterate  # noqa: F401 - registers the compiler of Iterate nodes
 from sparkway.engine.failures import computation_error
 from sparkway.engine.operators import StepContext, compile_node, error_entries
-from sparkway.engine.spark import cache_root, get_spark
+from sparkway.engine.cache import state_cache
+from sparkway.engine.spark import get_spark
 from sparkway.engine.synchronization import Synchronizer
 from sparkway.errors import PlanError
 from sparkway.persistence.config import Config
@@ -369,8 +370,7 @@ class Runner:
                     source.restore(position)
                     log.info("%s: restored after %d entries; continuing from %s",
                              source.label, self.entries[source.name], _brief(position))
-        state_cache = os.environ.get("SPARKWAY_STATE_CACHE") or os.path.join(cache_root(), "state")
-        local = working_copy(state_cache, snapshots, record["incarnation"])
+        local = working_copy(state_cache(), snapshots, record["incarnation"])
         return StateLocation(snapshots.child("operators"), local, config.snapshot_interval_ms)
 
     def _replay_pending(self, spark: SparkSession, location: StateLocation) -> None:

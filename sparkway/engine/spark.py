@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import sys
@@ -20,6 +21,8 @@ import pyspark
 from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
+
+from sparkway.engine.cache import cds_folder
 
 DEFAULT_MASTER = "local[2]"
 log = logging.getLogger("sparkway")
@@ -37,11 +40,6 @@ def ensure_python_env() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, *paths] if p)
 
 
-def cache_root() -> str:
-    """Where sparkway keeps machine-local caches (state working copies, the JVM archive)."""
-    return os.environ.get("SPARKWAY_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "sparkway")
-
-
 #: class-data archives kept in the cache, the most recently used (each about 160 MB)
 CDS_ARCHIVES_KEPT = 3
 
@@ -54,7 +52,7 @@ def class_data_sharing_options() -> str:
     if os.environ.get("SPARKWAY_CDS", "1") == "0":
         return ""
     key = hashlib.sha1(f"{pyspark.__file__}|{pyspark.__version__}|{os.environ.get('JAVA_HOME', '')}".encode())
-    path = os.path.join(cache_root(), "cds", f"spark-{key.hexdigest()[:16]}.jsa")
+    path = os.path.join(cds_folder(), f"spark-{key.hexdigest()[:16]}.jsa")
     quiet = "-Xlog:cds=off -Xlog:cds+dynamic=off"
     if os.path.exists(path):
         with contextlib.suppress(OSError):  # used now: pruning keeps it (not when another user owns it)
@@ -140,6 +138,7 @@ def get_spark(master: str | None = None) -> SparkSession:
     )
     if master.startswith("local-cluster"):
         conf = conf.set("spark.executor.memory", "768m")
+    conf = conf.setAll(user_conf().items())  # the user's settings win
     if SparkContext._active_spark_context is None:  # pyspark's record of its running context
         SparkContext(conf=conf, gateway=_launch_jvm(conf))
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
@@ -149,6 +148,26 @@ def get_spark(master: str | None = None) -> SparkSession:
         start_python_workers(spark)
     log.debug("Spark session on %s", master)
     return spark
+
+
+def user_conf() -> dict[str, str]:
+    """``$SPARKWAY_SPARK_CONF``: Spark settings for the session sparkway starts, as a JSON
+    object (``sparkway run --conf KEY=VALUE`` sets it).
+
+    >>> os.environ["SPARKWAY_SPARK_CONF"] = '{"spark.sql.shuffle.partitions": 8}'
+    >>> user_conf()
+    {'spark.sql.shuffle.partitions': '8'}
+    >>> del os.environ["SPARKWAY_SPARK_CONF"]
+    """
+    text = os.environ.get("SPARKWAY_SPARK_CONF", "")
+    try:
+        settings = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as error:
+        settings = error
+    if not isinstance(settings, dict):
+        raise ValueError(f"SPARKWAY_SPARK_CONF must be a JSON object of Spark settings, "
+                         f'like {{"spark.sql.shuffle.partitions": "8"}}; it is {text!r}')
+    return {str(key): str(value) for key, value in settings.items()}
 
 
 #: what the JVM prints to stderr at every start that no user can act on: Spark's launcher

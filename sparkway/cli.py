@@ -1,0 +1,198 @@
+"""The ``sparkway`` command (also ``python -m sparkway``): run a program, inspect a
+persistence storage, look at and clean the machine-local cache.
+
+    sparkway run --master local[4] --driver-memory 8g --conf spark.sql.shuffle.partitions=8 pipeline.py ARGS
+    sparkway inspect ./state
+    sparkway cache info
+    sparkway cache clean
+    sparkway --version
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import runpy
+import shutil
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from sparkway.engine.cache import cache_root, cds_folder, state_cache
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line ``argv`` (default: this process's); returns the exit code.
+
+    >>> main(["cache", "info"]) == 0  # doctest: +ELLIPSIS
+    cache: ...
+    True
+    """
+    args = _parser().parse_args(argv)
+    if args.version:
+        print(_version())
+        return 0
+    if args.command is None:
+        _parser().print_help()
+        return 2
+    return args.command(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sparkway", description="Incremental, persistent data pipelines on Spark.")
+    parser.add_argument("--version", action="store_true", help="print the versions of sparkway, pyspark and Python")
+    parser.set_defaults(command=None)
+    commands = parser.add_subparsers(title="commands")
+
+    run = commands.add_parser("run", help="run a program (its pw.run) on a Spark of your choosing; options "
+                              "come before the program, whose own arguments follow it")
+    run.add_argument("program", help="the Python file to run")
+    run.add_argument("program_args", nargs=argparse.REMAINDER, help="arguments of the program")
+    run.add_argument("--master", help="the Spark master (SPARKWAY_SPARK_MASTER; default local[2])")
+    run.add_argument("--driver-memory", help="the Spark driver's heap, e.g. 8g (SPARKWAY_DRIVER_MEMORY; default 4g)")
+    run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                     help="a Spark setting of the session sparkway starts (SPARKWAY_SPARK_CONF); repeatable")
+    run.set_defaults(command=_run)
+
+    inspect = commands.add_parser("inspect", help="what a persistence storage holds")
+    inspect.add_argument("storage", help="its folder, or s3://bucket/prefix")
+    inspect.set_defaults(command=_inspect)
+
+    cache = commands.add_parser("cache", help=f"the machine-local cache ({cache_root()})")
+    actions = cache.add_subparsers(title="actions", required=True)
+    actions.add_parser("info", help="what the cache holds").set_defaults(command=_cache_info)
+    clean = actions.add_parser("clean", help="delete the cache (everything in it is made again when needed)")
+    clean.add_argument("--state", action="store_true", help="only the working copies of persisted state")
+    clean.add_argument("--cds", action="store_true", help="only the JVM's class-data archives")
+    clean.set_defaults(command=_cache_clean)
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return f"sparkway {version('sparkway')} (pyspark {version('pyspark')}, Python {sys.version.split()[0]})"
+
+
+# -- run ----------------------------------------------------------------------------------
+
+def _run(args: argparse.Namespace) -> int:
+    conf = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            print(f"sparkway run: --conf {item!r} is not KEY=VALUE", file=sys.stderr)
+            return 2
+        conf[key] = value
+    if args.master:
+        os.environ["SPARKWAY_SPARK_MASTER"] = args.master
+    if args.driver_memory:
+        os.environ["SPARKWAY_DRIVER_MEMORY"] = args.driver_memory
+    if conf:
+        os.environ["SPARKWAY_SPARK_CONF"] = json.dumps(conf)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's workers run this Python
+    sys.argv = [args.program, *args.program_args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(args.program)))
+    runpy.run_path(args.program, run_name="__main__")
+    return 0
+
+
+# -- inspect ------------------------------------------------------------------------------
+
+def _inspect(args: argparse.Namespace) -> int:
+    from sparkway.persistence.storage import BlobStorage
+
+    root = args.storage if "://" in args.storage else os.path.abspath(args.storage)
+    storage = BlobStorage(root)
+    if not storage.exists("plan.json"):
+        print(f"sparkway inspect: {root} holds no sparkway program's state (no plan.json)", file=sys.stderr)
+        return 1
+    print(f"storage: {root}")
+    plan = json.loads(storage.read_bytes("plan.json"))
+    kinds = [node.get("kind", "?") for node in plan.get("nodes", [])]
+    print(f"plan: {len(kinds)} nodes, {plan.get('partitions')} state partitions, state format "
+          f"{plan.get('state_format', 1)}, incarnation {plan.get('incarnation')}")
+    if storage.exists("REBUILDING"):
+        print("a rebuild (on_plan_change='rebuild') was interrupted: the next run finishes it")
+    commits = storage.list("commits")
+    commit = json.loads(storage.read_bytes(f"commits/{commits[-1]}")) if commits else None
+    if commit is None:
+        print("last commit: none (no step has completed)")
+    else:
+        print(f"last commit: step {commit['step']}, time {commit['time']} ({_as_date(commit['time'])})")
+        print("sources:")
+        for name, position in sorted(commit.get("positions", {}).items()):
+            entries = commit.get("entries", {}).get(name, 0)
+            print(f"  {name}: {entries:,} entries read; {_position(position)}")
+    print("operators (state in the storage):")
+    for name in storage.list("operators"):
+        size, files = _size(storage.fs, storage.path(f"operators/{name}"))
+        print(f"  {name}: {_size_text(size)} in {files} file(s)")
+    return 0
+
+
+def _as_date(time: int) -> str:
+    """A sparkway time (milliseconds of the clock, for input that just arrives) as a date."""
+    try:
+        return datetime.datetime.fromtimestamp(time / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return "not a clock time"
+
+
+def _position(position: dict[str, Any]) -> str:
+    files = position.get("files")
+    if isinstance(files, dict):
+        return f"{len(files)} file(s) read"
+    text = json.dumps(position, sort_keys=True)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _size(fs: Any, path: str) -> tuple[int, int]:
+    """Bytes and files under ``path``."""
+    sizes = [info.get("size") or 0 for info in fs.find(path, detail=True).values()]
+    return sum(sizes), len(sizes)
+
+
+def _size_text(size: int) -> str:
+    """``size`` bytes for a reader: ``512 B``, ``3.5 KB``, ``1,024.0 MB``."""
+    if size < 1024:
+        return f"{size} B"
+    return f"{size / 1024:,.1f} KB" if size < 2**20 else f"{size / 2**20:,.1f} MB"
+
+
+# -- cache --------------------------------------------------------------------------------
+
+def _cache_parts() -> dict[str, str]:
+    return {"state": state_cache(), "cds": cds_folder()}
+
+
+def _cache_info(args: argparse.Namespace) -> int:
+    print(f"cache: {cache_root()}")
+    for name, path in _cache_parts().items():
+        size, files = _local_size(path)
+        print(f"  {name}: {path}: {_size_text(size)} in {files} file(s)")
+    return 0
+
+
+def _cache_clean(args: argparse.Namespace) -> int:
+    chosen = [name for name in ("state", "cds") if getattr(args, name)] or ["state", "cds"]
+    for name in chosen:
+        path = _cache_parts()[name]
+        size, _ = _local_size(path)
+        shutil.rmtree(path, ignore_errors=True)
+        print(f"deleted {path} ({_size_text(size)})")
+    return 0
+
+
+def _local_size(path: str) -> tuple[int, int]:
+    size = files = 0
+    for folder, _, names in os.walk(path):
+        for name in names:
+            try:
+                size += os.lstat(os.path.join(folder, name)).st_size
+                files += 1
+            except OSError:  # deleted meanwhile
+                pass
+    return size, files
