@@ -433,6 +433,20 @@ def test_missing_header_column_raises_from_discover(tmp_path: Path) -> None:
     assert isinstance(info.value, ValueError)
 
 
+def test_a_streaming_source_skips_a_file_with_a_bad_header_until_it_is_fixed(tmp_path: Path, caplog) -> None:
+    write(tmp_path / "a.csv", "user_id,access_time\nbob,1\n")
+    write(tmp_path / "bad.csv", "user_id,time\nal,2\n")
+    src = source(tmp_path, mode="streaming")
+    with caplog.at_level(logging.ERROR, logger="sparkway"):
+        assert rows(step(src)) == [("bob", 1, 1)]
+        assert rows(step(src)) == []
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "bad.csv" in errors[0] and '"access_time"' in errors[0], errors
+    assert "skipped until it changes" in errors[0]
+    write(tmp_path / "bad.csv", "user_id,access_time\nal,2\n")
+    assert rows(step(src)) == [("al", 2, 1)]
+
+
 def test_a_header_naming_a_schema_column_twice_raises_naming_it(tmp_path: Path) -> None:
     write(tmp_path / "a.csv", "user_id,access_time,user_id\nbob,1,al\n")
     with pytest.raises(SchemaMismatchError) as info:

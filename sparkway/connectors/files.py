@@ -70,7 +70,7 @@ from sparkway.connectors.formats import complete_end
 from sparkway.connectors.formats.csv import CsvParserSettings, check_csv_header, parse_csv, parse_csv_header
 from sparkway.connectors.formats.jsonlines import parse_json_lines
 from sparkway.connectors.formats.plaintext import parse_plaintext
-from sparkway.connectors.formats.values import ParsedRows, decode, gc_paused
+from sparkway.connectors.formats.values import ParsedRows, SchemaMismatchError, decode, gc_paused
 from sparkway.core import changes
 from sparkway.core.changes import DIFF, ID
 from sparkway.core.columns import Column
@@ -405,13 +405,22 @@ class FileSource(Source):
         ctx = _Ctx(key, entry, data, final, seen_at)
         if not data:
             self._warn_once((key, entry, "empty"), "%s: empty file; no rows", entry.path)
-        if state is None:
-            return self._segment(ctx, "new", 0, None) if data else None
-        if self.format in _LINE_FORMATS and _prefix_unchanged(data, state):
-            return self._segment(ctx, "append", state["generation"], None, state)
-        if self.format not in _LINE_FORMATS and _digest(data) == state["digest"]:
-            return None  # touched, not changed
-        return self._segment(ctx, "modify", state["generation"] + 1, state)
+        try:
+            if state is None:
+                return self._segment(ctx, "new", 0, None) if data else None
+            if self.format in _LINE_FORMATS and _prefix_unchanged(data, state):
+                return self._segment(ctx, "append", state["generation"], None, state)
+            if self.format not in _LINE_FORMATS and _digest(data) == state["digest"]:
+                return None  # touched, not changed
+            return self._segment(ctx, "modify", state["generation"] + 1, state)
+        except SchemaMismatchError as error:
+            if self.mode == "static":
+                raise
+            # one bad file must not stop a pipeline that runs for good: it waits for a fix
+            if (key, entry, "schema") not in self._warned:
+                self._warned.add((key, entry, "schema"))
+                log.error("%s; the file is skipped until it changes", error)
+            return None
 
     def _segment(
         self, ctx: "_Ctx", kind: str, generation: int,
