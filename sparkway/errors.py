@@ -16,6 +16,7 @@ import builtins
 import functools
 import inspect
 import linecache
+import logging
 import os
 import sys
 import warnings
@@ -147,8 +148,16 @@ def _noting_origin(method: Callable[..., Any]) -> Callable[..., Any]:
             return method(*args, **kwargs)
         except Exception as error:
             note_origin(error, user_frame())
+            if isinstance(error, SparkwayError) and not _is_sparkways(sys._getframe(1)) and not _debugging():
+                # the message and the note name the user's column, expression or file;
+                # sparkway's own frames (22 lines for a misspelt column) only at DEBUG level
+                raise error.with_traceback(None)
             raise
     return call
+
+
+def _debugging() -> bool:
+    return logging.getLogger("sparkway").isEnabledFor(logging.DEBUG)
 
 
 def user_frame() -> str:

@@ -126,6 +126,21 @@ def test_errors_show_the_program_line_that_caused_them() -> None:
     assert "pw.io.csv.read()" in called.value.__notes__[0]
 
 
+def test_a_user_error_s_traceback_ends_at_the_program_unless_debugging(caplog) -> None:
+    import traceback
+
+    t = pw.debug.table_from_markdown("v\n1")
+
+    def frames_in_sparkway() -> list[str]:
+        with pytest.raises(errors.UnknownColumnError) as info:
+            t.select(r=pw.this.w)
+        return [f.name for f in traceback.extract_tb(info.value.__traceback__) if "/sparkway/" in f.filename]
+
+    assert frames_in_sparkway() == ["call"]  # the public API's entry, which re-raises
+    with caplog.at_level(logging.DEBUG, logger="sparkway"):
+        assert len(frames_in_sparkway()) > 3  # the whole way to the type rules
+
+
 @pytest.mark.parametrize(("build", "kind", "message"), [
     # Pathway 0.33's words (from its own tests), which programs and their tests match on
     (lambda t: t.select("a"), ValueError, "Expected a ColumnReference, found a string. Did you mean this.a instead of 'a'?"),
