@@ -141,6 +141,29 @@ def test_a_user_error_s_traceback_ends_at_the_program_unless_debugging(caplog) -
         assert len(frames_in_sparkway()) > 3  # the whole way to the type rules
 
 
+def test_a_changed_program_is_refused_naming_the_operator_and_its_line(tmp_path) -> None:
+    from sparkway.api import graph
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("word,n\na,1\nb,2\n")
+    config = pw.persistence.Config(pw.persistence.Backend.filesystem(tmp_path / "state"))
+
+    class Words(pw.Schema):
+        word: str
+        n: int
+
+    for reducer in (pw.reducers.sum, pw.reducers.max):
+        graph.clear()
+        t = pw.io.csv.read(tmp_path / "in", schema=Words, mode="static", name="words")
+        where = here()
+        pw.io.null.write(t.groupby(t.word).reduce(t.word, total=reducer(t.n)))
+        if reducer is pw.reducers.sum:
+            pw.run(persistence_config=config)
+    with pytest.raises(PlanChangedError) as info:
+        pw.run(persistence_config=config)
+    assert f"the reduce at {where} (operator #1) changed: aggregates: ['sum'] -> ['max']" in str(info.value)
+
+
 @pytest.mark.parametrize(("build", "kind", "message"), [
     # Pathway 0.33's words (from its own tests), which programs and their tests match on
     (lambda t: t.select("a"), ValueError, "Expected a ColumnReference, found a string. Did you mean this.a instead of 'a'?"),

@@ -11,6 +11,7 @@ from typing import Any
 
 from sparkway.api.graph import mark_ran, outputs, outputs_and_unused_tables
 from sparkway.engine.runner import Runner, RunOptions
+from sparkway.errors import traced
 from sparkway.persistence.config import Config
 from sparkway.plan import nodes as n
 
@@ -53,6 +54,7 @@ def run_outputs(
     Runner(selected, run_options).run()
 
 
+@traced
 def run(
     *,
     debug: bool = False,
@@ -84,6 +86,7 @@ def run(
     _run(outputs(), persistence_config=persistence_config, spark_master=spark_master, terminate_on_error=terminate_on_error)
 
 
+@traced
 def run_all(**kwargs: Any) -> None:
     """``pw.run`` (with the same parameters) that also computes every table no output
     reads (their changes are discarded; a failure in them still stops the run).

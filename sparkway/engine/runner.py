@@ -339,7 +339,9 @@ class Runner:
         assert self.metadata is not None
         snapshots = config.snapshot_storage.storage()
         description, partitions = self._describe(), self._default_partitions(spark)
-        record, changed = self.metadata.check_plan(description, config.on_plan_change == "rebuild", partitions)
+        record, changed = self.metadata.check_plan(
+            description, config.on_plan_change == "rebuild", partitions, [node.label for node in self.plan.nodes],
+        )
         if changed:
             log.warning("The program changed: discarding the persisted state and starting over")
             self.metadata.begin_rebuild()

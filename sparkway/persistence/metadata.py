@@ -100,7 +100,9 @@ class MetadataLog:
             )
 
     # -- the program ----------------------------------------------------------------------
-    def check_plan(self, description: list[dict], rebuild: bool, partitions: int) -> tuple[dict[str, Any] | None, bool]:
+    def check_plan(
+        self, description: list[dict], rebuild: bool, partitions: int, labels: list[str] | None = None,
+    ) -> tuple[dict[str, Any] | None, bool]:
         """Records the plan of a new storage; returns the stored record, or (None, True)
         when the state another program wrote must be discarded first (``rebuild``), or
         when a rebuild was interrupted: the caller marks the rebuild (``begin_rebuild``),
@@ -110,6 +112,8 @@ class MetadataLog:
 
         The record also fixes the number of state partitions: keys are routed to state
         partitions by it, so it must not change when the program moves to other hardware.
+        ``labels`` name the nodes of ``description`` in a changed plan's error (the
+        operator and the program line that built it).
         """
         if self.storage.exists(REBUILDING):  # the old state is half gone: whatever the program, finish
             return None, True
@@ -126,7 +130,7 @@ class MetadataLog:
                         'another persistence storage, or pass pw.persistence.Config(..., on_plan_change="rebuild") '
                         "to compute the state again from the input"
                     )
-                raise PlanChangedError(_explain(stored["nodes"], description))
+                raise PlanChangedError(_explain(stored["nodes"], description, labels or []))
             return None, True
         return self.write_plan(description, partitions), False
 
@@ -319,7 +323,9 @@ def _process_gone(holder: dict[str, Any]) -> bool:
     return _process_start(int(holder["pid"])) != holder.get("started")
 
 
-def _explain(stored: list[dict], current: list[dict]) -> str:
+def _explain(stored: list[dict], current: list[dict], labels: list[str]) -> str:
+    """What differs between two plans, an operator a line, named by ``labels`` where the
+    current program has the operator."""
     lines = [
         "the program's dataflow differs from the one that wrote the persisted state; "
         "restore the program, use another persistence storage, or pass "
@@ -330,15 +336,25 @@ def _explain(stored: list[dict], current: list[dict]) -> str:
         new = current[index] if index < len(current) else None
         if old == new:
             continue
+        kind = (new or old or {}).get("kind")
+        name = f"the {labels[index]} (operator #{index})" if index < len(labels) else f"operator #{index} ({kind})"
         if old is None:
-            lines.append(f"  operator #{index} ({new['kind']}) is new")
+            lines.append(f"  {name} is new")
         elif new is None:
-            lines.append(f"  operator #{index} ({old['kind']}) was removed")
+            lines.append(f"  {name} was removed")
         else:
             changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-            details = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed)
-            lines.append(f"  operator #{index} ({old['kind']}) changed: {details}")
+            details = "; ".join(f"{k}: {_shown(old.get(k))!r} -> {_shown(new.get(k))!r}" for k in changed)
+            lines.append(f"  {name} changed: {details}")
         if len(lines) > 6:
             lines.append("  ...")
             break
     return "\n".join(lines)
+
+
+def _shown(value: Any) -> Any:
+    """A description's value as the user wrote it: columns named by sparkway alone
+    (``_pw_agg_0``, a reducer's result before the select that names it) are left out."""
+    if isinstance(value, dict) and value and all(str(key).startswith("_pw_") for key in value):
+        return list(value.values())
+    return value
