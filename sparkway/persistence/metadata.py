@@ -336,7 +336,7 @@ def _explain(stored: list[dict], current: list[dict], labels: list[str]) -> str:
         new = current[index] if index < len(current) else None
         if old == new:
             continue
-        kind = (new or old or {}).get("kind")
+        kind = (new or old)["kind"]
         name = f"the {labels[index]} (operator #{index})" if index < len(labels) else f"operator #{index} ({kind})"
         if old is None:
             lines.append(f"  {name} is new")
