@@ -67,6 +67,27 @@ def test_a_program_that_ends_before_the_warm_up_waits_for_it_at_exit(tmp_path: P
     assert marker.read_text() == "1" and "ERROR" not in done.stderr and "Exception" not in done.stderr
 
 
+def test_a_session_of_the_user_s_own_runs_workers_on_this_python(tmp_path: Path, python_env: dict[str, str]) -> None:
+    """A session the program made itself, without PYSPARK_PYTHON: its workers would run
+    the PATH's ``python3`` (here one that cannot run anything)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text("#!/bin/sh\necho 'not this python' >&2\nexit 3\n")
+    (bin_dir / "python3").chmod(0o755)
+    env = {k: v for k, v in python_env.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    code = (
+        "from pyspark.sql import SparkSession\n"
+        "SparkSession.builder.master('local[1]').getOrCreate()\n"
+        "import sparkway as pw\n"
+        "t = pw.debug.table_from_markdown('w\\na\\nb\\na')\n"
+        "pw.debug.compute_and_print(t.groupby(t.w).reduce(t.w, n=pw.reducers.count()), include_id=False)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["w", "|", "n", "a", "|", "2", "b", "|", "1"]
+
+
 def test_only_archives_inside_an_installed_pyspark_leave_the_path(tmp_path: Path) -> None:
     package = tmp_path / "site-packages" / "pyspark"
     (package / "python" / "lib").mkdir(parents=True)

@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import sys
 import threading
 from collections.abc import Iterator
@@ -86,6 +87,7 @@ def get_spark(master: str | None = None) -> SparkSession:
     """
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
+        _workers_run_this_python(active)
         return active
     ensure_python_env()
     master = master or os.environ.get("SPARKWAY_SPARK_MASTER") or DEFAULT_MASTER
@@ -148,6 +150,20 @@ def get_spark(master: str | None = None) -> SparkSession:
         start_python_workers(spark)
     log.debug("Spark session on %s", master)
     return spark
+
+
+def _workers_run_this_python(spark: SparkSession) -> None:
+    """A session of the user's own runs Spark's Python workers with ``PYSPARK_PYTHON`` as
+    it was when the session started, by default the ``python3`` of the PATH, which may
+    not have sparkway (the workers then fail: "No module named 'sparkway'").  In local
+    mode the workers run on this machine: they run this program's interpreter instead
+    (Python functions made later carry it; a cluster keeps its own setting)."""
+    context = spark.sparkContext
+    workers = os.path.abspath(shutil.which(context.pythonExec) or context.pythonExec)
+    if context.master.startswith("local") and workers != os.path.abspath(sys.executable):
+        log.info("Spark's Python workers run %s, this program's interpreter, instead of %s",
+                 sys.executable, context.pythonExec)
+        context.pythonExec = sys.executable
 
 
 def user_conf() -> dict[str, str]:
