@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Install what sparkway needs, idempotently:
 #   - a Java runtime (17+) for Spark, from apt if `java` is missing;
-#   - .venv at the repo root with the project installed: pip install -e ".[test]";
-#   - with --test-services (scripts/test.sh passes it): the servers the tests start,
-#     i.e. PostgreSQL (apt package postgresql) when no initdb can be found.
+#   - .venv at the repo root with the project installed: pip install -e . (what a
+#     program needs; scripts/example.sh);
+#   - with --test-services (scripts/test.sh passes it): also the test extras
+#     (pip install -e ".[test]") and the servers the tests start, i.e. PostgreSQL
+#     (apt package postgresql) when no initdb can be found.
 # Silent when everything is already in place. Run it from any directory;
 # the other scripts call it (they do not source it), so it exports nothing.
 set -euo pipefail
@@ -12,7 +14,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PY="${SPARKWAY_PYTHON:-python3}"
 VENV=.venv
-STAMP="$VENV/.sparkway-installed"
 
 say() { echo "setup: $*" >&2; }
 die() { echo "setup: error: $*" >&2; exit 1; }
@@ -78,11 +79,21 @@ command -v "$PY" >/dev/null 2>&1 || die "'$PY' not found; sparkway needs Python 
 # Quick when up to date; a stale file is only ignored, never wrong.
 compile_bytecode() { "$VENV/bin/python" -m compileall -q sparkway >/dev/null; }
 
-# Already installed and pyproject.toml unchanged since: nothing else to do.
-if [ -x "$VENV/bin/python" ] && [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ]; then
-    compile_bytecode
-    exit 0
+# What to install, and the stamps that say it is installed: the test extras include
+# the project's own dependencies, so an install for the tests serves a program too.
+if [ "$TEST_SERVICES" -eq 1 ]; then
+    TARGET=".[test]"; STAMP="$VENV/.sparkway-installed-test"; FRESH_STAMPS=("$STAMP")
+else
+    TARGET="."; STAMP="$VENV/.sparkway-installed"; FRESH_STAMPS=("$STAMP" "$VENV/.sparkway-installed-test")
 fi
+
+# Already installed and pyproject.toml unchanged since: nothing else to do.
+for stamp in "${FRESH_STAMPS[@]}"; do
+    if [ -x "$VENV/bin/python" ] && [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ]; then
+        compile_bytecode
+        exit 0
+    fi
+done
 
 if [ ! -x "$VENV/bin/python" ]; then
     # Debian's own python3 needs the python3-venv package for `-m venv` (ensurepip).
@@ -95,9 +106,9 @@ fi
 "$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
     || die "$VENV uses Python < 3.11; remove $VENV and run again"
 
-say "installing sparkway into $VENV (pip install -e \".[test]\"); the first time downloads PySpark and takes a few minutes"
+say "installing sparkway into $VENV (pip install -e \"$TARGET\"); the first time downloads PySpark and takes a few minutes"
 rm -f "$STAMP"
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$TARGET"
 compile_bytecode
 touch "$STAMP"
 say "done"
