@@ -102,22 +102,22 @@ def _run(args: argparse.Namespace) -> int:
 # -- inspect ------------------------------------------------------------------------------
 
 def _inspect(args: argparse.Namespace) -> int:
+    from sparkway.persistence.metadata import MetadataLog
     from sparkway.persistence.storage import BlobStorage
 
     root = args.storage if "://" in args.storage else os.path.abspath(args.storage)
     storage = BlobStorage(root)
-    if not storage.exists("plan.json"):
+    metadata = MetadataLog(storage)
+    plan = metadata.stored_plan()
+    if plan is None:
         print(f"sparkway inspect: {root} holds no sparkway program's state (no plan.json)", file=sys.stderr)
         return 1
     print(f"storage: {root}")
-    plan = json.loads(storage.read_bytes("plan.json"))
-    kinds = [node.get("kind", "?") for node in plan.get("nodes", [])]
-    print(f"plan: {len(kinds)} nodes, {plan.get('partitions')} state partitions, state format "
+    print(f"plan: {len(plan.get('nodes', []))} nodes, {plan.get('partitions')} state partitions, state format "
           f"{plan.get('state_format', 1)}, incarnation {plan.get('incarnation')}")
-    if storage.exists("REBUILDING"):
+    if metadata.rebuilding():
         print("a rebuild (on_plan_change='rebuild') was interrupted: the next run finishes it")
-    commits = storage.list("commits")
-    commit = json.loads(storage.read_bytes(f"commits/{commits[-1]}")) if commits else None
+    commit = metadata.last_commit()
     if commit is None:
         print("last commit: none (no step has completed)")
     else:
@@ -145,12 +145,13 @@ def _position(position: dict[str, Any]) -> str:
     files = position.get("files")
     if isinstance(files, dict):
         return f"{len(files)} file(s) read"
-    text = json.dumps(position, sort_keys=True)
-    return text if len(text) <= 200 else text[:200] + "..."
+    from sparkway.persistence.metadata import brief_position
+
+    return brief_position(position)
 
 
 def _size(fs: Any, path: str) -> tuple[int, int]:
-    """Bytes and files under ``path``."""
+    """Bytes and files under ``path`` of the filesystem ``fs`` (fsspec's)."""
     sizes = [info.get("size") or 0 for info in fs.find(path, detail=True).values()]
     return sum(sizes), len(sizes)
 
@@ -171,7 +172,7 @@ def _cache_parts() -> dict[str, str]:
 def _cache_info(args: argparse.Namespace) -> int:
     print(f"cache: {cache_root()}")
     for name, path in _cache_parts().items():
-        size, files = _local_size(path)
+        size, files = _size(_local_files(), path)
         print(f"  {name}: {path}: {_size_text(size)} in {files} file(s)")
     return 0
 
@@ -180,19 +181,13 @@ def _cache_clean(args: argparse.Namespace) -> int:
     chosen = [name for name in ("state", "cds") if getattr(args, name)] or ["state", "cds"]
     for name in chosen:
         path = _cache_parts()[name]
-        size, _ = _local_size(path)
+        size, _ = _size(_local_files(), path)
         shutil.rmtree(path, ignore_errors=True)
         print(f"deleted {path} ({_size_text(size)})")
     return 0
 
 
-def _local_size(path: str) -> tuple[int, int]:
-    size = files = 0
-    for folder, _, names in os.walk(path):
-        for name in names:
-            try:
-                size += os.lstat(os.path.join(folder, name)).st_size
-                files += 1
-            except OSError:  # deleted meanwhile
-                pass
-    return size, files
+def _local_files() -> Any:
+    import fsspec
+
+    return fsspec.filesystem("file")

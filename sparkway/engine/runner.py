@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import json
 import logging
 import os
 import shutil
@@ -44,7 +43,7 @@ from sparkway.engine.spark import get_spark
 from sparkway.engine.synchronization import Synchronizer
 from sparkway.errors import PlanError
 from sparkway.persistence.config import Config
-from sparkway.persistence.metadata import MetadataLog
+from sparkway.persistence.metadata import MetadataLog, brief_position
 from sparkway.persistence.storage import BlobStorage
 from sparkway.persistence.working_copies import working_copy
 from sparkway.plan import nodes as n
@@ -371,7 +370,7 @@ class Runner:
                     position = commit["positions"][source.name]
                     source.restore(position)
                     log.info("%s: restored after %d entries; continuing from %s",
-                             source.label, self.entries[source.name], _brief(position))
+                             source.label, self.entries[source.name], brief_position(position))
         local = working_copy(state_cache(), snapshots, record["incarnation"])
         return StateLocation(snapshots.child("operators"), local, config.snapshot_interval_ms)
 
@@ -474,11 +473,6 @@ def _name_sources(sources: list[Source]) -> None:
     duplicates = {x for x in names if names.count(x) > 1}
     if duplicates:
         raise PlanError(f"two sources have the same persistent id: {sorted(duplicates)}")
-
-
-def _brief(position: dict[str, Any], limit: int = 300) -> str:
-    text = json.dumps(position, sort_keys=True)
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _safe(name: str) -> str:

@@ -178,8 +178,8 @@ def user_conf() -> dict[str, str]:
     text = os.environ.get("SPARKWAY_SPARK_CONF", "")
     try:
         settings = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as error:
-        settings = error
+    except json.JSONDecodeError:
+        settings = None
     if not isinstance(settings, dict):
         raise ValueError(f"SPARKWAY_SPARK_CONF must be a JSON object of Spark settings, "
                          f'like {{"spark.sql.shuffle.partitions": "8"}}; it is {text!r}')

@@ -115,10 +115,10 @@ class MetadataLog:
         ``labels`` name the nodes of ``description`` in a changed plan's error (the
         operator and the program line that built it).
         """
-        if self.storage.exists(REBUILDING):  # the old state is half gone: whatever the program, finish
+        if self.rebuilding():  # the old state is half gone: whatever the program, finish
             return None, True
-        if self.storage.exists("plan.json"):
-            stored = json.loads(self.storage.read_bytes("plan.json"))
+        stored = self.stored_plan()
+        if stored is not None:
             same_format = stored.get("state_format", 1) == STATE_FORMAT
             if stored["nodes"] == description and same_format:
                 return stored, False
@@ -133,6 +133,15 @@ class MetadataLog:
                 raise PlanChangedError(_explain(stored["nodes"], description, labels or []))
             return None, True
         return self.write_plan(description, partitions), False
+
+    def stored_plan(self) -> dict[str, Any] | None:
+        """The plan record of the program that wrote the state (``write_plan``); None in a
+        new storage."""
+        return json.loads(self.storage.read_bytes("plan.json")) if self.storage.exists("plan.json") else None
+
+    def rebuilding(self) -> bool:
+        """Whether a rebuild was interrupted (the next run finishes it)."""
+        return self.storage.exists(REBUILDING)
 
     def begin_rebuild(self) -> None:
         self.storage.write_bytes(REBUILDING, b"")
@@ -321,6 +330,12 @@ def _process_gone(holder: dict[str, Any]) -> bool:
     if holder.get("boot") is None or holder.get("boot") != _boot_id() or holder.get("host") != socket.gethostname():
         return False
     return _process_start(int(holder["pid"])) != holder.get("started")
+
+
+def brief_position(position: dict[str, Any], limit: int = 300) -> str:
+    """A source's committed position as JSON, cut after ``limit`` characters."""
+    text = json.dumps(position, sort_keys=True)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _explain(stored: list[dict], current: list[dict], labels: list[str]) -> str:
