@@ -239,6 +239,11 @@ class Sink(ABC):
     #: batch per time
     takes_a_time_in_pieces: bool = False
 
+    @property
+    def label(self) -> str:
+        """How the live view and ``/status`` name this output, e.g. ``out.csv``."""
+        return self.name
+
     def open(self) -> None:
         """Called once, before the first batch."""
 

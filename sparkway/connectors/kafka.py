@@ -480,6 +480,10 @@ class KafkaSink(Sink):
         self._json = JsonLinesSink("", columns, dtypes=dtypes)
         self._producer: Any = None
 
+    @property
+    def label(self) -> str:
+        return f"kafka topic {self.topic}"
+
     def open(self) -> None:
         from confluent_kafka import Producer
 

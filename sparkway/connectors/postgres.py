@@ -166,6 +166,10 @@ class PostgresSink(Sink):
         self._conn: psycopg.Connection | None = None
         self._total_ms = 0.0
 
+    @property
+    def label(self) -> str:
+        return f"postgres table {self.table_name}"
+
     # -- names ------------------------------------------------------------------------------
     @property
     def _table(self) -> sql.Identifier:

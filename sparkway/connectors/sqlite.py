@@ -512,6 +512,10 @@ class SqliteSink(Sink):
         self._conn: sqlite3.Connection | None = None
 
     @property
+    def label(self) -> str:
+        return f"sqlite table {self.table_name} ({self.path})"
+
+    @property
     def _written_columns(self) -> list[str]:
         return [*self.columns, *META_COLUMNS] if self.table_type == STREAM_OF_CHANGES else list(self.columns)
 

@@ -103,6 +103,10 @@ class _FileSink(Sink):
         self._file: IO[str] | None = None
         self._total_ms = 0.0
 
+    @property
+    def label(self) -> str:
+        return self.path
+
     def open(self) -> None:
         folder = os.path.dirname(os.path.abspath(self.path))
         if not os.path.isdir(folder):  # as Pathway: a missing directory is not created

@@ -15,11 +15,12 @@ import logging
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time as _time
 from dataclasses import dataclass
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -39,9 +40,10 @@ from sparkway.engine import iterate  # noqa: F401 - registers the compiler of It
 from sparkway.engine.failures import computation_error
 from sparkway.engine.operators import StepContext, compile_node, error_entries
 from sparkway.engine.cache import state_cache
-from sparkway.engine.spark import get_spark
+from sparkway.engine.spark import get_spark, running_stages, spark_ui_url
 from sparkway.engine.synchronization import Synchronizer
 from sparkway.errors import PlanError
+from sparkway.monitoring.stats import RunStats
 from sparkway.persistence.config import Config
 from sparkway.persistence.metadata import MetadataLog, brief_position
 from sparkway.persistence.storage import BlobStorage
@@ -61,6 +63,8 @@ class RunOptions:
     partitions: int | None = None
     #: False: a failing value becomes an Error value (logged) instead of stopping the run
     terminate_on_error: bool = True
+    #: Spark's web UI on, in a session sparkway starts
+    spark_ui: bool = False
 
 ONE_BATCH_ROWS = 10_000  # Spark's default spark.sql.execution.arrow.maxRecordsPerBatch
 #: a step reading at least this many rows is large (see ``StepContext.large``)
@@ -84,6 +88,9 @@ class Runner:
         self.sources: list[Source] = _sources(self.plan)
         # ids generated for unnamed sources hold for this run only
         self.generated_names = [s for s in self.sources if s.name is None]
+        _name_sources(self.sources)
+        self.output_labels = _distinct([out.sink.label for out in self.plan.outputs])
+        self.stats = RunStats([s.label for s in self.sources], self.output_labels)
         self.operator_names = {
             id(node): f"{i:03d}-{node.kind.lower()}" for i, node in enumerate(self.plan.nodes) if node.is_stateful
         }
@@ -92,6 +99,9 @@ class Runner:
         self.metadata: MetadataLog | None = None
         self.partitions = 0  # state partitions, fixed by the first run of a persistent program
         self.stop_requested = threading.Event()
+        self.abandoning = threading.Event()  # a second stop request: the step is given up
+        self.ended = threading.Event()
+        self._spark: SparkSession | None = None
         self.wakeup = threading.Event()  # set when a source has input, or on a stop request
         self.entries: dict[str, int] = {}  # per source, entries read in this and earlier runs
         self._scratch: str | None = None
@@ -103,48 +113,100 @@ class Runner:
 
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> None:
-        _name_sources(self.sources)
         self.sync = Synchronizer.of(self.sources, _time.monotonic())
         for source in self.sources:
             source.wakeup = self.wakeup
             source.keep_errors = not self.options.terminate_on_error
-        previous = _install_signal_handlers(self.stop_requested, self.wakeup)  # a stop while Spark starts too
+        previous = _install_signal_handlers(self._request_stop)  # a stop while Spark starts too
         log.info("Preparing the sparkway computation")
         try:
             self._lock()  # before Spark starts: a second process fails at once
-            spark = get_spark(self.options.spark_master)
+            spark = get_spark(self.options.spark_master, ui=self.options.spark_ui)
             # again: a new SparkContext installs its own SIGINT handler (raising
             # KeyboardInterrupt) over the graceful stop
-            _install_signal_handlers(self.stop_requested, self.wakeup)
+            _install_signal_handlers(self._request_stop)
+            self._spark = spark
+            self._watch(spark)
             location = self._open(spark)
             sinks = [out.sink for out in self.plan.outputs]
             for sink in sinks:
                 sink.open()
-            self._replay_pending(spark, location)
-            while not self.stop_requested.is_set():
-                self.wakeup.clear()
-                looked = _time.monotonic()
-                segments = {s.name: s.discover() for s in self.sources}
-                looking = _time.monotonic() - looked
-                idle = self._idle_sources(segments)
-                if any(segments.values()) or (self.sync is not None and self.sync.would_release(idle)):
-                    self._run_step(spark, location, segments, self._step_time(segments), idle=idle)
-                    if any(_forgets_marked(node) for node in self.plan.nodes):
-                        self._run_step(spark, location, {}, self.last_time + 1, kind="forgetting")
-                elif all(s.is_finished for s in self.sources):
-                    if self.sync is not None and self.sync.holding:  # cannot be: finished sources hold nobody back
-                        raise PlanError(f"the input synchronization groups hold {self.sync.holding} row(s) at the end")
-                    if any(_holds_back(node) for node in self.plan.nodes):
-                        self._run_step(spark, location, {}, self._step_time({}), kind="end")
-                    break
-                else:
-                    dues = [d for s in self.sources if (d := s.due_in()) is not None]
-                    self.wakeup.wait(min([poll_wait(looking, self.options.poll_interval_s), *dues]))
+            try:
+                self._replay_pending(spark, location)
+                self._loop(spark, location)
+            except Exception:
+                if not self.abandoning.is_set():
+                    raise
+                log.info("The step was abandoned%s",
+                         ": the next run does it again" if self.metadata is not None else "")
+                log.debug("The abandoned step ended with", exc_info=True)
             for sink in sinks:
                 sink.close()
         finally:
+            failing = sys.exc_info()[0] is not None  # an exception on its way out
+            self.stats.ended("failed" if failing else "stopped" if self.stop_requested.is_set() else "finished")
             _restore_signal_handlers(previous)
+            self.ended.set()
             self._close()
+
+    def _loop(self, spark: SparkSession, location: StateLocation) -> None:
+        """Steps, as input comes, until the sources are finished or a stop is requested."""
+        while not self.stop_requested.is_set():
+            self.wakeup.clear()
+            looked = _time.monotonic()
+            segments = {s.name: s.discover() for s in self.sources}
+            looking = _time.monotonic() - looked
+            self.stats.looked(found=any(segments.values()))
+            idle = self._idle_sources(segments)
+            if any(segments.values()) or (self.sync is not None and self.sync.would_release(idle)):
+                self._run_step(spark, location, segments, self._step_time(segments), idle=idle)
+                if any(_forgets_marked(node) for node in self.plan.nodes):
+                    self._run_step(spark, location, {}, self.last_time + 1, kind="forgetting")
+            elif all(s.is_finished for s in self.sources):
+                if self.sync is not None and self.sync.holding:  # cannot be: finished sources hold nobody back
+                    raise PlanError(f"the input synchronization groups hold {self.sync.holding} row(s) at the end")
+                if any(_holds_back(node) for node in self.plan.nodes):
+                    self._run_step(spark, location, {}, self._step_time({}), kind="end")
+                break
+            else:
+                dues = [d for s in self.sources if (d := s.due_in()) is not None]
+                self.wakeup.wait(min([poll_wait(looking, self.options.poll_interval_s), *dues]))
+
+    def _abandon(self) -> None:
+        """A second stop request: the running step's Spark jobs are cancelled, and the
+        run ends without committing the step (a persistent run does it again when it
+        restarts, as after a crash)."""
+        if self.abandoning.is_set() or self._spark is None:
+            return
+        self.abandoning.set()
+        log.info("Abandoning the current step")
+        context = self._spark.sparkContext
+
+        def cancel() -> None:  # until the run ends: the step may not have started its job yet
+            while True:
+                context.cancelAllJobs()
+                if self.ended.wait(0.5):
+                    return
+
+        # from a thread: the signal may have come while the main thread waits in a call
+        # to the JVM, whose connection a call from the handler would interleave with
+        threading.Thread(target=cancel, name="sparkway-abandon", daemon=True).start()
+
+    def _request_stop(self, signal_name: str) -> None:
+        """SIGINT or SIGTERM: the run ends after the current step; a second one abandons
+        the step."""
+        if self.stop_requested.is_set():
+            self._abandon()
+            return
+        log.info("Received %s: finishing the current step, then stopping (again: abandon the step)", signal_name)
+        self.stop_requested.set()
+        self.wakeup.set()
+
+    def _watch(self, spark: SparkSession) -> None:
+        ui = spark_ui_url(spark)
+        if ui is not None:
+            log.info("Spark's web UI: %s", ui)
+        self.stats.watch_spark(spark.sparkContext.master, ui, running_stages(spark.sparkContext))
 
     def _step_time(self, segments: dict[str, list]) -> int:
         """The time of a new step: the time its input names (``pw.debug`` tables'
@@ -173,6 +235,7 @@ class Runner:
         input step: marked forgets retract the rows due, see ``TimeGate``).  ``idle``: the
         synchronized sources that hold nobody back in this step."""
         step = self.step + 1
+        self.stats.step_started(step, time)
         if self.metadata is not None:
             self.metadata.log_step(step, time, segments, kind, idle if self.sync is not None else None)
         tables = self._read(segments, idle or [], synchronize=kind == "input")
@@ -192,6 +255,12 @@ class Runner:
             if self.sync is not None and self._sync_storage is not None:
                 self.sync.clean(self._sync_storage)
         self.step, self.last_time = step, time
+        for source in self.sources:
+            if source.is_finished:
+                self.stats.finished(source.label)
+        done = self.stats.step_ended()
+        log.info("Step %d (time %d): %d rows in, %d changes out, %.2f s",
+                 step, time, done["rows_in"], done["rows_out"], done["seconds"])
 
     def _count_entries(self, segments: dict[str, list], rows: dict[str, int]) -> None:
         """Adds the rows read from each source to its entries, and logs them."""
@@ -200,6 +269,7 @@ class Runner:
             entries = rows.get(source.name, 0)
             if source.name in rows and (count or entries):  # rows a synchronization group let through count too
                 self.entries[source.name] = self.entries.get(source.name, 0) + entries
+                self.stats.read(source.label, entries)
                 log.info("%s: %d entries (%d minibatch(es)) have been sent to the engine",
                          source.label, entries, count or 1)
 
@@ -279,7 +349,8 @@ class Runner:
             frames[id(node)] = frame
         sinks = [frames.get(id(out)) if id(out) in nonempty else None for out in self.plan.outputs]
         parts = collect_parts(tables, self.partitions) if ctx.large else None
-        deliveries = [_Delivery(out, time, final, in_pieces=parts is not None) for out in self.plan.outputs]
+        deliveries = [_Delivery(out, label, time, final, parts is not None, self.stats)
+                      for out, label in zip(self.plan.outputs, self.output_labels)]
         errors = []
         try:
             for *collected, logged in _failing_as_computation(_collected(sinks + [self._log_entries(ctx, time)], parts)):
@@ -475,6 +546,20 @@ def _name_sources(sources: list[Source]) -> None:
         raise PlanError(f"two sources have the same persistent id: {sorted(duplicates)}")
 
 
+def _distinct(labels: list[str]) -> list[str]:
+    """The labels, a repeated one numbered from its second use on.
+
+    >>> _distinct(["subscribe", "out.csv", "subscribe"])
+    ['subscribe', 'out.csv', 'subscribe (2)']
+    """
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
+    return out
+
+
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
@@ -526,8 +611,8 @@ class _Delivery:
     come to a sink that ``takes_a_time_in_pieces`` (and sorts nothing), else held and
     written whole by ``finish``.  A sink gets at least one batch per step."""
 
-    def __init__(self, out: n.Output, time: int, final: bool, in_pieces: bool) -> None:
-        self.out, self.time, self.final = out, time, final
+    def __init__(self, out: n.Output, label: str, time: int, final: bool, in_pieces: bool, stats: RunStats) -> None:
+        self.out, self.label, self.time, self.final, self.stats = out, label, time, final, stats
         self.in_pieces = in_pieces and out.sink.takes_a_time_in_pieces and not out.sink.sort_by
         self.held: list[pa.Table] = []
         self.written = False
@@ -549,6 +634,7 @@ class _Delivery:
         batch = _output_batch(self.out, table, self.time)
         batch.end_of_input = self.final
         self.out.sink.write(batch.sorted_by(self.out.sink.sort_by))
+        self.stats.wrote(self.label, batch.table.num_rows)
         self.written = True
 
 
@@ -642,21 +728,18 @@ def _output_batch(out: n.Output, table: pa.Table | None, time: int) -> OutputBat
     return OutputBatch(merged.select(columns), time, merged.column(DIFF).combine_chunks(), merged.column(ID), errors)
 
 
-def _install_signal_handlers(stop: threading.Event, wakeup: threading.Event) -> dict[int, Any]:
-    """SIGINT/SIGTERM end the run after the current step (main thread only)."""
+def _install_signal_handlers(request_stop: Callable[[str], None]) -> dict[int, Any]:
+    """SIGINT and SIGTERM call ``request_stop`` with their name (main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         return {}
 
-    def request_stop(signum: int, frame: Any) -> None:
-        if not stop.is_set():
-            log.info("Received %s: finishing the current step, then stopping", signal.Signals(signum).name)
-        stop.set()
-        wakeup.set()
+    def handler(signum: int, frame: Any) -> None:
+        request_stop(signal.Signals(signum).name)
 
     previous = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous[sig] = signal.getsignal(sig)
-        signal.signal(sig, request_stop)
+        signal.signal(sig, handler)
     return previous
 
 

@@ -15,7 +15,7 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyspark
@@ -80,8 +80,9 @@ def prune_archives(folder: str, keep: int) -> list[str]:
     return deleted
 
 
-def get_spark(master: str | None = None) -> SparkSession:
-    """The active SparkSession, or a new one on ``master``.
+def get_spark(master: str | None = None, ui: bool = False) -> SparkSession:
+    """The active SparkSession, or a new one on ``master``, with Spark's web UI when
+    ``ui`` or ``$SPARKWAY_SPARK_UI`` is set (off otherwise: it costs start-up time).
 
     ``master`` defaults to ``$SPARKWAY_SPARK_MASTER``, then to embedded ``local[2]``.
     """
@@ -121,7 +122,7 @@ def get_spark(master: str | None = None) -> SparkSession:
         # calls for an F.col, 30 for a cast): the call site would be sparkway's code, and
         # it was a quarter of a streaming step of 1,000 rows
         .set("spark.python.sql.dataFrameDebugging.enabled", "false")
-        .set("spark.ui.enabled", "false")
+        .set("spark.ui.enabled", str(ui or os.environ.get("SPARKWAY_SPARK_UI", "0") not in ("", "0")).lower())
         .set("spark.ui.showConsoleProgress", "false")
         .set("spark.speculation", "false")
         .set("spark.driver.extraJavaOptions", f"{fast_jit} {log_config} {class_data_sharing_options()}")
@@ -153,6 +154,28 @@ def get_spark(master: str | None = None) -> SparkSession:
         start_python_workers(spark)
     log.debug("Spark session on %s", master)
     return spark
+
+
+def spark_ui_url(spark: SparkSession) -> str | None:
+    """The address of the session's web UI; None when it has none."""
+    return spark.sparkContext.uiWebUrl
+
+
+def running_stages(context: SparkContext) -> Callable[[], list[dict[str, Any]]]:
+    """A function giving the Spark stages running now, each with its tasks done (for the
+    live view; it may be called from any thread)."""
+    tracker = context.statusTracker()
+
+    def stages() -> list[dict[str, Any]]:
+        running = []
+        for stage in sorted(tracker.getActiveStageIds()):
+            info = tracker.getStageInfo(stage)
+            if info is not None:
+                running.append({"stage": stage, "name": info.name, "tasks": info.numTasks,
+                                "done": info.numCompletedTasks, "running": info.numActiveTasks})
+        return running
+
+    return stages
 
 
 def _workers_run_this_python(spark: SparkSession) -> None:

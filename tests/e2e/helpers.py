@@ -9,19 +9,27 @@ from __future__ import annotations
 
 import collections
 import csv
+import fcntl
 import io
 import json
 import os
+import pty
 import random
+import re
+import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+import pyte
 
 RUN_TIMEOUT = 300  # seconds for one program run (Spark start-up alone takes 5-30 s)
 
@@ -316,3 +324,80 @@ def sessions(events: Iterable[tuple[str, int]], max_gap: int) -> collections.Cou
 
 def session_events(folder: Path) -> list[tuple[str, int]]:
     return [(r["user_id"], int(r["access_time"])) for r in read_csv_inputs(folder)]
+
+
+# ------------------------------------------------------------------------- terminals
+
+ROWS, COLUMNS = 40, 140
+
+
+class Terminal:
+    """A program on a pseudo-terminal of ROWS x COLUMNS, as a user runs it in a shell, and
+    what its screen shows (through a terminal emulator)."""
+
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+        self.screen = pyte.Screen(COLUMNS, ROWS)
+        self.stream = pyte.ByteStream(self.screen)
+        self.raw = bytearray()
+        self.lock = threading.Lock()
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: the terminal's only process group, as in a shell
+            os.chdir(cwd)
+            os.execve(argv[0], argv, env)
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+        self.status: int | None = None
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            ready, _, _ = select.select([self.fd], [], [], 0.2)
+            if not ready:
+                continue
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:  # the program ended: the terminal is gone
+                return
+            if not data:
+                return
+            with self.lock:
+                self.raw += data
+                self.stream.feed(data)
+
+    def text(self) -> str:
+        with self.lock:
+            return "\n".join(line.rstrip() for line in self.screen.display)
+
+    def output(self) -> str:
+        with self.lock:
+            return self.raw.decode(errors="replace")
+
+    def text_written(self) -> str:
+        """Everything written, without the terminal's control sequences (colours, cursor
+        moves), also what scrolled off the screen."""
+        return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", self.output())
+
+    def wait_for(self, condition: Callable[[str], bool], timeout: float, what: str) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.text()
+            if condition(screen):
+                return screen
+            if self.exited():
+                break
+            time.sleep(0.2)
+        raise AssertionError(f"waiting for {what}; the screen:\n{self.text()}\nthe output:\n{self.output()[-4000:]}")
+
+    def exited(self) -> bool:
+        if self.status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = status
+        return self.status is not None
+
+    def type(self, keys: bytes) -> None:
+        os.write(self.fd, keys)
+
+    def kill(self) -> None:
+        if not self.exited():
+            os.killpg(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
