@@ -483,7 +483,8 @@ def _cell_text(value: Any) -> str:
 
 
 def _print_rows(names: list[str], rows: list[list[Any]]) -> None:
-    cells = [names] + [[_cell_text(v) for v in row] for row in rows]
+    # as Pathway's: a None is blank, unless it is the row's only cell (one column, no id)
+    cells = [names] + [["None"] if len(row) == 1 and row[0] is None else [_cell_text(v) for v in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(names))]
     for r in cells:
         print(" | ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())

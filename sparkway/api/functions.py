@@ -21,7 +21,16 @@ def if_else(condition: Any, then: Any, otherwise: Any) -> IfElse:
 
 
 def coalesce(*args: Any) -> Coalesce:
-    """The first argument that is not None."""
+    """The first argument that is not None.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("a | b\\n1 | 2\\nNone | 3\\nNone | None")
+    >>> pw.debug.compute_and_print(t.select(c=pw.coalesce(pw.this.a, pw.this.b, 0)), include_id=False)
+    c
+    0
+    1
+    3
+    """
     return Coalesce(tuple(wrap(a) for a in args))
 
 
@@ -41,17 +50,39 @@ def fill_error(value: Any, replacement: Any) -> FillError:
 
 
 def require(value: Any, *args: Any) -> Require:
-    """``value``, or None when any of ``args`` is None."""
+    """``value``, or None when any of ``args`` is None.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("a | b\\n1 | 2\\n3 | None")
+    >>> pw.debug.compute_and_print(t.select(s=pw.require(pw.this.a + pw.this.b, pw.this.b)), include_id=False)
+    s
+    None
+    3
+    """
     return Require(wrap(value), tuple(wrap(a) for a in args))
 
 
 def unwrap(value: Any) -> Unwrap:
-    """The value with its Optional removed; an error where it is None."""
+    """The value with its Optional removed; an error where it is None.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("a\\n1\\nNone").filter(pw.this.a.is_not_none())
+    >>> t.select(a=pw.unwrap(pw.this.a)).typehints()["a"]
+    <class 'int'>
+    """
     return Unwrap(wrap(value))
 
 
 def cast(target: Any, value: Any) -> Cast:
-    """The value converted to another type: ``pw.cast(float, pw.this.n)``."""
+    """The value converted to another type.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("n\\n1\\n2")
+    >>> pw.debug.compute_and_print(t.select(half=pw.cast(float, pw.this.n) / 2), include_id=False)
+    half
+    0.5
+    1.0
+    """
     return Cast(dtype_of(target), wrap(value))
 
 
@@ -68,7 +99,14 @@ def declare_type(target: Any, value: Any) -> Cast:
 
 
 def make_tuple(*args: Any) -> MakeTuple:
-    """A tuple of the values."""
+    """A tuple of the values.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("a | b\\n1 | x")
+    >>> pw.debug.compute_and_print(t.select(pair=pw.make_tuple(pw.this.a, pw.this.b)), include_id=False)
+    pair
+    (1, 'x')
+    """
     return MakeTuple(tuple(wrap(a) for a in args))
 
 

@@ -160,7 +160,26 @@ class BaseCustomAccumulator:
     """Base of accumulators for ``udf_reducer``: define ``from_row(cls, row)``,
     ``update(self, other)`` and ``compute_result(self)``; ``neutral`` and ``retract`` are
     optional (sparkway recomputes a changed group from its rows), and a classmethod
-    ``sort_by(cls, row)`` orders the rows of one time (rows of earlier times come first)."""
+    ``sort_by(cls, row)`` orders the rows of one time (rows of earlier times come first).
+
+    >>> import sparkway as pw
+    >>> class Product(pw.BaseCustomAccumulator):
+    ...     def __init__(self, value):
+    ...         self.value = value
+    ...     @classmethod
+    ...     def from_row(cls, row):
+    ...         return cls(row[0])
+    ...     def update(self, other):
+    ...         self.value *= other.value
+    ...     def compute_result(self):
+    ...         return self.value
+    >>> product = pw.reducers.udf_reducer(Product)
+    >>> t = pw.debug.table_from_markdown("g | n\\na | 2\\na | 3\\nb | 5")
+    >>> pw.debug.compute_and_print(t.groupby(t.g).reduce(t.g, p=product(t.n)), include_id=False)
+    g | p
+    a | 6
+    b | 5
+    """
 
     @classmethod
     def from_row(cls, row: list[Any]) -> "BaseCustomAccumulator":

@@ -20,7 +20,14 @@ from sparkway.core.dtypes import DType, dtype_of
 @dataclass(frozen=True)
 class SchemaProperties:
     """Options of a whole schema: ``append_only`` says that its table's rows are only
-    ever inserted (``class S(pw.Schema, append_only=True)``)."""
+    ever inserted.
+
+    >>> import sparkway as pw
+    >>> class Event(pw.Schema, append_only=True):
+    ...     name: str
+    >>> Event.universe_properties.append_only
+    True
+    """
 
     append_only: bool | None = None
 

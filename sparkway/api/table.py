@@ -26,7 +26,17 @@ from sparkway.plan import nodes as n
 
 
 class JoinMode(enum.Enum):
-    """The kind of a join: ``t.join(other, ..., how=pw.JoinMode.LEFT)``."""
+    """The kind of a join, for ``how=``.
+
+    >>> import sparkway as pw
+    >>> left = pw.debug.table_from_markdown("k | a\\n1 | x\\n2 | y")
+    >>> right = pw.debug.table_from_markdown("k | b\\n1 | u")
+    >>> pairs = left.join(right, left.k == right.k, how=pw.JoinMode.LEFT).select(left.a, right.b)
+    >>> pw.debug.compute_and_print(pairs, include_id=False)
+    a | b
+    x | u
+    y |
+    """
 
     INNER = "inner"
     LEFT = "left"
@@ -856,7 +866,7 @@ class Table(_Promises):
         >>> t = pw.debug.table_from_markdown("t | v\\n1 | 1\\n2 | 3\\n3 | 7")
         >>> pw.debug.compute_and_print(t.diff(t.t, t.v), include_id=False)
         diff_v
-        <BLANKLINE>
+        None
         2
         4
         """
@@ -1470,7 +1480,15 @@ def _types(exprs: Iterable[tuple[str, Expr]], inputs: list[dict]) -> dict[str, D
 @traced
 class GroupedTable(_Promises):
     """A table grouped by key columns; ``reduce`` gives one row per group.  Promises
-    about it (``pw.universes``) are about the ids of its groups, i.e. of ``reduce``'s rows."""
+    about it (``pw.universes``) are about the ids of its groups, i.e. of ``reduce``'s rows.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("w | n\\na | 1\\nb | 2\\na | 3")
+    >>> pw.debug.compute_and_print(t.groupby(t.w).reduce(t.w, total=pw.reducers.sum(t.n)), include_id=False)
+    w | total
+    a | 4
+    b | 2
+    """
 
     def __init__(
         self, table: Table, keys: list[tuple[str, Expr]], aliases: dict[str, str] | None = None,
@@ -1629,7 +1647,17 @@ def _aggregate_type(agg: n.Aggregate, inputs: list[dict]) -> DType:
 
 @traced
 class JoinResult(_Promises):
-    """Matched pairs of two tables' rows; ``select`` builds the output table."""
+    """Matched pairs of two tables' rows; ``select`` builds the output table.
+
+    >>> import sparkway as pw
+    >>> people = pw.debug.table_from_markdown("name | city\\nann | Oslo\\nbob | Rome")
+    >>> cities = pw.debug.table_from_markdown("city | country\\nOslo | Norway\\nRome | Italy")
+    >>> pairs = people.join(cities, pw.left.city == pw.right.city)
+    >>> pw.debug.compute_and_print(pairs.select(pw.left.name, pw.right.country), include_id=False)
+    name | country
+    ann  | Norway
+    bob  | Italy
+    """
 
     def __init__(
         self, left_table: Table, right_table: Table, on: tuple, how: str, id_from: Any,
@@ -2087,30 +2115,87 @@ def _to_side(e: Expr, side: int) -> Expr:
 
 
 def join(left: Table, right: Table, *on: Expr, **kwargs: Any) -> JoinResult:
-    """``left.join(right, *on, ...)``, as a function (Pathway's ``pw.join``)."""
+    """``left.join(right, *on, ...)``, as a function (Pathway's ``pw.join``).
+
+    >>> import sparkway as pw
+    >>> left = pw.debug.table_from_markdown("k | a\\n1 | x\\n2 | y")
+    >>> right = pw.debug.table_from_markdown("k | b\\n1 | u\\n3 | v")
+    >>> pairs = pw.join(left, right, left.k == right.k).select(left.a, right.b)
+    >>> pw.debug.compute_and_print(pairs, include_id=False)
+    a | b
+    x | u
+    """
     return left.join(right, *on, **kwargs)
 
 
 def join_inner(left: Table, right: Table, *on: Expr, **kwargs: Any) -> JoinResult:
-    """``left.join_inner(right, *on, ...)``."""
+    """``left.join_inner(right, *on, ...)``.
+
+    >>> import sparkway as pw
+    >>> left = pw.debug.table_from_markdown("k | a\\n1 | x\\n2 | y")
+    >>> right = pw.debug.table_from_markdown("k | b\\n1 | u\\n3 | v")
+    >>> pairs = pw.join_inner(left, right, left.k == right.k).select(left.a, right.b)
+    >>> pw.debug.compute_and_print(pairs, include_id=False)
+    a | b
+    x | u
+    """
     return left.join_inner(right, *on, **kwargs)
 
 
 def join_left(left: Table, right: Table, *on: Expr, **kwargs: Any) -> JoinResult:
-    """``left.join_left(right, *on, ...)``."""
+    """``left.join_left(right, *on, ...)``.
+
+    >>> import sparkway as pw
+    >>> left = pw.debug.table_from_markdown("k | a\\n1 | x\\n2 | y")
+    >>> right = pw.debug.table_from_markdown("k | b\\n1 | u\\n3 | v")
+    >>> pairs = pw.join_left(left, right, left.k == right.k).select(left.a, right.b)
+    >>> pw.debug.compute_and_print(pairs, include_id=False)
+    a | b
+    x | u
+    y |
+    """
     return left.join_left(right, *on, **kwargs)
 
 
 def join_right(left: Table, right: Table, *on: Expr, **kwargs: Any) -> JoinResult:
-    """``left.join_right(right, *on, ...)``."""
+    """``left.join_right(right, *on, ...)``.
+
+    >>> import sparkway as pw
+    >>> left = pw.debug.table_from_markdown("k | a\\n1 | x\\n2 | y")
+    >>> right = pw.debug.table_from_markdown("k | b\\n1 | u\\n3 | v")
+    >>> pairs = pw.join_right(left, right, left.k == right.k).select(left.a, right.b)
+    >>> pw.debug.compute_and_print(pairs, include_id=False)
+    a | b
+      | v
+    x | u
+    """
     return left.join_right(right, *on, **kwargs)
 
 
 def join_outer(left: Table, right: Table, *on: Expr, **kwargs: Any) -> JoinResult:
-    """``left.join_outer(right, *on, ...)``."""
+    """``left.join_outer(right, *on, ...)``.
+
+    >>> import sparkway as pw
+    >>> left = pw.debug.table_from_markdown("k | a\\n1 | x\\n2 | y")
+    >>> right = pw.debug.table_from_markdown("k | b\\n1 | u\\n3 | v")
+    >>> pairs = pw.join_outer(left, right, left.k == right.k).select(left.a, right.b)
+    >>> pw.debug.compute_and_print(pairs, include_id=False)
+    a | b
+      | v
+    x | u
+    y |
+    """
     return left.join_outer(right, *on, **kwargs)
 
 
 def groupby(table: Table, *args: Any, **kwargs: Any) -> GroupedTable:
-    """``table.groupby(*args, ...)``, as a function (Pathway's ``pw.groupby``)."""
+    """``table.groupby(*args, ...)``, as a function (Pathway's ``pw.groupby``).
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("w\\na\\nb\\na")
+    >>> pw.debug.compute_and_print(pw.groupby(t, t.w).reduce(t.w, n=pw.reducers.count()), include_id=False)
+    w | n
+    a | 2
+    b | 1
+    """
     return table.groupby(*args, **kwargs)

@@ -576,7 +576,19 @@ def udf(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
 
 def apply_async(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Apply:
     """``pw.apply`` with an async executor: a coroutine function's calls (a plain
-    function's, in threads) run concurrently."""
+    function's, in threads) run concurrently.
+
+    >>> import asyncio
+    >>> import sparkway as pw
+    >>> async def double(x: int) -> int:
+    ...     await asyncio.sleep(0.01)
+    ...     return 2 * x
+    >>> t = pw.debug.table_from_markdown("x\\n1\\n2")
+    >>> pw.debug.compute_and_print(t.select(y=pw.apply_async(double, pw.this.x)), include_id=False)
+    y
+    2
+    4
+    """
     return udf(fn, executor=async_executor())(*args, **kwargs)
 
 

@@ -150,7 +150,13 @@ class Expr:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class ColumnRef(Expr):
-    """A column of a table: ``table.col``, ``pw.this.col``, ``pw.left.col``."""
+    """A column of a table: ``table.col``, ``pw.this.col``, ``pw.left.col``.
+
+    >>> import sparkway as pw
+    >>> t = pw.debug.table_from_markdown("a\\n1")
+    >>> isinstance(t.a, pw.ColumnReference), t.a.name
+    (True, 'a')
+    """
 
     table: Any  # a Table, or a ThisPlaceholder
     name: str
