@@ -267,3 +267,12 @@ def test_the_checkpoint_holds_compressed_runs_and_a_lost_local_cache_is_filled_f
     expected = _held(tmp_path, 2, list(range(20)))
     shutil.rmtree(tmp_path / "local")  # another machine, or a cleaned cache
     assert _held(tmp_path, 2, list(range(20))) == expected == Counter({(g, i, "same text in every row"): 1 for g, i, *_ in changes})
+
+
+def test_a_damaged_working_copy_is_fetched_again_from_the_checkpoint(tmp_path: Path) -> None:
+    changes = [(g, i, 1, 1, f"v{g}.{i}") for g in range(5) for i in range(4)]
+    _step(tmp_path, 1, changes)
+    expected = _held(tmp_path, 2, list(range(5)))
+    [local_run] = (tmp_path / "local" / "op" / "00000" / "runs").iterdir()
+    local_run.write_bytes(local_run.read_bytes()[:40])  # a truncated copy (a full disk, a crash of the copy)
+    assert _held(tmp_path, 2, list(range(5))) == expected == Counter({(g, i, v): 1 for g, i, _, _, v in changes})

@@ -247,3 +247,25 @@ def test_a_rebuild_that_crashed_half_way_is_done_again_by_the_next_run(
     rows = changed_program()  # the rebuild again: every count from scratch
     assert sorted((r["word"], r["n"], r["top"], r["diff"]) for r in rows) == [("x", 2, "x", 1), ("y", 1, "y", 1)]
     assert not (tmp_path / "state" / "REBUILDING").exists()
+
+
+@pytest.mark.parametrize("damage", ["plan.json", "the last commit", "a source's stored rows", "a state run"])
+def test_a_damaged_file_of_the_storage_stops_the_run_naming_it(tmp_path: Path, damage: str, monkeypatch) -> None:
+    monkeypatch.setenv("SPARKWAY_STATE_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("word\nx\ny\nx\n")
+    _word_count_run(tmp_path, partitions=2)
+    state = tmp_path / "state"
+    candidates = {
+        "plan.json": [state / "plan.json"],
+        "the last commit": sorted((state / "commits").iterdir())[-1:],
+        "a source's stored rows": sorted((state / "sources").rglob("*.arrow")),
+        "a state run": sorted(p for p in (state / "operators").rglob("*") if p.parent.name == "runs"),
+    }[damage]
+    assert candidates, f"no file for {damage} in {sorted(str(p) for p in state.rglob('*'))}"
+    target = candidates[0]
+    target.write_bytes(b"\x00garbage" + target.read_bytes()[: 10])
+    shutil.rmtree(tmp_path / "cache")  # state is read from the storage, not a working copy
+    (tmp_path / "in" / "a.csv").write_text("word\nx\ny\n")  # a changed file: its old rows are read back
+    with pytest.raises(pw.errors.PersistenceError, match=f"cannot read {target}.*damaged"):
+        _word_count_run(tmp_path, partitions=2)

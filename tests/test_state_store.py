@@ -128,3 +128,27 @@ def test_a_small_step_s_contributions_cross_one_shuffle_and_sum_to_what_spark_su
     summed = _contributions(item, contributions, reduce_sum, summed=True)(changes).collect()
     assert {row._gid: sums(row) for row in summed} == sums_here
     assert len(sums_here) == 37
+
+
+@pytest.mark.parametrize("write", ["bytes", "arrow"])
+def test_a_full_disk_is_an_error_naming_the_file_and_leaves_no_temporary_file(tmp_path: Path, monkeypatch, write: str) -> None:
+    import errno
+    import os
+
+    import pyarrow as pa
+
+    storage = BlobStorage(str(tmp_path / "storage"))
+    storage.write_bytes("kept.json", b"{}")
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(PersistenceError, match=f"no space left to write {tmp_path / 'storage' / 'commits'}/1.json"
+                       if write == "bytes" else f"no space left to write {tmp_path / 'storage' / 'runs'}/1.arrow"):
+        if write == "bytes":
+            storage.write_bytes("commits/1.json", b'{"step": 1}')
+        else:
+            storage.write_arrow("runs/1.arrow", pa.table({"a": [1, 2]}))
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert left == ["storage/kept.json"], "nothing half-written, no temporary file"

@@ -16,11 +16,14 @@ from typing import Any
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sparkway.errors import ComputationError, note_origin
+from sparkway import errors
+from sparkway.errors import ComputationError, SparkwayError, note_origin
 
 log = logging.getLogger("sparkway")
 
 _MARKED = re.compile(r"sparkway\.errors\.ComputationError: (.*)")
+# sparkway's other errors, raised by its own code in a task
+_OWN = re.compile(r"sparkway\.errors\.((?!ComputationError)\w+Error): (.*)")
 _RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] (.*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
 # the last line of a Python traceback (not a JVM exception's)
 _PYTHON = re.compile(r"^(?!org\.|java\.|scala\.|py4j\.)(\w[\w.]*(?:Error|Exception): .+)$", re.MULTILINE)
@@ -63,11 +66,16 @@ def failures_named(where: str) -> Iterator[None]:
         raise failure from error
 
 
-def computation_error(error: BaseException) -> ComputationError:
+def computation_error(error: BaseException) -> SparkwayError:
     """The user's part of a failed Spark job's exception, as an error of the type the
-    user's code (or Python, for a division by zero) raised."""
+    user's code (or Python, for a division by zero) raised; an error of sparkway's own in
+    a task (a damaged state file) as itself."""
     log.debug("the step's Spark job failed", exc_info=error)
     text = str(error)
+    own = _OWN.findall(text)
+    if own:
+        kind, message = own[-1]
+        return getattr(errors, kind)(message.strip())
     message = _user_message(text, type(error).__name__)
     kind = next((k for k in _KIND.findall(message) if k != "ComputationError"), "")
     spark_kind = next((_SPARK_KINDS[k] for k in _SPARK_ERROR.findall(text) if k in _SPARK_KINDS), "")

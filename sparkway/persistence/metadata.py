@@ -137,7 +137,7 @@ class MetadataLog:
     def stored_plan(self) -> dict[str, Any] | None:
         """The plan record of the program that wrote the state (``write_plan``); None in a
         new storage."""
-        return json.loads(self.storage.read_bytes("plan.json")) if self.storage.exists("plan.json") else None
+        return self.storage.read_json("plan.json") if self.storage.exists("plan.json") else None
 
     def rebuilding(self) -> bool:
         """Whether a rebuild was interrupted (the next run finishes it)."""
@@ -157,12 +157,12 @@ class MetadataLog:
     # -- steps -------------------------------------------------------------------------------
     def last_commit(self) -> dict[str, Any] | None:
         names = self.storage.list("commits")
-        return json.loads(self.storage.read_bytes(f"commits/{names[-1]}")) if names else None
+        return self.storage.read_json(f"commits/{names[-1]}") if names else None
 
     def pending_step(self, after: int) -> dict[str, Any] | None:
         """The step logged after the last commit, if a crash interrupted it."""
         name = f"{after + 1:016d}.json"
-        return json.loads(self.storage.read_bytes(f"steps/{name}")) if self.storage.exists(f"steps/{name}") else None
+        return self.storage.read_json(f"steps/{name}") if self.storage.exists(f"steps/{name}") else None
 
     def log_step(
         self, step: int, time: int, segments: dict[str, list], kind: str = "input", idle: list[str] | None = None,

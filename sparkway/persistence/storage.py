@@ -7,6 +7,8 @@ its URL and options, and opens the filesystem lazily in each process.
 from __future__ import annotations
 
 import contextlib
+import errno
+import json
 import os
 import tempfile
 import uuid
@@ -19,6 +21,8 @@ import fsspec
 import fsspec.asyn
 import pyarrow as pa
 import pyarrow.ipc as ipc
+
+from sparkway.errors import PersistenceError
 
 
 class BlobStorage:
@@ -62,17 +66,26 @@ class BlobStorage:
         if self.is_local:
             os.makedirs(os.path.dirname(target), exist_ok=True)
             tmp = f"{target}.tmp-{uuid.uuid4().hex}"
-            with open(tmp, "wb") as f:
+            with _writing(target, tmp), open(tmp, "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
-            os.replace(tmp, target)
+                os.replace(tmp, target)
         else:
             # one PUT (a multipart upload above 100 MB): readers see all of it or none
             self.fs.pipe_file(target, data)
 
     def read_bytes(self, relative: str) -> bytes:
         return self.fs.cat_file(self.path(relative))
+
+    def read_json(self, relative: str) -> Any:
+        """A JSON blob; one that does not parse is an error naming it (a damaged storage
+        is never taken for an empty one)."""
+        data = self.read_bytes(relative)
+        try:
+            return json.loads(data)
+        except ValueError as error:  # not JSON, or not UTF-8
+            raise damaged(self.path(relative), error) from None
 
     def exists(self, relative: str) -> bool:
         return self.fs.exists(self.path(relative))
@@ -108,7 +121,7 @@ class BlobStorage:
         else:
             handle, tmp = tempfile.mkstemp(prefix="sparkway-blob-", suffix=".arrow")
             os.close(handle)
-        try:
+        with _writing(target, tmp):
             with open(tmp, "wb") as f:
                 with ipc.new_file(f, schema, options=ipc.IpcWriteOptions(compression=compression)) as writer:
                     yield writer
@@ -118,12 +131,16 @@ class BlobStorage:
                 os.replace(tmp, target)
             else:
                 self.fs.put_file(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
 
     def read_arrow(self, relative: str) -> pa.Table:
-        return ipc.open_file(pa.BufferReader(self.read_bytes(relative))).read_all()
+        return self.open_arrow(relative).read_all()
+
+    def open_arrow(self, relative: str) -> ipc.RecordBatchFileReader:
+        """An Arrow IPC file; one that does not parse is an error naming it."""
+        try:
+            return ipc.open_file(pa.BufferReader(self.read_bytes(relative)))
+        except pa.ArrowInvalid as error:
+            raise damaged(self.path(relative), error) from None
 
     # -- conditional writes (object stores), for the lease of metadata.py -----------------
     def read_versioned(self, relative: str) -> "Versioned | None":
@@ -204,3 +221,29 @@ def _lost_race(exc: OSError) -> bool:
 def _protocols(fs: fsspec.AbstractFileSystem) -> tuple[str, ...]:
     protocol = fs.protocol
     return (protocol,) if isinstance(protocol, str) else tuple(protocol)
+
+
+def damaged(path: str, error: Exception) -> PersistenceError:
+    """The error for a file of a persistence storage that cannot be read."""
+    return PersistenceError(
+        f"cannot read {path} ({error}): the persisted state was damaged; restore it from a backup, "
+        "or delete the persistence folder to compute the state again from the input"
+    )
+
+
+@contextlib.contextmanager
+def _writing(target: str, tmp: str) -> Iterator[None]:
+    """Writing ``target`` through the temporary file ``tmp``, which is removed if the
+    write fails; a full disk is an error that names the file and what to do."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise PersistenceError(
+                f"no space left to write {target}: the step was not committed; free some space and "
+                "run the program again, which continues from its last committed step"
+            ) from error
+        raise
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)

@@ -256,11 +256,15 @@ class ArrangementStore:
         run is not there: another machine, a deleted cache): lookups read only the pages
         they touch.  Runs never change, so a cached copy never goes stale."""
         path = os.path.join(self.cache_dir, name)
-        if not os.path.exists(path):
-            reader = ipc.open_file(pa.BufferReader(self.checkpoint.read_bytes(f"runs/{name}")))
-            with _local_writer(path, reader.schema) as writer:
-                for i in range(reader.num_record_batches):
-                    writer.write_batch(reader.get_batch(i))
+        if os.path.exists(path):
+            try:
+                return ipc.open_file(pa.memory_map(path)).read_all()
+            except (pa.ArrowInvalid, OSError):  # a damaged copy: the checkpoint holds the run
+                _remove(path)
+        reader = self.checkpoint.open_arrow(f"runs/{name}")
+        with _local_writer(path, reader.schema) as writer:
+            for i in range(reader.num_record_batches):
+                writer.write_batch(reader.get_batch(i))
         return ipc.open_file(pa.memory_map(path)).read_all()
 
     def _prune(self, runs: dict[str, list[list]]) -> None:
@@ -283,7 +287,7 @@ class ArrangementStore:
 
     def _read_json(self, relative: str) -> dict | None:
         try:
-            return json.loads(self.checkpoint.read_bytes(relative))
+            return self.checkpoint.read_json(relative)
         except FileNotFoundError:
             return None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from sparkway.errors import PersistenceError
-from sparkway.persistence.storage import BlobStorage
+from sparkway.persistence.storage import BlobStorage, damaged
 
 
 def read_latest(checkpoint: BlobStorage, step: int) -> dict | None:
@@ -38,10 +38,7 @@ def read_latest(checkpoint: BlobStorage, step: int) -> dict | None:
             raise ValueError("no version")
         return latest
     except (ValueError, AttributeError) as error:
-        raise PersistenceError(
-            f"cannot read {checkpoint.path('LATEST')} ({error}): the persisted state was damaged; restore it from "
-            "a backup, or delete the persistence folder to compute the state again from the input"
-        ) from None
+        raise damaged(checkpoint.path("LATEST"), error) from None
 
 
 #: the folders of a partition whose files are named by the version that wrote them
