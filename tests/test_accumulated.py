@@ -46,16 +46,16 @@ def test_counts_and_integer_sums_kept_as_sums_match_recomputing_the_groups(seed:
         v: int | None
 
     t = pw.debug.table_from_markdown(stream, schema=Rows)
-    sums = t.groupby(t.k).reduce(t.k, n=pw.reducers.count(), s=pw.reducers.sum(t.v))
+    t = t.with_columns(v0=pw.coalesce(t.v, 0))  # as in Pathway, sum takes no None
+    sums = t.groupby(t.k).reduce(t.k, n=pw.reducers.count(), s=pw.reducers.sum(t.v0))
     # max cannot be kept as a sum: this reduce keeps the rows and recomputes its groups
-    recomputed = t.groupby(t.k).reduce(t.k, n=pw.reducers.count(), s=pw.reducers.sum(t.v), m=pw.reducers.max(t.v))
+    recomputed = t.groupby(t.k).reduce(t.k, n=pw.reducers.count(), s=pw.reducers.sum(t.v0), m=pw.reducers.max(t.v))
     assert changes(sums) == changes(recomputed.select(pw.this.k, pw.this.n, pw.this.s))
 
-    expected = defaultdict(lambda: [0, None])
+    expected = defaultdict(lambda: [0, 0])
     for k, v in final:
         expected[k][0] += 1
-        if v is not None:
-            expected[k][1] = (expected[k][1] or 0) + v
+        expected[k][1] += v or 0
     assert sorted(pw.debug.table_to_pandas(sums).itertuples(index=False, name=None)) == sorted(
         (k, n, s) for k, (n, s) in expected.items()
     )

@@ -36,7 +36,7 @@ def test_plan_errors_are_raised_while_the_program_is_built() -> None:
     t = pw.debug.table_from_markdown("a | b\n1 | x")
     with pytest.raises(errors.PlanError, match="no column 'c'"):
         t.select(pw.this.c)
-    with pytest.raises(errors.PlanTypeError, match="boolean"):
+    with pytest.raises(errors.PlanTypeError, match="has to be bool"):
         t.filter(pw.this.a + 1)
 
 

@@ -676,7 +676,7 @@ def test_json_item_access_and_conversions():
     t = pw.debug.table_from_markdown(JSON_ROWS, schema=JsonSchema)
     d = pw.this.data
     result = t.select(
-        a=d["a"], ai=d["a"].as_int() + 1, b=d["b"].as_str(), f=d["f"].as_float(), tt=d["t"].as_bool(),
+        a=d["a"], ai=pw.unwrap(d["a"].as_int()) + 1, b=d["b"].as_str(), f=d["f"].as_float(), tt=d["t"].as_bool(),
         nested=d["o"].get("k"), first=d["c"].get(0), missing=d.get("zz"), dflt=d.get("zz", default={"k": 5}),
         dflt_s=d.get("zz", default=[1]), dflt_col=d.get("zz", default=pw.this.data["b"]),
         plain=pw.apply(lambda j: j["a"].value * 10, d),  # a Python function gets pw.Json

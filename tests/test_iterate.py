@@ -97,7 +97,9 @@ def test_several_tables_and_an_extra_argument_by_name():
         offers = edges.select(node=edges.a, offer=labels.ix(labels.pointer_from(edges.b)).label)
         best = offers.groupby(offers.node).reduce(offers.node, offer=pw.reducers.min(offers.offer))
         with_best = labels.select(labels.node, offer=best.ix(best.pointer_from(labels.node), optional=True).offer)
-        smaller = pw.if_else(with_best.offer < labels.label, with_best.offer, labels.label)
+        smaller = pw.if_else(  # an offer may be None: compared where it is not, as Pathway's types ask
+            with_best.offer.is_none(), labels.label, pw.if_else(with_best.offer < labels.label, with_best.offer, labels.label)
+        )
         return {"labels": labels.select(labels.node, label=pw.unwrap(pw.coalesce(smaller, labels.label)))}
 
     result = pw.iterate(propagate, labels=labels, edges=both_ways)

@@ -154,9 +154,10 @@ def _pick_pair(pairs: Table, own_first: bool, direction: Direction) -> Table:
     # a candidate at the row's own time is before the row when the other table sorts first
     before = peer_t < own_t if own_first else peer_t <= own_t
     after = peer_t >= own_t if own_first else peer_t > own_t
+    # a pair without a peer has no time (the type rules compare times that are never None)
+    peer_if = lambda holds: if_else(peer_t.is_not_none(), if_else(holds, peer_t, Const(None)), Const(None))  # noqa: E731
     scored = pairs.select(
-        ColumnRef(this, "_pw_row"), ColumnRef(this, "t"),
-        _pw_before=if_else(before, peer_t, Const(None)), _pw_after=if_else(after, peer_t, Const(None)),
+        ColumnRef(this, "_pw_row"), ColumnRef(this, "t"), _pw_before=peer_if(before), _pw_after=peer_if(after),
     )
     row, t = ColumnRef(scored, "_pw_row"), ColumnRef(scored, "t")
     before_t, after_t = ColumnRef(scored, "_pw_before"), ColumnRef(scored, "_pw_after")
@@ -172,7 +173,7 @@ def _pick_pair(pairs: Table, own_first: bool, direction: Direction) -> Table:
     if direction == Direction.FORWARD:
         return best.select(_pw_pair=nxt, _pw_found=next_t.is_not_none())
     closer_before = ColumnRef(this, "t") - prev_t < next_t - ColumnRef(this, "t")
-    pair = if_else(next_t.is_none() | (prev_t.is_not_none() & closer_before), prev, nxt)
+    pair = if_else(next_t.is_none(), prev, if_else(prev_t.is_none(), nxt, if_else(closer_before, prev, nxt)))
     return best.select(_pw_pair=pair, _pw_found=prev_t.is_not_none() | next_t.is_not_none())
 
 

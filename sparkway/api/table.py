@@ -16,14 +16,17 @@ from sparkway.core import dtypes as dt
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
-    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, MethodCall, PointerFrom, ReducerExpr, Unwrap,
+    Apply, BinOp, Cast, Coalesce, ColumnRef, Expr, IsNone, IxRef, MethodCall, PointerFrom, ReducerExpr, Require, Unwrap,
     transform, walk, wrap,
 )
 from sparkway.core.portable import portable
-from sparkway.core.type_rules import infer, reducer_type, refuse_future
+from sparkway.core.type_rules import check_condition, infer, reducer_type, refuse_future
 from sparkway.errors import PlanError, PlanTypeError, UnknownColumnError, traced, warn_user
 from sparkway.plan import nodes as n
 
+
+#: Pathway's words for a filter whose condition is not a bool that is never None
+_FILTER_CONDITION = "Filter argument of Table.filter() has to be bool, found {}."
 
 class JoinMode(enum.Enum):
     """The kind of a join, for ``how=``.
@@ -406,9 +409,7 @@ class Table(_Promises):
         """
         base, [(_, predicate)] = self._with_lookups([("", wrap(predicate))])
         bound = base._bind(predicate)
-        kind = infer(bound, [base._node.columns]).with_optional(False)
-        if kind not in (dt.BOOL, dt.ANY):
-            raise PlanTypeError(f"filter needs a boolean expression, got one of type {kind}")
+        check_condition(infer(bound, [base._node.columns]), _FILTER_CONDITION, dt.engine_name)
         required = _not_none(bound)
         columns = {c: kind.with_optional(False) if c in required else kind for c, kind in base._node.columns.items()}
         filtered = self._derive(n.Filter(columns, base._node, bound), universe=Universe(self._universe))
@@ -872,7 +873,9 @@ class Table(_Promises):
         """
         order = self.sort(key=timestamp, instance=instance)
         previous = self.ix(order.prev, optional=True)
-        return self.select(**{f"diff_{v.name}": self[v.name] - previous[v.name] for v in values})
+        return self.select(**{
+            f"diff_{v.name}": Require(wrap(self[v.name] - previous[v.name]), (previous[v.name],)) for v in values
+        })
 
     def update_rows(self, other: "Table") -> "Table":
         """Rows of ``other`` replace the rows of this table with the same ids, and its
@@ -1895,9 +1898,7 @@ class JoinResult(_Promises):
         ['x']
         """
         bound = self._bind_pair(predicate)
-        kind = infer(bound, [self._node.columns]).with_optional(False)
-        if kind not in (dt.BOOL, dt.ANY):
-            raise PlanTypeError(f"filter needs a boolean expression, got one of type {kind}")
+        check_condition(infer(bound, [self._node.columns]), _FILTER_CONDITION, dt.engine_name)
         filtered = copy.copy(self)
         required = _not_none(bound)
         columns = {c: kind.with_optional(False) if c in required else kind for c, kind in self._node.columns.items()}

@@ -40,16 +40,14 @@ def infer(expr: Expr, inputs: Columns) -> DType:
             return dt.dtype_of_value(value)
         case BinOp(op, a, b):
             return _binop_type(op, infer(a, inputs), infer(b, inputs))
-        case UnOp("not", a):
-            return dt.BOOL.with_optional(infer(a, inputs).optional)
         case UnOp(op, a):
-            kind = infer(a, inputs)
-            if kind.is_array:
-                raise PlanTypeError(
-                    f"unary operator {op} is not supported on arrays: compute it in a pw.udf with numpy"
-                )
-            return kind
-        case IfElse(_, then, otherwise) | FillError(then, otherwise):
+            return _unop_type(op, infer(a, inputs))
+        case IfElse(condition, then, otherwise):
+            check_condition(infer(condition, inputs), "First argument of pathway.if_else has to be bool, found {}.",
+                            dt.python_name)
+            in_then, in_otherwise = never_none_in_branches(condition)
+            return dt.unify(infer(then, never_none(in_then, inputs)), infer(otherwise, never_none(in_otherwise, inputs)))
+        case FillError(then, otherwise):
             return dt.unify(infer(then, inputs), infer(otherwise, inputs))
         case Coalesce(args):
             types = [infer(a, inputs) for a in args]
@@ -57,8 +55,8 @@ def infer(expr: Expr, inputs: Columns) -> DType:
             for t in types[1:]:
                 result = dt.unify(result, t)
             return result.with_optional(all(t.optional for t in types))
-        case Require(value, args):
-            return infer(value, inputs).with_optional(True)
+        case Require(value, args):  # the value is computed only where no arg is None
+            return infer(value, never_none(list(args), inputs)).with_optional(True)
         case Unwrap(a):
             return infer(a, inputs).with_optional(False)
         case Cast(target, a, declared):
@@ -96,6 +94,28 @@ def infer(expr: Expr, inputs: Columns) -> DType:
                 "of a table; elsewhere (e.g. in a join), call it in a select of its table first"
             )
     raise PlanTypeError(f"unsupported expression {expr!r}")
+
+
+def never_none(exprs: list[Expr], inputs: Columns) -> Columns:
+    """``inputs`` with the columns among ``exprs`` taken as never None (in ``require``'s
+    value, its arguments; in an ``if_else`` branch, see ``never_none_in_branches``)."""
+    if not any(isinstance(e, ColumnRef) for e in exprs):
+        return inputs
+    narrowed = [dict(columns) for columns in inputs]
+    for expr in exprs:
+        if isinstance(expr, ColumnRef) and expr.name != "id":
+            columns = narrowed[getattr(expr.table, "index", 0)]
+            if expr.name in columns:
+                columns[expr.name] = columns[expr.name].with_optional(False)
+    return narrowed
+
+
+def never_none_in_branches(condition: Expr) -> tuple[list[Expr], list[Expr]]:
+    """As Pathway: ``if_else(x.is_not_none(), then, ...)`` takes ``x`` as never None in
+    ``then``, and ``if_else(x.is_none(), ..., otherwise)`` in ``otherwise``."""
+    if isinstance(condition, IsNone):
+        return ([condition.arg], []) if condition.negate else ([], [condition.arg])
+    return [], []
 
 
 def refuse_future(kind: DType) -> None:
@@ -189,9 +209,41 @@ _OPERATOR_NAMES = {
 }
 
 
+#: Pathway's operators on its scalar types: the result type of each pair of operand types
+#: an operator takes.  Pathway also refuses operands that may be None, but for ``==`` and
+#: ``!=``; sparkway takes them (None in, None out), because in a join's ``select`` it types
+#: the columns of a side that may be missing as optional where Pathway does not
+_I, _F, _B, _S, _Y = dt.INT, dt.FLOAT, dt.BOOL, dt.STR, dt.BYTES
+_DN, _DU, _D = dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC, dt.DURATION
+_NUMBERS = {(_I, _I): _I, (_I, _F): _F, (_F, _I): _F, (_F, _F): _F}
+_ORDERED = {(t, t): _B for t in (_B, _S, _I, _F, _D, _DN, _DU)} | {(_I, _F): _B, (_F, _I): _B}
+_SCALAR_OPERATORS: dict[str, dict[tuple[DType, DType], DType]] = {
+    "==": _ORDERED | {(_Y, _Y): _B}, "!=": _ORDERED | {(_Y, _Y): _B},
+    "<": _ORDERED, "<=": _ORDERED, ">": _ORDERED, ">=": _ORDERED,
+    "+": _NUMBERS | {(_S, _S): _S, (_D, _D): _D, (_D, _DN): _DN, (_D, _DU): _DU, (_DN, _D): _DN, (_DU, _D): _DU},
+    "-": _NUMBERS | {(_D, _D): _D, (_DN, _D): _DN, (_DU, _D): _DU, (_DN, _DN): _D, (_DU, _DU): _D},
+    "*": _NUMBERS | {(_S, _I): _S, (_I, _S): _S, (_D, _I): _D, (_I, _D): _D, (_D, _F): _D, (_F, _D): _D},
+    "/": {pair: _F for pair in _NUMBERS} | {(_D, _D): _F, (_D, _I): _D, (_D, _F): _D},
+    "//": _NUMBERS | {(_D, _D): _I, (_D, _I): _D},
+    "%": _NUMBERS | {(_D, _D): _D},
+    "**": dict(_NUMBERS),
+    "&": {(_B, _B): _B, (_I, _I): _I}, "|": {(_B, _B): _B, (_I, _I): _I}, "^": {(_B, _B): _B, (_I, _I): _I},
+    "<<": {(_I, _I): _I}, ">>": {(_I, _I): _I},
+}
+_SCALARS = {_I, _F, _B, _S, _Y, _DN, _DU, _D}
+#: unary operators: the types each takes (its result has the operand's type)
+_UNARY = {"neg": {_I, _F, _D}, "not": {_B}, "abs": {_I, _F}}
+_UNARY_NAMES = {"neg": "neg", "not": "inv"}
+
+
 def _binop_type(op: str, a: DType, b: DType) -> DType:
     optional = a.optional or b.optional
     base_a, base_b = a.with_optional(False), b.with_optional(False)
+    if base_a in _SCALARS and base_b in _SCALARS:
+        result = _SCALAR_OPERATORS[op].get((base_a, base_b))
+        if result is None:
+            raise _unsupported(op, a, b)
+        return result if op in ("==", "!=") else result.with_optional(optional)
     if base_a.is_array or base_b.is_array:
         return _array_binop_type(op, a, b)
     if base_a.is_pointer and base_b.is_pointer and not dt.related(base_a, base_b):  # Pathway's words
@@ -212,33 +264,40 @@ def _binop_type(op: str, a: DType, b: DType) -> DType:
             return dt.INT.with_optional(optional)
         raise _unsupported(op, a, b)
     if op == "/":
-        if base_a == dt.DURATION and base_b == dt.DURATION:
-            return dt.FLOAT.with_optional(optional)
         if base_a == dt.DURATION:
             return dt.DURATION.with_optional(optional)
         return dt.FLOAT.with_optional(optional)
-    if op == "-" and base_a in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC) and base_b == base_a:
-        return dt.DURATION.with_optional(optional)
     if op in ("+", "-") and base_b == dt.DURATION:
         return base_a.with_optional(optional)
-    if op == "+" and base_a == dt.DURATION and base_b in (dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC):
-        return base_b.with_optional(optional)
-    if op == "+" and base_a == dt.STR and base_b == dt.STR:
-        return dt.STR.with_optional(optional)
-    if op == "*" and {base_a, base_b} == {dt.STR, dt.INT}:
-        return dt.STR.with_optional(optional)
     if op == "//" and base_a == dt.DURATION:
         return dt.INT.with_optional(optional) if base_b == dt.DURATION else dt.DURATION.with_optional(optional)
-    if op == "%" and base_a == dt.DURATION and base_b == dt.DURATION:
-        return dt.DURATION.with_optional(optional)
-    if op == "*" and {base_a, base_b} in ({dt.DURATION, dt.INT}, {dt.DURATION, dt.FLOAT}):
-        return dt.DURATION.with_optional(optional)
     if base_a == dt.ANY or base_b == dt.ANY:
         return dt.ANY.with_optional(optional)
     try:
         return dt.unify(base_a, base_b).with_optional(optional)
     except PlanTypeError:
         raise _unsupported(op, a, b) from None
+
+
+def _unop_type(op: str, kind: DType) -> DType:
+    if kind.is_array:
+        raise PlanTypeError(f"unary operator {op} is not supported on arrays: compute it in a pw.udf with numpy")
+    base = kind.with_optional(False)
+    if base in _SCALARS and base not in _UNARY[op]:
+        if op == "abs":  # Pathway's words: abs() is num.abs()
+            raise AttributeError(f"Column of type {dt.python_name(kind)} has no attribute num.abs with arguments of type [].")
+        raise PlanTypeError(
+            f"Pathway does not support using unary operator {_UNARY_NAMES[op]} on column of type {dt.python_name(kind)}."
+        )
+    return dt.BOOL.with_optional(kind.optional) if op == "not" else kind
+
+
+def check_condition(kind: DType, message: str, name: Callable[[DType], str]) -> None:
+    """A condition (``if_else``'s, ``filter``'s) is a bool, as in Pathway (which also
+    refuses one that may be None; see ``_SCALAR_OPERATORS``); ``message`` names the type
+    found with ``name``."""
+    if kind.with_optional(False) not in (dt.BOOL, dt.ANY):
+        raise PlanTypeError(message.format(name(kind)))
 
 
 def _array_binop_type(op: str, a: DType, b: DType) -> DType:
@@ -401,12 +460,19 @@ _DT_RECEIVERS: dict[str, tuple[DType, ...]] = {
 
 
 def _check_receiver(name: str, types: list[DType]) -> None:
-    """A ``.dt`` method called on a column of a type it does not take is an AttributeError
-    when the expression is built, worded as Pathway's."""
-    if not name.startswith("dt.") or not types:
+    """A ``.dt``, ``.str`` or ``.num`` method called on a column of a type it does not
+    take is an AttributeError when the expression is built, worded as Pathway's."""
+    if not types:
         return
     receiver = types[0].with_optional(False)
-    if receiver == dt.ANY or receiver in _DT_RECEIVERS.get(name, _DATE_TIMES):
+    if name.startswith("dt."):
+        if receiver == dt.ANY or receiver in _DT_RECEIVERS.get(name, _DATE_TIMES):
+            return
+    elif name.startswith(("str.", "num.")) and name != "num.fill_na":
+        takes = {dt.STR} if name.startswith("str.") else {dt.INT, dt.FLOAT}
+        if receiver == dt.ANY or receiver in takes:
+            return
+    else:
         return
     others = ", ".join(dt.python_name(t) for t in types[1:])
     raise AttributeError(f"Column of type {dt.python_name(types[0])} has no attribute {name} with arguments "
@@ -466,13 +532,26 @@ def _tuple_type(args: list[DType], params: tuple) -> DType:
     return DType("list", (args[0].with_optional(args[0].optional and not skip_nones),))
 
 
+def _summed(kind: DType) -> DType:
+    """The type of a sum: numbers and arrays, never None, as in Pathway (whose ``avg`` is
+    a sum, and says so)."""
+    if not (kind in (dt.INT, dt.FLOAT) or kind.is_array or kind.with_optional(False) == dt.ANY):
+        raise PlanTypeError(f"Pathway does not support using reducer sum on column of type {dt.engine_name(kind)}.")
+    return kind
+
+
+def _average(kind: DType) -> DType:
+    _summed(kind)
+    return dt.FLOAT
+
+
 def _ndarray_type(args: list[DType], params: tuple) -> DType:
     skip_nones = bool(params and params[0])
     base = args[0].with_optional(False)
     if (args[0].optional and not skip_nones) or not (base.is_numeric or base.is_array):
         raise PlanTypeError(
-            f"pw.reducers.ndarray takes int, float or array values, not {args[0]}"
-            + (": give skip_nones=True to leave None out" if args[0].optional else "")
+            f"Pathway does not support using reducer ndarray on column of type {dt.engine_name(args[0])}."
+            + (" Give skip_nones=True to leave None out." if args[0].optional else "")
         )
     return dt.ANY_ARRAY
 
@@ -481,8 +560,8 @@ def _ndarray_type(args: list[DType], params: tuple) -> DType:
 REDUCER_TYPES: dict[str, Callable[[list[DType], tuple], DType]] = {
     "count": lambda a, p: dt.INT,
     "count_distinct": lambda a, p: dt.INT,
-    "sum": lambda a, p: a[0],
-    "avg": lambda a, p: dt.FLOAT.with_optional(a[0].optional),
+    "sum": lambda a, p: _summed(a[0]),
+    "avg": lambda a, p: _average(a[0]),
     "min": lambda a, p: a[0],
     "max": lambda a, p: a[0],
     "any": lambda a, p: a[0],

@@ -42,7 +42,7 @@ from sparkway.core.expression import (
     Apply, BinOp, Call, Cast, Coalesce, ColumnRef, Const, Expr, FillError, GetItem, IfElse, IsNone,
     MakeTuple, PointerFrom, Require, RowFailure, UnOp, Unwrap, children,
 )
-from sparkway.core.type_rules import infer, strptime_zoned, tuple_position
+from sparkway.core.type_rules import infer, never_none, never_none_in_branches, strptime_zoned, tuple_position
 from sparkway.errors import ComputationError, PlanTypeError
 from sparkway.core.text import text_of
 from sparkway.engine.failures import failures_named
@@ -134,6 +134,17 @@ class Scope:
     #: even in a branch not taken, so a function under ``require`` or ``if_else`` is told
     #: which rows to leave alone (Pathway does not call it there)
     _python_where: list[Column] = field(default_factory=list)
+
+    @contextmanager
+    def never_none(self, exprs: list[Expr]) -> Iterator[None]:
+        """Types as the type rules see them where these columns are not None
+        (``type_rules.never_none``): in ``require``'s value, an ``if_else`` branch."""
+        before = self.types
+        self.types = never_none(exprs, before)
+        try:
+            yield
+        finally:
+            self.types = before
 
     @contextmanager
     def python_only_where(self, taken: Column) -> Iterator[None]:
@@ -512,17 +523,18 @@ def _if_else(e: IfElse, scope: Scope) -> Column:
     target = _type(e, scope)
     cond = compile_expr(e.cond, scope)
     taken = F.coalesce(cond, F.lit(False))
+    in_then, in_otherwise = never_none_in_branches(e.cond)
     if scope.checks is None:
-        with scope.python_only_where(taken):
+        with scope.python_only_where(taken), scope.never_none(in_then):
             then = compile_expr(e.then, scope)
-        with scope.python_only_where(~taken):
+        with scope.python_only_where(~taken), scope.never_none(in_otherwise):
             otherwise = compile_expr(e.otherwise, scope)
     else:  # only the branch taken fails, and is the result's Error
         checks = scope.checks
         fine = ~_holds(checks.flag(e.cond))
-        with checks.guarded(taken & fine), scope.python_only_where(taken & fine):
+        with checks.guarded(taken & fine), scope.python_only_where(taken & fine), scope.never_none(in_then):
             then = compile_expr(e.then, scope)
-        with checks.guarded(~taken & fine), scope.python_only_where(~taken & fine):
+        with checks.guarded(~taken & fine), scope.python_only_where(~taken & fine), scope.never_none(in_otherwise):
             otherwise = compile_expr(e.otherwise, scope)
         branches = (checks.flag(e.then), checks.flag(e.otherwise))
         chosen = None if branches[0] is None and branches[1] is None else F.when(taken, _holds(branches[0])).otherwise(_holds(branches[1]))
@@ -556,7 +568,7 @@ def _require(e: Require, scope: Scope) -> Column:
     missing = F.lit(False)
     for a in e.args:
         missing = missing | compile_expr(a, scope).isNull()
-    with scope.python_only_where(~missing):
+    with scope.python_only_where(~missing), scope.never_none(list(e.args)):
         value = compile_expr(e.value, scope)
     return F.when(missing, F.lit(None)).otherwise(value)
 
