@@ -114,8 +114,9 @@ def run(
     breaks an operation an Error value (see ``pw.fill_error``, ``pw.global_error_log``)
     instead of stopping the run.
     ``monitoring_level`` chooses the live view (see ``pw.MonitoringLevel``);
-    ``with_http_server=True`` serves the run's numbers on ``/status`` (JSON) and
-    ``/metrics`` (Prometheus) at port 20000 (``$PATHWAY_MONITORING_HTTP_PORT``).
+    ``with_http_server=True`` serves the run's metrics for Prometheus on ``/metrics`` and
+    ``/status`` (as Pathway) and as JSON on ``/status.json``, at port 20000
+    (``$PATHWAY_MONITORING_HTTP_PORT``).
     ``spark_master`` (or ``$SPARKWAY_SPARK_MASTER``) selects Spark's master; an active
     SparkSession is used as it is.  ``spark_ui=True`` (or ``$SPARKWAY_SPARK_UI=1``) turns
     on Spark's web UI in the session sparkway starts, and logs its address.  The other
@@ -144,7 +145,9 @@ def run_all(**kwargs: Any) -> None:
     ...     print("a row divides by zero")
     a row divides by zero
     """
-    given = inspect.signature(run).bind(**kwargs).arguments  # a TypeError names a wrong one
+    bound = inspect.signature(run).bind(**kwargs)  # a TypeError names a wrong one
+    bound.apply_defaults()  # run's defaults (the live view in a terminal), not run_outputs'
+    given = bound.arguments
     keep = ("persistence_config", "spark_master", "terminate_on_error", "monitoring_level", "with_http_server", "spark_ui")
     _run(outputs_and_unused_tables(), **{k: v for k, v in given.items() if k in keep})
 
