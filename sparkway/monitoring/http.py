@@ -42,12 +42,9 @@ class MonitoringServer:
         self._server: ThreadingHTTPServer | None = None
 
     def __enter__(self) -> MonitoringServer:
-        stats = self.stats
+        class Handler(_Handler):  # a class per server: http.server makes its handlers itself
+            stats = self.stats
 
-        class Handler(_Handler):
-            pass
-
-        Handler.stats = stats
         try:
             self._server = ThreadingHTTPServer(("", self.port), Handler)
         except OSError as error:

@@ -22,7 +22,7 @@ def read_latest(checkpoint: BlobStorage, step: int) -> dict | None:
     an empty state.  (Files of version ``step`` without it: a crash during the
     partition's first commit, which the step replays.)"""
     try:
-        data = checkpoint.read_bytes("LATEST")
+        latest = checkpoint.read_json("LATEST")  # not JSON: an error naming it
     except FileNotFoundError:
         older = [v for folder in _VERSIONED for name in checkpoint.list(folder) if (v := _version_of(name)) < step]
         if older:
@@ -32,13 +32,9 @@ def read_latest(checkpoint: BlobStorage, step: int) -> dict | None:
                 "backup, or delete the persistence folder to compute the state again from the input"
             ) from None
         return None
-    try:
-        latest = json.loads(data)
-        if not isinstance(latest.get("version"), int):
-            raise ValueError("no version")
-        return latest
-    except (ValueError, AttributeError) as error:
-        raise damaged(checkpoint.path("LATEST"), error) from None
+    if not isinstance(latest, dict) or not isinstance(latest.get("version"), int):
+        raise damaged(checkpoint.path("LATEST"), ValueError("no version"))
+    return latest
 
 
 #: the folders of a partition whose files are named by the version that wrote them
