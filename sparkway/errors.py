@@ -63,6 +63,12 @@ class ConnectorError(SparkwayError, RuntimeError):
     """An external system refused or lost data (PostgreSQL, Kafka...)."""
 
 
+class SparkError(SparkwayError, RuntimeError):
+    """Spark itself failed, not the program: it could not start (a setting it refuses,
+    too little memory), or its JVM ended during the run.  What a persistent run
+    committed stays; started again, it continues from there."""
+
+
 class ComputationError(SparkwayError, RuntimeError):
     """Computing a step failed: a user function raised, or a value broke an operator.
 

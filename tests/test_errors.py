@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import os
 
 import pytest
 
@@ -224,3 +225,39 @@ def test_a_failure_of_spark_itself_is_reported_with_spark_s_message() -> None:
     message = str(computation_error(RuntimeError(text)))
     assert "SparkException: Job aborted due to stage failure: Total size of serialized results" in message
     assert "o411" not in message and "DAGScheduler" not in message
+
+
+def test_a_python_worker_that_dies_is_named_as_such() -> None:
+    def leave(a: int) -> int:
+        if a == 2:
+            os._exit(3)  # as a crash in native code, or the system's OOM killer, would end it
+        return a
+
+    t = pw.debug.table_from_markdown("a\n1\n2")
+    with pytest.raises(errors.ComputationError) as info:
+        pw.debug.table_to_pandas(t.select(b=pw.apply(leave, pw.this.a)))
+    message = str(info.value)
+    assert "a Python worker of Spark ended in the middle of a task" in message
+    assert "\n" not in message and "awaitResult" not in message
+
+
+@pytest.mark.parametrize("cause, said", [
+    ("java.lang.OutOfMemoryError: Java heap space", "Spark's JVM ran out of memory: give it more (SPARKWAY_DRIVER_MEMORY"),
+    ("java.io.IOException: No space left on device", "(spark.local.dir) is full"),
+    ("org.apache.spark.SparkFileNotFoundException: File file:/data/a.csv does not exist",
+     "SparkFileNotFoundException: File file:/data/a.csv does not exist"),
+])
+def test_spark_s_own_failures_say_what_failed_inside_its_wrappers(cause: str, said: str) -> None:
+    from sparkway.engine.failures import computation_error
+
+    text = (  # the shape of a task's failure in a Py4JJavaError
+        "An error occurred while calling o196.getResult.\n"
+        ": org.apache.spark.SparkException: Exception thrown in awaitResult: \n"
+        "\tat org.apache.spark.util.SparkThreadUtils$.awaitResult(SparkThreadUtils.scala:56)\n"
+        "Caused by: org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 0.0 "
+        "failed 1 times, most recent failure: Lost task 0.0 in stage 0.0 (TID 0) (localhost executor driver): "
+        f"{cause}\n"
+        "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2856)\n"
+    )
+    message = str(computation_error(RuntimeError(text)))
+    assert said in message and "awaitResult" not in message

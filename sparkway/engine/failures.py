@@ -16,8 +16,8 @@ from typing import Any
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sparkway import errors
-from sparkway.errors import ComputationError, SparkwayError, note_origin
+import sparkway.errors as errors
+from sparkway.errors import ComputationError, SparkError, SparkwayError, note_origin
 
 log = logging.getLogger("sparkway")
 
@@ -46,6 +46,21 @@ _CLASS = re.compile(re.escape(_CLASS_LINE) + r"([\w.]+):([\w.]+)")
 _SPARK_ERROR = re.compile(r"\[([A-Z_]+)\]")
 # a JVM exception's line in a Py4J error (": org.apache.spark.SparkException: Job aborted...")
 _JVM = re.compile(r"^(?:: )?(?:org|java|scala)\.[\w.$]*\.(\w+(?:Exception|Error)): (.+)$", re.MULTILINE)
+# why Spark's job failed, in its "Job aborted due to stage failure" line
+_TASK_FAILURE = re.compile(r"most recent failure: Lost task [^)]*\)[^)]*\): (?:[\w$]+\.)*(\w+(?:Exception|Error)): (.+)$",
+                           re.MULTILINE)
+#: failures of Spark's own, by a text their errors hold: what happened and what to do
+SPARK_FAULTS = (
+    ("Python worker exited unexpectedly",
+     "a Python worker of Spark ended in the middle of a task: a function of the program "
+     "ended its process (os._exit) or crashed in native code, or the system stopped it "
+     "for lack of memory"),
+    ("java.lang.OutOfMemoryError",
+     "Spark's JVM ran out of memory: give it more (SPARKWAY_DRIVER_MEMORY, 4g by default; "
+     "on a cluster, spark.executor.memory) or give the run smaller steps of input"),
+    ("No space left on device",
+     "a disk that Spark writes its temporary files to (spark.local.dir) is full"),
+)
 
 
 @contextmanager
@@ -107,7 +122,48 @@ def _user_message(text: str, error_type: str) -> str:
     python = _PYTHON.findall(text)
     if python:
         return f"the step's Spark job failed: {python[-1].strip()}"
-    jvm = _JVM.search(text)  # Spark's own failure: out of memory, a result too large...
+    fault = next((said for found, said in SPARK_FAULTS if found in text), None)
+    if fault is not None:
+        return f"the step's Spark job failed: {fault} (Spark's error is logged at DEBUG level)"
+    # Spark's own failure (a result too large...): the task's, not its wrappers'
+    jvm = _TASK_FAILURE.search(text) or _JVM.search(text)
     first = f"{jvm.group(1)}: {jvm.group(2).strip()}" if jvm else next(
         (line.strip() for line in text.splitlines() if line.strip()), error_type)
     return f"the step's Spark job failed: {first} (the whole error is logged at DEBUG level)"
+
+
+def spark_ended(error: BaseException, jvm: Any) -> SparkError | None:
+    """``error`` as the ``SparkError`` it means when Spark's JVM has ended under the
+    program (the system stopped it, out of memory...): py4j then fails on whatever the
+    driver asked of it; None for any other error.  ``jvm``: the JVM's process when
+    sparkway started it (a ``Popen``), else None."""
+    from py4j.protocol import Py4JNetworkError
+
+    code = jvm.poll() if jvm is not None else None
+    if code is None and not isinstance(error, Py4JNetworkError):
+        return None
+    log.debug("Spark's JVM ended", exc_info=error)
+    how = "" if code is None else f" (process {jvm.pid}, {_exit_status(code)})"
+    return SparkError(f"Spark's JVM ended during the run{how}; what the run committed stays, "
+                      f"and a persistent program continues from it when started again")
+
+
+def _exit_status(code: int) -> str:
+    """
+    >>> _exit_status(-9), _exit_status(1)
+    ('killed by signal 9, as the system does when memory runs out', 'exit code 1')
+    """
+    if code == -9:
+        return "killed by signal 9, as the system does when memory runs out"
+    return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
+
+def spark_not_started(error: BaseException) -> SparkError:
+    """Spark's refusal to start (a setting it rejects, too little memory), from the
+    Py4J error of the SparkContext's creation, as one line."""
+    log.debug("Spark did not start", exc_info=error)
+    jvm = _JVM.search(str(error))
+    said = f"{jvm.group(1)}: {jvm.group(2).strip()}" if jvm else str(error).strip().splitlines()[0]
+    return SparkError(f"Spark could not start: {said} (Spark's settings come from SPARKWAY_SPARK_CONF, "
+                      f"SPARKWAY_DRIVER_MEMORY and SPARKWAY_SPARK_MASTER; the whole error is logged "
+                      f"at DEBUG level)")

@@ -37,10 +37,10 @@ from sparkway.core import changes
 from sparkway.core.changes import DIFF, ERRORS, ID, LOGGED, consolidate, spark_schema
 from sparkway.engine.expressions import col
 from sparkway.engine import iterate  # noqa: F401 - registers the compiler of Iterate nodes
-from sparkway.engine.failures import computation_error
+from sparkway.engine.failures import computation_error, spark_ended
 from sparkway.engine.operators import StepContext, compile_node, error_entries
 from sparkway.engine.cache import state_cache
-from sparkway.engine.spark import get_spark, running_stages, spark_ui_url
+from sparkway.engine.spark import get_spark, jvm_process, running_stages, spark_ui_url
 from sparkway.engine.synchronization import Synchronizer
 from sparkway.errors import PlanError
 from sparkway.monitoring.stats import RunStats
@@ -142,6 +142,11 @@ class Runner:
                 log.debug("The abandoned step ended with", exc_info=True)
             for sink in sinks:
                 sink.close()
+        except Exception as error:
+            ended = spark_ended(error, jvm_process())
+            if ended is None:
+                raise
+            raise ended from None
         finally:
             failing = sys.exc_info()[0] is not None  # an exception on its way out
             self.stats.ended("failed" if failing else "stopped" if self.stop_requested.is_set() else "finished")

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import shutil
+import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from sparkway.engine.cache import cds_folder
+from sparkway.engine.failures import spark_not_started
 
 DEFAULT_MASTER = "local[2]"
 log = logging.getLogger("sparkway")
@@ -146,7 +148,11 @@ def get_spark(master: str | None = None, ui: bool = False) -> SparkSession:
         conf = conf.set("spark.executor.memory", "768m")
     conf = conf.setAll(user_conf().items())  # the user's settings win
     if SparkContext._active_spark_context is None:  # pyspark's record of its running context
-        SparkContext(conf=conf, gateway=_launch_jvm(conf))
+        try:
+            context = SparkContext(conf=conf, gateway=_launch_jvm(conf))
+        except Exception as error:
+            raise spark_not_started(error) from None
+        _quiet_accumulator_server(context)
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     _quiet_task_failures(spark)
@@ -230,11 +236,36 @@ def _launch_jvm(conf: SparkConf) -> Any:
 
 
 def _pass_on_stderr(read_end: int) -> None:
+    """Passes the JVM's stderr on, without its notices, and without the lines of Java
+    stack under an error it logs unless the ``sparkway`` logger is at DEBUG level
+    (sparkway reports the error itself, in one line)."""
     with os.fdopen(read_end, "rb") as lines:
         for line in lines:  # to the end: a pipe not read would stop the JVM when full
-            if line.rstrip(b"\r\n") not in JVM_NOTICES:
-                with contextlib.suppress(OSError):  # no stderr (a closed descriptor)
-                    os.write(2, line)
+            if line.rstrip(b"\r\n") in JVM_NOTICES:
+                continue
+            if line.startswith(JAVA_STACK_LINES) and not log.isEnabledFor(logging.DEBUG):
+                continue
+            with contextlib.suppress(OSError):  # no stderr (a closed descriptor)
+                os.write(2, line)
+
+
+#: how the lines of a Java stack start ("\tat org.apache...", "\t... 12 more")
+JAVA_STACK_LINES = (b"\tat ", b"\t... ")
+
+
+def jvm_process() -> subprocess.Popen | None:
+    """The process of the JVM sparkway started (None: the session is not sparkway's)."""
+    return getattr(SparkContext._gateway, "proc", None)
+
+
+def _quiet_accumulator_server(context: SparkContext) -> None:
+    """PySpark's accumulator server prints a traceback when the JVM's connection to it
+    breaks (the JVM ended): sparkway reports that in one line; the traceback goes to the
+    debug log."""
+    server = getattr(context, "_accumulatorServer", None)
+    if server is not None:
+        server.handle_error = lambda request, address: log.debug(
+            "PySpark's accumulator server lost the JVM", exc_info=True)
 
 
 def _quiet_task_failures(spark: SparkSession) -> None:
