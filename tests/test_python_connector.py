@@ -242,7 +242,7 @@ def test_next_str_next_bytes_and_json_values_are_typed_by_the_schema() -> None:
     texts.subscribe(pw.io.python.read(Texts(), schema=Text))
     blobs.subscribe(pw.io.python.read(Blobs(), schema=Blob))
     mixed.subscribe(pw.io.python.read(Mixed(), schema=Typed).select(
-        pw.this.n, year=pw.this.when.dt.year(), k=pw.this.doc["k"]
+        pw.this.n, year=pw.require(pw.this.when.dt.year(), pw.this.when), k=pw.this.doc["k"]
     ))
     pw.run()
 

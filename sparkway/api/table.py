@@ -20,7 +20,7 @@ from sparkway.core.expression import (
     transform, walk, wrap,
 )
 from sparkway.core.portable import portable
-from sparkway.core.type_rules import check_condition, infer, reducer_type, refuse_future
+from sparkway.core.type_rules import PaddedColumns, check_condition, infer, reducer_type, refuse_future
 from sparkway.errors import PlanError, PlanTypeError, UnknownColumnError, traced, warn_user
 from sparkway.plan import nodes as n
 
@@ -1480,6 +1480,20 @@ def _types(exprs: Iterable[tuple[str, Expr]], inputs: list[dict]) -> dict[str, D
     return {name: infer(e, inputs) for name, e in exprs}
 
 
+def _pairs_columns(left: dict[str, DType], right: dict[str, DType], how: str) -> PaddedColumns:
+    """The columns of a join's pairs: each side's, prefixed, optional where that side
+    may be missing (an outer join's padding), which ``pw.require(..., pw.right.id)``
+    undoes (``PaddedColumns``)."""
+    columns, ids, sides = {}, {}, {}
+    for prefix, side, padded in (("_l_", left, how in ("right", "outer")), ("_r_", right, how in ("left", "outer"))):
+        own = {f"{prefix}{k}": v for k, v in side.items()}
+        columns.update({k: v.with_optional(v.optional or padded) for k, v in own.items()})
+        ids[f"{prefix}id"] = dt.POINTER.with_optional(padded)
+        if padded:
+            sides[f"{prefix}id"] = own
+    return PaddedColumns({**columns, **ids}, sides)
+
+
 @traced
 class GroupedTable(_Promises):
     """A table grouped by key columns; ``reduce`` gives one row per group.  Promises
@@ -1690,12 +1704,7 @@ class JoinResult(_Promises):
             id_side = "left" if (id_from.table is left or id_from.table is left_table) else "right"
         self._how = how
         self._interval_join = interval is not None
-        columns = {
-            **{f"_l_{k}": v.with_optional(v.optional or how in ("right", "outer")) for k, v in cols[0].items()},
-            **{f"_r_{k}": v.with_optional(v.optional or how in ("left", "outer")) for k, v in cols[1].items()},
-            "_l_id": dt.POINTER.with_optional(how in ("right", "outer")),
-            "_r_id": dt.POINTER.with_optional(how in ("left", "outer")),
-        }
+        columns = _pairs_columns(cols[0], cols[1], how)
         if interval is not None:
             left_time, right_time, lower, upper = interval
             interval = (

@@ -18,6 +18,26 @@ from sparkway.errors import PlanError, PlanTypeError, UnknownColumnError, warn_u
 Columns = list[dict[str, DType]]
 
 
+class PaddedColumns(dict):
+    """The columns of an outer join's pairs, with what padding did to them: ``sides``
+    maps a side's id column (``_r_id``) to the types its columns had before they became
+    optional for the pairs that side is missing from.  Where that id is known not to be
+    None (``pw.require(..., pw.right.id)``), the side's row is there and so are its
+    values, as in Pathway.
+
+    >>> padded = PaddedColumns({"_r_b": dt.INT.with_optional(True)}, {"_r_id": {"_r_b": dt.INT}})
+    >>> never_none([ColumnRef(None, "_r_id")], [padded])[0]["_r_b"] == dt.INT
+    True
+    """
+
+    def __init__(self, columns: dict[str, DType], sides: dict[str, dict[str, DType]]) -> None:
+        super().__init__(columns)
+        self.sides = sides
+
+    def copy(self) -> "PaddedColumns":
+        return PaddedColumns(self, self.sides)
+
+
 def column_type(ref: ColumnRef, inputs: Columns) -> DType:
     index = getattr(ref.table, "index", 0)
     if ref.name == "id":
@@ -101,12 +121,14 @@ def never_none(exprs: list[Expr], inputs: Columns) -> Columns:
     value, its arguments; in an ``if_else`` branch, see ``never_none_in_branches``)."""
     if not any(isinstance(e, ColumnRef) for e in exprs):
         return inputs
-    narrowed = [dict(columns) for columns in inputs]
+    narrowed = [columns.copy() for columns in inputs]
     for expr in exprs:
         if isinstance(expr, ColumnRef) and expr.name != "id":
             columns = narrowed[getattr(expr.table, "index", 0)]
             if expr.name in columns:
                 columns[expr.name] = columns[expr.name].with_optional(False)
+            if isinstance(columns, PaddedColumns):
+                columns.update(columns.sides.get(expr.name, {}))
     return narrowed
 
 
@@ -210,9 +232,8 @@ _OPERATOR_NAMES = {
 
 
 #: Pathway's operators on its scalar types: the result type of each pair of operand types
-#: an operator takes.  Pathway also refuses operands that may be None, but for ``==`` and
-#: ``!=``; sparkway takes them (None in, None out), because in a join's ``select`` it types
-#: the columns of a side that may be missing as optional where Pathway does not
+#: an operator takes.  Operands that may be None are refused, but for ``==`` and ``!=``, as in
+#: Pathway (``pw.require``, ``if_else(x.is_not_none(), ...)`` and ``coalesce`` take None out)
 _I, _F, _B, _S, _Y = dt.INT, dt.FLOAT, dt.BOOL, dt.STR, dt.BYTES
 _DN, _DU, _D = dt.DATE_TIME_NAIVE, dt.DATE_TIME_UTC, dt.DURATION
 _NUMBERS = {(_I, _I): _I, (_I, _F): _F, (_F, _I): _F, (_F, _F): _F}
@@ -241,9 +262,9 @@ def _binop_type(op: str, a: DType, b: DType) -> DType:
     base_a, base_b = a.with_optional(False), b.with_optional(False)
     if base_a in _SCALARS and base_b in _SCALARS:
         result = _SCALAR_OPERATORS[op].get((base_a, base_b))
-        if result is None:
+        if result is None or (optional and op not in ("==", "!=")):
             raise _unsupported(op, a, b)
-        return result if op in ("==", "!=") else result.with_optional(optional)
+        return result
     if base_a.is_array or base_b.is_array:
         return _array_binop_type(op, a, b)
     if base_a.is_pointer and base_b.is_pointer and not dt.related(base_a, base_b):  # Pathway's words
@@ -283,7 +304,7 @@ def _unop_type(op: str, kind: DType) -> DType:
     if kind.is_array:
         raise PlanTypeError(f"unary operator {op} is not supported on arrays: compute it in a pw.udf with numpy")
     base = kind.with_optional(False)
-    if base in _SCALARS and base not in _UNARY[op]:
+    if base in _SCALARS and (base not in _UNARY[op] or kind.optional):
         if op == "abs":  # Pathway's words: abs() is num.abs()
             raise AttributeError(f"Column of type {dt.python_name(kind)} has no attribute num.abs with arguments of type [].")
         raise PlanTypeError(
@@ -293,10 +314,9 @@ def _unop_type(op: str, kind: DType) -> DType:
 
 
 def check_condition(kind: DType, message: str, name: Callable[[DType], str]) -> None:
-    """A condition (``if_else``'s, ``filter``'s) is a bool, as in Pathway (which also
-    refuses one that may be None; see ``_SCALAR_OPERATORS``); ``message`` names the type
-    found with ``name``."""
-    if kind.with_optional(False) not in (dt.BOOL, dt.ANY):
+    """A condition (``if_else``'s, ``filter``'s) is a bool that cannot be None, as in
+    Pathway; ``message`` names the type found with ``name``."""
+    if kind != dt.BOOL and kind.with_optional(False) != dt.ANY:
         raise PlanTypeError(message.format(name(kind)))
 
 
@@ -466,13 +486,13 @@ def _check_receiver(name: str, types: list[DType]) -> None:
         return
     receiver = types[0].with_optional(False)
     if name.startswith("dt."):
-        if receiver == dt.ANY or receiver in _DT_RECEIVERS.get(name, _DATE_TIMES):
-            return
-    elif name.startswith(("str.", "num.")) and name != "num.fill_na":
+        takes = _DT_RECEIVERS.get(name, _DATE_TIMES)
+    elif name.startswith(("str.", "num.")):
         takes = {dt.STR} if name.startswith("str.") else {dt.INT, dt.FLOAT}
-        if receiver == dt.ANY or receiver in takes:
-            return
     else:
+        return
+    # a receiver that may be None is refused, as in Pathway, but by fill_na
+    if receiver == dt.ANY or (receiver in takes and (not types[0].optional or name == "num.fill_na")):
         return
     others = ", ".join(dt.python_name(t) for t in types[1:])
     raise AttributeError(f"Column of type {dt.python_name(types[0])} has no attribute {name} with arguments "

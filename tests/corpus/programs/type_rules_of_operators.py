@@ -1,8 +1,8 @@
 """Which operators, reducers and methods take which column types, and the type of the
 result, or the error when the program is built: every binary operator over every pair of
 scalar types, the unary ones, sum/avg/ndarray (also over an optional int), .str/.num
-methods, if_else's and filter's conditions.  (Operators over columns that may be None
-are not here: sparkway takes them, see docs/compatibility.md.)"""
+methods, if_else's and filter's conditions.  (Columns that may be None:
+type_rules_of_optional_operands.py.)"""
 
 import datetime
 import operator
