@@ -26,7 +26,7 @@ def test_every_kind_of_error_is_a_sparkway_error_and_the_builtin_python_expects(
     kinds = {
         errors.PlanError: ValueError, errors.PlanTypeError: TypeError, errors.SchemaError: ValueError,
         errors.InputDataError: ValueError, errors.PersistenceError: RuntimeError,
-        errors.ConnectorError: RuntimeError, errors.ComputationError: RuntimeError,
+        errors.ConnectorError: RuntimeError, errors.ComputationError: RuntimeError, errors.SparkError: RuntimeError,
         StorageInUseError: RuntimeError, PlanChangedError: RuntimeError,
     }
     for kind, builtin in kinds.items():
