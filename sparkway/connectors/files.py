@@ -69,6 +69,7 @@ from sparkway.connectors.base import ExecutorRead, Segment, Source, record_ids
 from sparkway.connectors.formats import complete_end
 from sparkway.connectors.formats.csv import CsvParserSettings, check_csv_header, parse_csv, parse_csv_header
 from sparkway.connectors.formats.jsonlines import parse_json_lines
+from sparkway.connectors.formats.parquet import check_parquet_schema, is_complete, parse_parquet
 from sparkway.connectors.formats.plaintext import parse_plaintext
 from sparkway.connectors.formats.values import ParsedRows, SchemaMismatchError, decode, gc_paused
 from sparkway.core import changes
@@ -80,7 +81,7 @@ from sparkway.persistence.storage import BlobStorage
 
 log = logging.getLogger("sparkway")
 
-FORMATS = ("csv", "json", "plaintext", "plaintext_by_file", "binary")
+FORMATS = ("csv", "json", "plaintext", "plaintext_by_file", "binary", "parquet")
 _LINE_FORMATS = ("csv", "json", "plaintext")
 METADATA_COLUMN = "_metadata"
 
@@ -244,8 +245,10 @@ class FileSource(Source):
     """Rows from the files under ``path`` (a file, or a directory read recursively).
 
     ``format`` is "csv", "json" (JSON lines), "plaintext" (a row per line),
-    "plaintext_by_file" (a row per file, str) or "binary" (a row per file, bytes); the
-    last three have a single column, ``data`` unless ``columns`` names another one.
+    "plaintext_by_file" (a row per file, str), "binary" (a row per file, bytes) or
+    "parquet" (a whole file at a time: a changed file is read again, see
+    ``formats.parquet``); "plaintext", "plaintext_by_file" and "binary" have a single
+    column, ``data`` unless ``columns`` names another one.
 
     >>> from sparkway.core.dtypes import INT, STR
     >>> src = FileSource("logs/", format="csv", mode="static", name="logs",
@@ -442,6 +445,13 @@ class FileSource(Source):
             elif retract is None or ctx.data:
                 return None  # the header is not complete yet: wait for it
         end, complete = len(ctx.data), True
+        if self.format == "parquet" and ctx.data:
+            if not is_complete(ctx.data):
+                if ctx.final and self.mode == "static":
+                    raise SchemaMismatchError(f"{ctx.entry.path}: not a Parquet file (or one cut short: it does "
+                                              "not start and end with PAR1)")
+                return None  # being written: its footer comes last
+            check_parquet_schema(ctx.entry.path, ctx.data, self.schema)
         if self.format in _LINE_FORMATS:
             end = complete_end(ctx.data, start, fmt=self.format, final=False, settings=self.csv_settings)
             if ctx.final and end < len(ctx.data):
@@ -677,6 +687,8 @@ class ChunkReader:
                 data, path=path, first_line=line, header=segment["header"],
                 columns=self.schema, settings=self.csv_settings, keep_errors=self.keep_errors,
             )
+        if self.format == "parquet":
+            return parse_parquet(data, path=path, columns=self.schema)
         if self.format == "json":
             return parse_json_lines(data, path=path, first_line=line, columns=self.schema, keep_errors=self.keep_errors)
         column = next(iter(self.schema))
@@ -748,7 +760,7 @@ class _Ctx:
 
 
 def _schema_for(format: str, columns: dict[str, Column]) -> dict[str, Column]:
-    if format in ("csv", "json"):
+    if format in ("csv", "json", "parquet"):
         if not columns:
             raise PlanError(f"format {format!r} needs a schema with at least one column")
         return dict(columns)

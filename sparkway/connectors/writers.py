@@ -1,4 +1,4 @@
-"""File sinks: ``CsvSink``, ``JsonLinesSink`` and ``NullSink``.
+"""File sinks: ``CsvSink``, ``JsonLinesSink``, ``ParquetSink`` and ``NullSink``.
 
 Each output batch (one time's changes) is appended with a single ``write`` call, then
 flushed and fsynced, so that a batch is either wholly in the file or (after a crash
@@ -19,6 +19,10 @@ Values are written as Pathway 0.33 writes them (unless said otherwise):
 * list / tuple: compact JSON array
 
 JSON lines are compact (``{"word":"a","count":2,...}``).
+
+Parquet (``ParquetSink``): a directory of files, one per time (or per piece of a large
+time), with the columns typed as ``formats.arrow.output_type`` says, then ``time`` and
+``diff`` (int64).
 """
 
 from __future__ import annotations
@@ -35,11 +39,14 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkway.connectors.base import OutputBatch, Sink
-from sparkway.core.dtypes import DType
+from sparkway.connectors.formats.arrow import output_table, output_type
+from sparkway.core.dtypes import DType, dtype_of_value
+from sparkway.errors import PlanError
 from sparkway.core.durations import nanos
 from sparkway.core.text import nanos_text, text_of
 
@@ -303,6 +310,114 @@ class JsonLinesSink(_FileSink):
         if pa.types.is_primitive(table.schema.field(name).type):
             return values  # ints (durations: nanoseconds), floats, bools: already JSON-able
         return list(map(_stored_plain(dtype), values))
+
+
+#: Parquet files of a ``ParquetSink``: ``part-<time>-<piece>.parquet``, zero-padded so that
+#: their names sort in time order; the same name prefixed with "." while being written
+PARQUET_PART = "part-{time:020d}-{piece:05d}.parquet"
+
+
+class ParquetSink(Sink):
+    """Writes every change into a directory of Parquet files: one file per time (a large
+    time's output, which comes in pieces, a file per piece), named
+    ``part-<time>-<piece>.parquet``, each with the columns, ``time`` and ``diff``.
+
+    A file is written under a hidden name (``.part-...``, which Spark and pyarrow skip),
+    fsynced, then renamed, so that a reader never sees half a file; ``spark.read.parquet``
+    of the directory gives the whole stream of changes.  Like Pathway's output files, the
+    directory is rewritten by each run: ``open()`` removes the ``part-*.parquet`` files of
+    an earlier run (no other file).  The end-of-input time 18446744073709551614 (rows held
+    back until every source ended) is stored as its int64 bit pattern, -2.
+
+    >>> from sparkway.core.dtypes import INT, STR
+    >>> sink = ParquetSink("out/", ["word", "n"], dtypes={"word": STR, "n": INT})
+    >>> sink.schema.names
+    ['word', 'n', 'time', 'diff']
+    """
+
+    takes_a_time_in_pieces = True
+
+    def __init__(self, path: str, columns: list[str], *, dtypes: dict[str, DType] | None = None,
+                 name: str | None = None) -> None:
+        clash = [c for c in columns if c in ("time", "diff")]
+        if clash:
+            raise PlanError(f"cannot write column(s) {clash} to Parquet: the files have columns time and diff of "
+                            "their own; rename them first (table.rename(...))")
+        self.path = path
+        self.columns = list(columns)
+        self.dtypes = {c: (dtypes or {}).get(c) for c in self.columns}
+        if name is not None:
+            self.name = name
+        self.schema = pa.schema([*(pa.field(c, output_type(t)) for c, t in self.dtypes.items() if t is not None),
+                                 pa.field("time", pa.int64()), pa.field("diff", pa.int64())])
+        self._time: int | None = None
+        self._piece = 0
+        self._total_ms = 0.0
+
+    @property
+    def label(self) -> str:
+        return self.path
+
+    def open(self) -> None:
+        folder = os.path.abspath(self.path)
+        parent = os.path.dirname(folder.rstrip(os.sep))
+        if not os.path.isdir(parent):  # as for the other files: a missing directory is not created
+            raise FileNotFoundError(
+                f"cannot create the output directory {self.path}: the directory {parent} does not exist; "
+                "create it before the run"
+            )
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            raise FileExistsError(f"cannot write Parquet files into {self.path}: it is a file, not a directory")
+        os.makedirs(folder, exist_ok=True)
+        for entry in os.scandir(folder):  # an earlier run's files (or ones it was writing)
+            if _PARQUET_PART.fullmatch(entry.name.removeprefix(".")) and entry.is_file():
+                os.remove(entry.path)
+
+    def write(self, batch: OutputBatch) -> None:
+        rows = batch.table.num_rows
+        if rows == 0:
+            return
+        started = time.monotonic()
+        if batch.time != self._time:
+            self._time, self._piece = batch.time, 0
+        dtypes = {c: t if t is not None else dtype_of_value(batch.table.column(c)[0].as_py())
+                  for c, t in self.dtypes.items()}
+        table = output_table(batch.table, dtypes)
+        stamp = batch.time if batch.time < 2**63 else batch.time - 2**64
+        table = table.append_column(pa.field("time", pa.int64()), pa.array(np.full(rows, stamp, dtype=np.int64)))
+        table = table.append_column(pa.field("diff", pa.int64()), batch.diffs.cast(pa.int64()))
+        name = PARQUET_PART.format(time=stamp if stamp >= 0 else batch.time, piece=self._piece)
+        folder = os.path.abspath(self.path)
+        temporary = os.path.join(folder, "." + name)
+        import pyarrow.parquet as pq  # 25 ms: loaded by the programs that write Parquet only
+
+        pq.write_table(table, temporary)
+        with open(temporary, "rb") as written:
+            os.fsync(written.fileno())
+        os.replace(temporary, os.path.join(folder, name))
+        _fsync_directory(folder)
+        self._piece += 1
+        took = (time.monotonic() - started) * 1000
+        self._total_ms += took
+        log.info("ParquetWriter-%s: Done writing %d entries, time %d, in %s. Current batch writes took: %d ms. "
+                 "All writes so far took: %d ms.", self.name, rows, batch.time, name, took, self._total_ms)
+
+
+_PARQUET_PART = re.compile(r"part-\d{20}-\d{5}\.parquet")
+
+
+def _fsync_directory(folder: str) -> None:
+    """Makes a rename in ``folder`` durable (where the system allows it)."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
 
 
 class NullSink(Sink):

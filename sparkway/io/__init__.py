@@ -3,11 +3,11 @@
 import importlib
 from typing import Any
 
-from sparkway.io import csv, fs, jsonlines, kafka, null, plaintext, pyfilesystem, python, s3, sqlite
+from sparkway.io import csv, deltalake, fs, jsonlines, kafka, null, plaintext, pyfilesystem, python, s3, spark, sqlite
 from sparkway.io._subscribe import subscribe
 from sparkway.io._synchronization import DurationLike, SynchronizedColumn, register_input_synchronization_group
 
-__all__ = ["csv", "fs", "jsonlines", "kafka", "null", "plaintext", "postgres", "pyfilesystem", "python", "s3", "sqlite", "subscribe",
+__all__ = ["csv", "deltalake", "fs", "jsonlines", "kafka", "null", "plaintext", "postgres", "pyfilesystem", "python", "s3", "spark", "sqlite", "subscribe",
            "DurationLike", "SynchronizedColumn", "register_input_synchronization_group"]
 
 

@@ -10,7 +10,7 @@ from sparkway.api.schema import Schema
 from sparkway.api.table import Table
 from sparkway.connectors.files import FileSource
 from sparkway.connectors.formats.csv import CsvParserSettings
-from sparkway.connectors.writers import CsvSink, JsonLinesSink, NullSink
+from sparkway.connectors.writers import CsvSink, JsonLinesSink, NullSink, ParquetSink
 from sparkway.core.columns import Column
 from sparkway.errors import PlanError
 from sparkway.io._common import persistent_name, refuse_unknown_options
@@ -21,6 +21,7 @@ _LABELS = {
     "plaintext": "PlaintextReader",
     "plaintext_by_file": "PlaintextReader",
     "binary": "BinaryReader",
+    "parquet": "ParquetReader",
 }
 
 
@@ -50,7 +51,7 @@ def read_files(
     if json_field_paths:
         raise PlanError(f"{function}: json_field_paths is not supported by the file readers yet: "
                         "read the JSON objects whole (a pw.Json column) and select the fields")
-    if format in ("csv", "json") and schema is None:
+    if format in ("csv", "json", "parquet") and schema is None:
         raise PlanError(f"reading {format} files needs schema=: a pw.Schema subclass naming the columns")
     columns: dict[str, Column] = schema.columns() if schema is not None else {}
     source = FileSource(
@@ -71,11 +72,12 @@ def write_file(
     function: str, table: Table, filename: str | Any, *, format: str, name: str | None = None,
     sort_by: Iterable[Any] | None = None, **options: Any,
 ) -> None:
-    """Every change of ``table`` appended to a file, with ``time`` and ``diff``."""
+    """Every change of ``table`` appended to a file (Parquet: files in a directory), with
+    ``time`` and ``diff``."""
     refuse_unknown_options(function, options)
-    sinks = {"csv": CsvSink, "json": JsonLinesSink}
+    sinks = {"csv": CsvSink, "json": JsonLinesSink, "parquet": ParquetSink}
     if format not in sinks:
-        raise PlanError(f"cannot write format {format!r}; use 'csv' or 'json'")
+        raise PlanError(f"cannot write format {format!r}; use 'csv', 'json' or 'parquet'")
     sink = sinks[format](str(filename), table.column_names(), dtypes=table.schema._dtypes(), name=name)
     graph.write_to_sink(table, sink, sort_by)
 

@@ -1,0 +1,193 @@
+"""Crash test of the Delta Lake sink: exactly once, whatever the moment of a SIGKILL.
+
+A persistent streaming word count over ``inputs/`` (a feeder keeps adding CSV files) is
+written to two Delta tables: as a stream of changes (``changes``) and as a snapshot
+(``counts``).  The program is killed with SIGKILL at random moments, several times, and
+restarted each time; a last run drains the input and is stopped with SIGTERM.  Then, read
+with the ``deltalake`` package (not with sparkway):
+
+* the snapshot table is exactly the batch word count over every input file;
+* the stream table holds no change twice (no duplicate (word, count, time, diff)), and
+  replayed time by time it never has a word with two counts, nor a row below 0 or above
+  1, and it ends at the batch word count;
+* each Delta version holds one time: no time is spread over two commits.
+
+Each time is one Delta commit that also records the time in its ``txn`` action, so a step
+replayed after a crash that followed its commit writes nothing.
+"""
+
+from __future__ import annotations
+
+import collections
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from .helpers import (
+    FileFeeder, Program, check_ok, crash_at_random_moment, describe, run_program, word_counts, write_script,
+)
+from .test_crash import VOCABULARY, check_stream
+
+deltalake = pytest.importorskip("deltalake")
+
+pytestmark = pytest.mark.subprocess
+
+PROGRAM = '''
+import sparkway as pw
+
+
+class Words(pw.Schema):
+    word: str
+
+
+words = pw.io.csv.read("inputs/", schema=Words, mode="streaming", persistent_id="words")
+counts = words.groupby(words.word).reduce(words.word, count=pw.reducers.count())
+pw.io.deltalake.write(counts, "lake/changes", name="changes")
+pw.io.deltalake.write(counts, "lake/counts", output_table_type="snapshot", name="counts")
+pw.run(persistence_config=pw.persistence.Config(pw.persistence.Backend.filesystem("./state/"),
+                                                snapshot_interval_ms=1500))
+'''
+
+
+class WordFeeder(FileFeeder):
+    """Adds a CSV file of a few random words to ``inputs/``."""
+
+    def next_file(self) -> tuple[str, list[str]]:
+        return "inputs", ["word\n"] + [self.rng.choice(VOCABULARY) + "\n" for _ in range(self.rng.randint(1, 6))]
+
+
+def table_rows(path: Path) -> list[dict]:
+    """The rows of a Delta table's current version; none while it does not exist yet."""
+    if not deltalake.DeltaTable.is_deltatable(str(path)):
+        return []
+    return deltalake.DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+
+
+def stream_changes(root: Path) -> list[tuple[tuple, int, int]]:
+    """(row, time, diff) of every change in the stream table, in time order."""
+    found = [((r["word"], r["count"]), r["time"], r["diff"]) for r in table_rows(root / "lake" / "changes")]
+    return sorted(found, key=lambda change: (change[1], change[2]))
+
+
+def snapshot(root: Path) -> collections.Counter:
+    return collections.Counter((r["word"], r["count"]) for r in table_rows(root / "lake" / "counts"))
+
+
+def times_per_version(path: Path) -> dict[int, set[int]]:
+    """Per version of the stream table, the times of the rows it added."""
+    table = deltalake.DeltaTable(str(path))
+    seen: dict[int, set[int]] = {}
+    before: set[tuple] = set()
+    for version in range(1, table.version() + 1):
+        rows = deltalake.DeltaTable(str(path), version=version).to_pyarrow_table().to_pylist()
+        now = collections.Counter((r["word"], r["count"], r["time"], r["diff"]) for r in rows)
+        added = {change for change in now if change not in before}
+        seen[version] = {change[2] for change in added}
+        before = set(now)
+    return seen
+
+
+def test_sigkill_at_random_moments_writes_every_change_once(tmp_path: Path, python_env, programs) -> None:
+    seed = random.randrange(10**6)
+    rng = random.Random(seed)
+    started = time.monotonic()
+    (tmp_path / "inputs").mkdir()
+    script = write_script(tmp_path, "program.py", PROGRAM)
+    feeder = WordFeeder(tmp_path, random.Random(seed + 1))
+    for _ in range(3):
+        feeder.add_file()
+    feeder.start()
+    history: list[str] = []
+    leftovers: list[Program] = []  # runs whose driver alone was killed: JVMs may linger
+    changes: list = []
+    try:
+        for k in range(7):
+            program = programs(script, tmp_path, python_env, f"run{k}")
+            before = len(stream_changes(tmp_path))
+            what, whole_group = crash_at_random_moment(program, rng, k,
+                                                       lambda: len(stream_changes(tmp_path)) > before)
+            history.append(what + (" (it replayed a step)" if "Replaying step" in program.stderr_text() else ""))
+            if not whole_group:
+                leftovers.append(program)
+            while len(leftovers) > 1:  # bound the resources lingering JVMs can take
+                leftovers.pop(0).kill()
+            time.sleep(rng.uniform(0.0, 1.0))  # the feeder goes on meanwhile
+
+        final = programs(script, tmp_path, python_env, "final")
+        time.sleep(3)
+        feeder.stop()
+        expected = word_counts(tmp_path / "inputs")
+        final.wait_until(lambda: snapshot(tmp_path) == expected, max(60.0, 200 - (time.monotonic() - started)),
+                         "the snapshot table to reach the batch word count")
+        assert final.terminate() == 0, f"SIGTERM did not end the final run gracefully: {describe(final)}"
+
+        assert snapshot(tmp_path) == expected
+        changes = stream_changes(tmp_path)
+        check_stream("changes", [changes], expected, one_per=lambda row: row[0])
+        spread = {v: t for v, t in times_per_version(tmp_path / "lake" / "changes").items() if len(t) > 1}
+        assert not spread, f"versions holding several times: {spread}"
+        committed = [t for _, t, _ in changes]
+        assert deltalake.DeltaTable(str(tmp_path / "lake" / "changes")).transaction_version("sparkway-changes") \
+            == max(committed)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n(seed {seed}; {'; '.join(history)})") from None
+    finally:
+        if feeder.is_alive():
+            feeder.stop()
+    print(f"seed {seed}; {'; '.join(history)}; {feeder.count} files; {len(changes)} changes; "
+          f"{time.monotonic() - started:.0f} s")
+    assert feeder.count >= 10 and len({t for _, t, _ in changes}) >= 5, "the test exercised too little"
+
+
+DIE_AFTER_COMMIT = '''
+import os
+import signal
+import sys
+
+import sparkway as pw
+from sparkway.connectors import deltalake as delta
+
+if "--die-after-a-commit" in sys.argv:  # the process dies between a Delta commit and the step's commit
+    write = delta.DeltaSink.write
+
+    def write_then_die(self, batch):
+        write(self, batch)
+        if batch.table.num_rows:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    delta.DeltaSink.write = write_then_die
+
+
+class Words(pw.Schema):
+    word: str
+
+
+words = pw.io.csv.read("inputs/", schema=Words, mode="static", persistent_id="words")
+counts = words.groupby(words.word).reduce(words.word, count=pw.reducers.count())
+pw.io.deltalake.write(counts, "lake/changes", name="changes")
+pw.io.deltalake.write(counts, "lake/counts", output_table_type="snapshot", name="counts")
+pw.run(persistence_config=pw.persistence.Config(pw.persistence.Backend.filesystem("./state/")))
+'''
+
+
+def test_a_step_replayed_after_its_delta_commit_writes_nothing_again(tmp_path: Path, python_env) -> None:
+    (tmp_path / "inputs").mkdir()
+    (tmp_path / "inputs" / "a.csv").write_text("word\nant\nbee\nant\n")
+    script = write_script(tmp_path, "program.py", DIE_AFTER_COMMIT)
+    died = run_program(script, tmp_path, python_env, args=["--die-after-a-commit"])
+    assert died.returncode == -9, f"the first run should have been killed: {describe(died)}"
+    assert stream_changes(tmp_path), "the first run committed a time to the Delta table before dying"
+    check_ok(run_program(script, tmp_path, python_env))  # replays the step: the commit is already there
+    (tmp_path / "inputs" / "b.csv").write_text("word\nbee\ncat\n")
+    died = run_program(script, tmp_path, python_env, args=["--die-after-a-commit"])
+    assert died.returncode == -9, f"the third run should have been killed: {describe(died)}"
+    check_ok(run_program(script, tmp_path, python_env))
+
+    expected = collections.Counter({("ant", 2): 1, ("bee", 2): 1, ("cat", 1): 1})
+    assert snapshot(tmp_path) == expected
+    changes = stream_changes(tmp_path)
+    rows = sorted((row, diff) for row, _, diff in changes)
+    assert rows == [(("ant", 2), 1), (("bee", 1), -1), (("bee", 1), 1), (("bee", 2), 1), (("cat", 1), 1)], changes
+    check_stream("changes", [changes], expected, one_per=lambda row: row[0])
