@@ -206,8 +206,34 @@ def test_a_streaming_input_path_that_goes_missing_retracts_nothing_until_it_is_b
     assert [r.getMessage() for r in caplog.records] == [f"{src.label}: {folder} does not exist; its rows read so far stay"]
     (tmp_path / "moved").rename(folder)
     assert src.discover() == []  # back as it was: nothing to read again
+    write(folder / "b.csv", "user_id,access_time\nann,2\n")
     (folder / "a.csv").unlink()
-    assert rows(step(src), "user_id") == [("bob", -1)]  # a file deleted from a path that exists
+    assert sorted(rows(step(src), "user_id")) == [("ann", 1), ("bob", -1)]  # a file deleted from a path that exists
+
+
+@pytest.mark.parametrize("mode", ["streaming", "static"])
+def test_an_input_path_emptied_of_every_file_retracts_nothing_unless_asked(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, mode: str,
+) -> None:
+    folder = tmp_path / "logs"
+    write(folder / "a.csv", "user_id,access_time\nbob,1\n")
+    write(folder / "b.csv", "user_id,access_time\nann,2\n")
+    store = str(tmp_path / "store")  # the rows a retraction needs
+    first = source(folder, storage=BlobStorage(store))
+    assert sorted(rows(step(first), "user_id")) == [("ann", 1), ("bob", 1)]
+    position = first.position()
+    for name in ("a.csv", "b.csv"):  # the empty mount point of an unmounted disk
+        (folder / name).unlink()
+    kept = source(folder, mode=mode, storage=BlobStorage(store))
+    kept.restore(position)  # a restart, as persistence gives it
+    with caplog.at_level(logging.WARNING, logger="sparkway"):
+        assert kept.discover() == [] and kept.discover() == []
+    warned = [r.getMessage() for r in caplog.records if "lists no file" in r.getMessage()]
+    assert warned == [f"{kept.label}: {folder} lists no file, where it had 2; their rows stay until files come back "
+                      "(read it with retract_when_emptied=True to retract them)"]
+    retracting = source(folder, mode=mode, storage=BlobStorage(store), retract_when_emptied=True)
+    retracting.restore(position)
+    assert sorted(rows(step(retracting), "user_id")) == [("ann", -1), ("bob", -1)]
 
 
 def test_a_quote_never_closed_is_reported_at_the_line_where_its_row_starts(
@@ -355,7 +381,7 @@ def test_retraction_rows_survive_in_blob_storage(tmp_path: Path) -> None:
     }
     assert [r for r in rows(table) if r[-1] == 1] == [("bob", 7, 1)]
     # the deleted file's and the old generation's rows are gone from the storage
-    third = source(logs, storage=BlobStorage(str(tmp_path / "store")))
+    third = source(logs, storage=BlobStorage(str(tmp_path / "store")), retract_when_emptied=True)
     third.restore(second.position())
     (logs / "a.csv").unlink()
     assert rows(step(third)) == [("bob", 7, -1)]

@@ -164,8 +164,9 @@ PIPELINES: dict[str, tuple[Callable, Callable, list[str]]] = {
 def _run_once(name: str, work: Path, snapshot_interval_ms: int) -> list[dict]:
     program, _, _ = PIPELINES[name]
     graph.clear()
-    left = pw.io.csv.read(work / "left", schema=InputSchema, mode="static", name="left")
-    right = pw.io.csv.read(work / "right", schema=InputSchema, mode="static", name="right")
+    # the random changes may delete every file of a side: its rows are retracted then
+    left = pw.io.csv.read(work / "left", schema=InputSchema, mode="static", name="left", retract_when_emptied=True)
+    right = pw.io.csv.read(work / "right", schema=InputSchema, mode="static", name="right", retract_when_emptied=True)
     output = work / "out.jsonl"
     pw.io.jsonlines.write(program(left, right), output)
     backend = pw.persistence.Backend.filesystem(work / "state")

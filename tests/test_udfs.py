@@ -90,7 +90,7 @@ def test_stored_results_survive_a_restart(tmp_path: Path) -> None:
     def run() -> list[tuple[int, int, bool]]:
         graph.clear()
         seen: list[tuple[int, int, bool]] = []
-        t = pw.io.csv.read(str(data), schema=S, mode="static")
+        t = pw.io.csv.read(str(data), schema=S, mode="static", retract_when_emptied=True)
         t = t.select(k=pw.this.k, x=pw.udf(lambda k: count(k), return_type=int)(pw.this.k))
         pw.io.subscribe(t, lambda key, row, time, is_addition: seen.append((row["k"], row["x"], is_addition)))
         pw.run(persistence_config=pw.persistence.Config(pw.persistence.Backend.filesystem(tmp_path / "state")))

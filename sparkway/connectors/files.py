@@ -273,6 +273,7 @@ class FileSource(Source):
         object_pattern: str = "*",
         connector_label: str = "FileReader",
         files: Any = None,
+        retract_when_emptied: bool = False,
     ) -> None:
         if format not in FORMATS:
             raise PlanError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
@@ -290,6 +291,7 @@ class FileSource(Source):
             self.columns[METADATA_COLUMN] = JSON
         self.key_columns = [n for n, c in self.schema.items() if c.primary_key]
         self.files = files if files is not None else LocalFiles(path, object_pattern)
+        self.retract_when_emptied = retract_when_emptied
         self.open(None)
 
     # ------------------------------------------------------------------ life cycle
@@ -344,6 +346,9 @@ class FileSource(Source):
         if not entries and not self.files.exists():
             return self._missing_root(final)
         self._warned.discard(("missing",))  # said again should it go missing again
+        if not entries and self._state and not self.retract_when_emptied:
+            return self._emptied()
+        self._warned.discard(("emptied",))
         seen_at = int(time.time())
         now = time.monotonic()
         since = {key: self._unchanged_since(key, entry, now) for key, entry in entries.items()}
@@ -379,6 +384,17 @@ class FileSource(Source):
             )
         what = "its rows read so far stay" if self._state else "nothing to read until it appears"
         self._warn_once(("missing",), "%s: %s does not exist; %s", self.label, self.files.root, what)
+        return []
+
+    def _emptied(self) -> list[Segment]:
+        """No change while the input path, which had files, lists none: an unmounted disk
+        (its empty mount point), a folder emptied by mistake or being replaced would
+        otherwise retract every row read from it, and a snapshot fed by them would be
+        emptied.  ``retract_when_emptied=True`` retracts them, as deleting the files
+        one by one does."""
+        self._warn_once(
+            ("emptied",), "%s: %s lists no file, where it had %d; their rows stay until files come back "
+            "(read it with retract_when_emptied=True to retract them)", self.label, self.files.root, len(self._state))
         return []
 
     def _scan_file(self, key: str, entry: FileEntry, stable: bool, seen_at: int) -> Segment | None:

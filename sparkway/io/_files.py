@@ -43,6 +43,7 @@ def read_files(
     with_metadata: bool = False,
     object_pattern: str = "*",
     json_field_paths: dict[str, str] | None = None,
+    retract_when_emptied: bool = False,
     **options: Any,
 ) -> Table:
     """A table fed by the files under ``path``; see ``pw.io.fs.read``.  ``function`` is the
@@ -64,6 +65,7 @@ def read_files(
         csv_settings=csv_settings,
         object_pattern=object_pattern,
         connector_label=_LABELS[format],
+        retract_when_emptied=retract_when_emptied,
     )
     return graph.table_from_source(source)
 

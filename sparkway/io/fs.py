@@ -23,6 +23,12 @@ def read(path: Any, *, format: str, schema: type[Schema] | None = None, mode: st
     rows are retracted; a file is read once its footer is written.  With persistence a
     restart reads only the new and changed files.
 
+    A ``path`` that goes missing, or that had files and suddenly lists none (the empty
+    mount point of an unmounted disk), retracts nothing: a warning says so, and the rows
+    stay until files come back.  ``retract_when_emptied=True`` (sparkway's own keyword,
+    taken by every file reader) retracts them instead, as deleting the files one by
+    one does.
+
     >>> import sparkway as pw
     >>> pw.io.fs.read("blobs/", format="binary", mode="static").column_names()
     ['data']
