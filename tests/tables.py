@@ -71,3 +71,16 @@ def _time_value(kind: dtypes.DType) -> Any:
 def assert_changes(table: pw.Table, expected: list[list[tuple]]) -> None:
     """The table's changes, time by time, are the expected ones (in any order within a time)."""
     assert changes(table) == [sorted_rows(batch) for batch in expected]
+
+
+#: a table's changes over three times (2, 4, 6), with a row updated and one deleted: what
+#: the output connectors' tests write (``pw.debug.table_from_markdown(CHANGES)``)
+CHANGES = """
+  id | k | v | __time__ | __diff__
+  1  | a | 1 | 2        | 1
+  2  | b | 2 | 2        | 1
+  1  | a | 1 | 4        | -1
+  1  | a | 3 | 4        | 1
+  3  | c | 5 | 4        | 1
+  2  | b | 2 | 6        | -1
+"""

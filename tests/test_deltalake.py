@@ -29,6 +29,7 @@ from sparkway.connectors.base import OutputBatch  # noqa: E402
 from sparkway.connectors.deltalake import DeltaLakeError, DeltaSink, DeltaSource  # noqa: E402
 from sparkway.core import dtypes  # noqa: E402
 from sparkway.errors import PlanError  # noqa: E402
+from tests.tables import CHANGES  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -218,15 +219,6 @@ def test_a_table_without_a_stored_schema_needs_one(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ writing
 
 
-PROGRAM_ROWS = """
-  id | k | v | __time__ | __diff__
-  1  | a | 1 | 2        | 1
-  2  | b | 2 | 2        | 1
-  1  | a | 1 | 4        | -1
-  1  | a | 3 | 4        | 1
-  3  | c | 5 | 4        | 1
-  2  | b | 2 | 6        | -1
-"""
 
 
 def spark_rows(spark: Any, uris: list[str], columns: list[str]) -> list[tuple]:
@@ -237,7 +229,7 @@ def spark_rows(spark: Any, uris: list[str], columns: list[str]) -> list[tuple]:
 
 def test_stream_of_changes_has_every_change_with_time_and_diff(tmp_path: Path, spark: Any) -> None:
     lake = tmp_path / "lake"
-    pw.io.deltalake.write(pw.debug.table_from_markdown(PROGRAM_ROWS), lake)
+    pw.io.deltalake.write(pw.debug.table_from_markdown(CHANGES), lake)
     pw.run()
     table = deltalake.DeltaTable(str(lake))
     expected = [("a", 1, 2, 1), ("a", 1, 4, -1), ("a", 3, 4, 1), ("b", 2, 2, 1), ("b", 2, 6, -1), ("c", 5, 4, 1)]
@@ -255,7 +247,7 @@ def test_stream_of_changes_has_every_change_with_time_and_diff(tmp_path: Path, s
 
 def test_snapshot_keeps_the_live_rows_by_id(tmp_path: Path, spark: Any) -> None:
     lake = tmp_path / "lake"
-    pw.io.deltalake.write(pw.debug.table_from_markdown(PROGRAM_ROWS), lake, output_table_type="snapshot",
+    pw.io.deltalake.write(pw.debug.table_from_markdown(CHANGES), lake, output_table_type="snapshot",
                           name="snap")
     pw.run()
     table = deltalake.DeltaTable(str(lake))

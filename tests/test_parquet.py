@@ -18,6 +18,7 @@ from sparkway.api.graph import clear
 from sparkway.connectors.files import FileSource
 from sparkway.connectors.formats.values import SchemaMismatchError
 from sparkway.errors import PlanError
+from tests.tables import CHANGES
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -191,20 +192,11 @@ def test_a_streaming_run_picks_up_a_new_file(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ writing
 
 
-PROGRAM_ROWS = """
-  id | k | v | __time__ | __diff__
-  1  | a | 1 | 2        | 1
-  2  | b | 2 | 2        | 1
-  1  | a | 1 | 4        | -1
-  1  | a | 3 | 4        | 1
-  3  | c | 5 | 4        | 1
-  2  | b | 2 | 6        | -1
-"""
 
 
 def test_written_files_are_read_back_whole_by_plain_pyspark(tmp_path: Path, spark: Any) -> None:
     out = tmp_path / "out"
-    pw.io.fs.write(pw.debug.table_from_markdown(PROGRAM_ROWS), out, format="parquet")
+    pw.io.fs.write(pw.debug.table_from_markdown(CHANGES), out, format="parquet")
     pw.run()
     names = sorted(os.listdir(out))
     assert names == [f"part-{t:020d}-00000.parquet" for t in (2, 4, 6)], "a file per time, nothing else"

@@ -12,6 +12,7 @@ import pytest
 import sparkway as pw
 from sparkway.api.graph import clear
 from sparkway.errors import PlanError
+from tests.tables import CHANGES
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -127,19 +128,10 @@ def test_a_restart_with_persistence_passes_on_only_what_changed(spark: Any, data
 # ------------------------------------------------------------------ writing
 
 
-PROGRAM_ROWS = """
-  id | k | v | __time__ | __diff__
-  1  | a | 1 | 2        | 1
-  2  | b | 2 | 2        | 1
-  1  | a | 1 | 4        | -1
-  1  | a | 3 | 4        | 1
-  3  | c | 5 | 4        | 1
-  2  | b | 2 | 6        | -1
-"""
 
 
 def test_stream_of_changes_appends_every_change_with_time_and_diff(spark: Any, database: str) -> None:
-    pw.io.spark.write(pw.debug.table_from_markdown(PROGRAM_ROWS), f"{database}.changes")
+    pw.io.spark.write(pw.debug.table_from_markdown(CHANGES), f"{database}.changes")
     pw.run()
     back = spark.table(f"{database}.changes")
     assert back.columns == ["k", "v", "time", "diff"]
@@ -148,7 +140,7 @@ def test_stream_of_changes_appends_every_change_with_time_and_diff(spark: Any, d
 
 
 def test_snapshot_keeps_the_current_result(spark: Any, database: str) -> None:
-    pw.io.spark.write(pw.debug.table_from_markdown(PROGRAM_ROWS), f"{database}.snap", mode="snapshot")
+    pw.io.spark.write(pw.debug.table_from_markdown(CHANGES), f"{database}.snap", mode="snapshot")
     pw.run()
     back = spark.table(f"{database}.snap")
     assert back.columns == ["k", "v", "_id"]
