@@ -45,6 +45,7 @@ from sparkway.engine.synchronization import Synchronizer
 from sparkway.errors import PlanError
 from sparkway.monitoring.stats import RunStats
 from sparkway.persistence.config import Config
+from sparkway.persistence.faults import fault_point
 from sparkway.persistence.metadata import MetadataLog, brief_position
 from sparkway.persistence.storage import BlobStorage
 from sparkway.persistence.working_copies import working_copy
@@ -243,6 +244,7 @@ class Runner:
         self.stats.step_started(step, time)
         if self.metadata is not None:
             self.metadata.log_step(step, time, segments, kind, idle if self.sync is not None else None)
+            fault_point("runner.step.logged")
         tables = self._read(segments, idle or [], synchronize=kind == "input")
         read_here = {name: t.num_rows for name, t in tables.items() if isinstance(t, pa.Table)}
         self._count_entries(segments, read_here)
@@ -250,6 +252,7 @@ class Runner:
         self._count_entries(segments, read_on_executors)
         for delivery in deliveries:
             delivery.finish()
+        fault_point("runner.sinks.written")
         for source in self.sources:
             source.advance(segments.get(source.name, []))
         if self.metadata is not None:
@@ -422,6 +425,7 @@ class Runner:
             self.metadata.begin_rebuild()
             self.metadata.clear()
             snapshots.delete("operators")
+            fault_point("runner.rebuild.cleared")
             snapshots.delete("sources")
             snapshots.delete("synchronization")
             record = self.metadata.write_plan(description, partitions)  # ends the rebuild

@@ -23,6 +23,7 @@ import uuid
 from typing import Any
 
 from sparkway.errors import PersistenceError
+from sparkway.persistence.faults import fault_point
 from sparkway.persistence.storage import BlobStorage
 
 log = logging.getLogger("sparkway")
@@ -80,6 +81,10 @@ class MetadataLog:
         handle.write(f"process {os.getpid()} on {socket.gethostname()}\n")
         handle.flush()
         self._lock_file = handle
+        # ours now: what a crashed run's interrupted writes left is of no use
+        removed = self.storage.remove_temporary_files()
+        if removed:
+            log.info("Removed %d temporary file(s) of writes a crash interrupted from %s", removed, self.storage.root)
 
     def unlock(self) -> None:
         if self._lock_file is not None:
@@ -145,12 +150,14 @@ class MetadataLog:
 
     def begin_rebuild(self) -> None:
         self.storage.write_bytes(REBUILDING, b"")
+        fault_point("metadata.rebuild.marked")
 
     def write_plan(self, description: list[dict], partitions: int) -> dict[str, Any]:
         # a new incarnation: executors' working copies of older state must not be reused
         record = {"nodes": description, "incarnation": uuid.uuid4().hex, "partitions": partitions,
                   "state_format": STATE_FORMAT}
         self.storage.write_bytes("plan.json", json.dumps(record).encode())
+        fault_point("metadata.plan.written")
         self.storage.delete(REBUILDING)
         return record
 
@@ -187,6 +194,7 @@ class MetadataLog:
             record["synchronization"] = synchronization
         self._check_held()
         self.storage.write_bytes(f"commits/{step:016d}.json", json.dumps(record).encode())
+        fault_point("metadata.commit.written")
         for folder in ("steps", "commits"):
             for name in self.storage.list(folder)[:-_KEEP]:
                 self.storage.delete(f"{folder}/{name}")
@@ -194,6 +202,7 @@ class MetadataLog:
     def clear(self) -> None:
         for folder in ("steps", "commits"):
             self.storage.delete(folder)
+            fault_point("metadata.rebuild.clearing")
 
 
 class Lease:

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from sparkway.errors import PersistenceError
+from sparkway.persistence.faults import fault_point
 
 
 class BlobStorage:
@@ -70,6 +71,7 @@ class BlobStorage:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
+                fault_point("storage.bytes.synced")
                 os.replace(tmp, target)
         else:
             # one PUT (a multipart upload above 100 MB): readers see all of it or none
@@ -97,6 +99,22 @@ class BlobStorage:
         except FileNotFoundError:
             return []
         return sorted(e.rstrip("/").rsplit("/", 1)[-1] for e in entries if ".tmp-" not in e)
+
+    def remove_temporary_files(self) -> int:
+        """Deletes the temporary files that writes interrupted by a crash left behind (a
+        local storage; an object store has none: a blob is one upload).  Call it only
+        while holding the storage: another process's writes in progress use such files
+        too.  Returns how many were deleted."""
+        if not self.is_local or not os.path.isdir(self._root_path()):
+            return 0
+        removed = 0
+        for folder, _, names in os.walk(self._root_path()):
+            for name in names:
+                if ".tmp-" in name:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(os.path.join(folder, name))
+                        removed += 1
+        return removed
 
     def delete(self, relative: str) -> None:
         if self.fs.exists(self.path(relative)):
@@ -128,6 +146,7 @@ class BlobStorage:
                 f.flush()
                 os.fsync(f.fileno())
             if self.is_local:
+                fault_point("storage.arrow.synced")
                 os.replace(tmp, target)
             else:
                 self.fs.put_file(tmp, target)

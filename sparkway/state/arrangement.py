@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 from pyarrow import ipc
 
 from sparkway.errors import PersistenceError
+from sparkway.persistence.faults import fault_point
 from sparkway.persistence.storage import BlobStorage
 from sparkway.state.versions import base_before, read_latest, write_latest
 
@@ -224,8 +225,11 @@ class ArrangementStore:
                 merges += 1
                 merged = self._merge(held[-2][0], held[-1][0], f"{self.step:016d}-{index}-m{merges}", summed)
                 held[-2:] = [list(merged)] if merged[1] else []
+        fault_point("arrangement.runs.written")
         self.checkpoint.write_bytes(_manifest_name(self.step), json.dumps({"runs": runs}).encode())
+        fault_point("arrangement.manifest.written")
         write_latest(self.checkpoint, self.step, self.base)
+        fault_point("arrangement.latest.written")
         self._prune(runs)
         self.runs = runs
 

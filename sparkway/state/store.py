@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from rocksdict import Options, Rdict, WriteBatch
 
+from sparkway.persistence.faults import fault_point
 from sparkway.persistence.storage import BlobStorage
 from sparkway.state.arrangement import ArrangementStore
 from sparkway.state.versions import base_before, read_latest, write_latest
@@ -113,6 +114,7 @@ class PartitionStore:
         undo = pickle.dumps(list(zip(keys, old_values)), protocol=5)
         changelog = _key_value_table(keys, [updates[k] for k in keys])
         self.checkpoint.write_arrow(f"changelog/{_version_name(self.step)}.arrow", changelog)
+        fault_point("state.changelog.written")
         batch = WriteBatch(raw_mode=True)
         for key in keys:
             value = updates[key]
@@ -128,6 +130,7 @@ class PartitionStore:
         batch.put(_META_CHANGELOG_BYTES, str(0 if take_snapshot else written).encode())
         # LATEST is written last on the durable side: until then a retry sees the old base.
         write_latest(self.checkpoint, self.step, self.base)
+        fault_point("state.latest.written")
         self.db.write(batch)
         if take_snapshot:
             self._write_snapshot()
@@ -196,6 +199,7 @@ class PartitionStore:
                 values.append(value)
         snapshot = _key_value_table(keys, values)
         self.checkpoint.write_arrow(f"snapshot/{_version_name(self.step)}.arrow", snapshot)
+        fault_point("state.snapshot.written")
         batch = WriteBatch(raw_mode=True)
         batch.put(_META_SNAPSHOT_AT, str(int(time.time() * 1000)).encode())
         batch.put(_META_SNAPSHOT_BYTES, str(snapshot.nbytes).encode())

@@ -33,6 +33,14 @@ import pyte
 
 RUN_TIMEOUT = 300  # seconds for one program run (Spark start-up alone takes 5-30 s)
 
+#: programs killed (SIGKILL, or a crash at a fault point) by the tests of this session, by
+#: kind; the terminal summary shows them (tests/e2e/conftest.py)
+KILLS: collections.Counter = collections.Counter()
+
+
+def record_kills(kind: str, count: int = 1) -> None:
+    KILLS[kind] += count
+
 
 # ----------------------------------------------------------------------------- files
 
@@ -176,6 +184,30 @@ def crash_at_random_moment(program: Program, rng: random.Random, k: int,
     else:
         program.wait_until(has_output, 120, f"run {k}'s first output")
         delay = rng.uniform(0.0, 3.0)
+        time.sleep(delay)
+        what = f"run {k}: killed {delay:.1f} s after its first output"
+    assert program.poll() is None, f"run {k} ended by itself: {describe(program)}"
+    whole_group = rng.random() < 0.5
+    program.crash(whole_group=whole_group)
+    return (what if whole_group else what + " (the driver process alone)"), whole_group
+
+
+def crash_soon(program: Program, rng: random.Random, k: int,
+               has_output: Callable[[], bool]) -> tuple[str, bool]:
+    """A faster schedule than ``crash_at_random_moment``, for many kills in little time:
+    three runs in four are killed 0.2-9 s after their start (before Spark is up, while the
+    storage is locked and restored, during the replay of an interrupted step, or during
+    the first steps), the fourth 0-2 s after ``has_output()`` (while steps go on).  The
+    whole process group is killed or, at random, the driver process alone."""
+    if k % 4 != 3:
+        delay = rng.uniform(0.2, 9.0)
+        deadline = time.monotonic() + delay
+        while time.monotonic() < deadline and program.poll() is None:
+            time.sleep(0.02)
+        what = f"run {k}: killed {delay:.1f} s after its start"
+    else:
+        program.wait_until(has_output, 120, f"run {k}'s first output")
+        delay = rng.uniform(0.0, 2.0)
         time.sleep(delay)
         what = f"run {k}: killed {delay:.1f} s after its first output"
     assert program.poll() is None, f"run {k} ended by itself: {describe(program)}"

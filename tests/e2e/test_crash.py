@@ -38,7 +38,7 @@ import pytest
 
 from .helpers import (
     FileFeeder, Program, check_ok, crash_at_random_moment, describe, read_csv_inputs, read_csv_output,
-    read_jsonlines_output, run_program, sessions, snapshot_diff, word_counts, write_file, write_script,
+    read_jsonlines_output, record_kills, run_program, sessions, snapshot_diff, word_counts, write_file, write_script,
 )
 
 pytestmark = pytest.mark.subprocess
@@ -75,7 +75,7 @@ sessions = visits.windowby(
     count=pw.reducers.count(),
 )
 pw.io.csv.write(sessions, "sessions.csv")
-
+{more_sinks}
 backend = {backend}
 # frequent snapshots, so that recovery goes through snapshots and changelogs
 pw.run(persistence_config=pw.persistence.Config(backend, snapshot_interval_ms=1500))
@@ -191,15 +191,20 @@ def check_all(root: Path, runs: dict[str, list[list[Change]]]) -> None:
 
 
 def crash_scenario(tmp_path: Path, env: dict[str, str], programs, *, kills: int, seed: int,
-                   budget_s: float, backend: str = FILESYSTEM) -> dict[str, Any]:
+                   budget_s: float, backend: str = FILESYSTEM, moment: Callable = crash_at_random_moment,
+                   more_sinks: str = "") -> dict[str, Any]:
     """Runs the program ``kills`` times to a SIGKILL, then once to a SIGTERM, while the
-    feeder adds files; returns every run's changes per sink, and what happened."""
+    feeder adds files; returns every run's changes per sink, and what happened.
+    ``moment`` chooses when each run is killed (``crash_at_random_moment``,
+    ``helpers.crash_soon``); ``more_sinks``: Python source of more sinks of the word
+    counts (``counts``), which the caller checks."""
     rng = random.Random(seed)
     started = time.monotonic()
     (tmp_path / "inputs").mkdir()
     (tmp_path / "logs").mkdir()
     script = write_script(tmp_path, "program.py", PROGRAM)
-    script.write_text(script.read_text().replace("{max_gap}", str(MAX_GAP)).replace("{backend}", backend))
+    script.write_text(script.read_text().replace("{max_gap}", str(MAX_GAP)).replace("{backend}", backend)
+                      .replace("{more_sinks}", more_sinks))
     feeder = Feeder(tmp_path, random.Random(seed + 1))
     for _ in range(4):
         feeder.add_file()
@@ -220,7 +225,8 @@ def crash_scenario(tmp_path: Path, env: dict[str, str], programs, *, kills: int,
     try:
         for k in range(kills):
             program: Program = programs(script, tmp_path, env, f"run{k}")
-            what, whole_group = crash_at_random_moment(program, rng, k, any_output)
+            what, whole_group = moment(program, rng, k, any_output)
+            record_kills("SIGKILLs at random moments")
             history.append(what)
             if not whole_group:
                 leftovers.append(program)
@@ -263,10 +269,14 @@ def crash_scenario(tmp_path: Path, env: dict[str, str], programs, *, kills: int,
 
 
 def run_crash_test(tmp_path: Path, env: dict[str, str], programs, *, kills: int, budget_s: float,
-                   backend: str = FILESYSTEM) -> None:
-    """``backend``: the program's persistence backend, as Python source."""
+                   backend: str = FILESYSTEM, moment: Callable = crash_at_random_moment, more_sinks: str = "",
+                   runs_with_output: int | None = None) -> dict[str, Any]:
+    """``backend``: the program's persistence backend, as Python source; ``moment`` and
+    ``more_sinks``: see ``crash_scenario``; ``runs_with_output``: how many runs at least
+    must have output something (by default half the kills)."""
     seed = random.randrange(10**6)
-    result = crash_scenario(tmp_path, env, programs, kills=kills, seed=seed, budget_s=budget_s, backend=backend)
+    result = crash_scenario(tmp_path, env, programs, kills=kills, seed=seed, budget_s=budget_s, backend=backend,
+                            moment=moment, more_sinks=more_sinks)
     context = (f"seed {seed}; {'; '.join(result['history'])}; {result['files']} files; "
                f"{result['seconds']:.0f} s; changes per run: "
                + str({name: [len(c) for c in runs] for name, runs in result["runs"].items()}))
@@ -276,8 +286,10 @@ def run_crash_test(tmp_path: Path, env: dict[str, str], programs, *, kills: int,
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n({context})") from None
     # the test did exercise something: several runs produced output, many files were read
-    assert sum(1 for changes in result["runs"]["counts"] if changes) >= max(2, kills // 2), context
+    wanted = max(2, kills // 2) if runs_with_output is None else runs_with_output
+    assert sum(1 for changes in result["runs"]["counts"] if changes) >= wanted, context
     assert result["files"] >= 10, context
+    return {**result, "seed": seed, "context": context}
 
 
 def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path: Path, python_env, programs) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from .helpers import FileFeeder, Program, crash_at_random_moment, describe, word_counts, write_script
+from .helpers import FileFeeder, Program, crash_at_random_moment, describe, record_kills, word_counts, write_script
 from .test_crash import VOCABULARY, check_stream
 
 pytestmark = pytest.mark.subprocess
@@ -90,6 +90,7 @@ def test_sigkill_at_random_moments_writes_every_change_once(tmp_path: Path, pyth
             program = programs(script, tmp_path, python_env, f"run{k}")
             before = len(stream_changes(postgres))
             what, whole_group = crash_at_random_moment(program, rng, k, lambda: len(stream_changes(postgres)) > before)
+            record_kills("SIGKILLs at random moments")
             history.append(what + (" (it replayed a step)" if "Replaying step" in program.stderr_text() else ""))
             if not whole_group:
                 leftovers.append(program)
