@@ -276,3 +276,14 @@ def test_a_damaged_working_copy_is_fetched_again_from_the_checkpoint(tmp_path: P
     [local_run] = (tmp_path / "local" / "op" / "00000" / "runs").iterdir()
     local_run.write_bytes(local_run.read_bytes()[:40])  # a truncated copy (a full disk, a crash of the copy)
     assert _held(tmp_path, 2, list(range(5))) == expected == Counter({(g, i, v): 1 for g, i, _, _, v in changes})
+
+
+def test_a_full_disk_under_the_local_copy_is_an_error_naming_the_file(small_disk: Path) -> None:
+    from sparkway.state.arrangement import _local_writer
+
+    path = small_disk / "cache" / "run-1.arrow"
+    noise = pa.table({"bytes": [np.random.default_rng(1).bytes(1 << 20) for _ in range(4)]})  # 4 MB > 2 MB
+    with pytest.raises(PersistenceError, match=f"no space left to write {path}"):
+        with _local_writer(str(path), noise.schema) as writer:
+            writer.write_table(noise)
+    assert [p.name for p in (small_disk / "cache").iterdir()] == [], "no half-written copy, no temporary file"

@@ -67,7 +67,7 @@ class BlobStorage:
         if self.is_local:
             os.makedirs(os.path.dirname(target), exist_ok=True)
             tmp = f"{target}.tmp-{uuid.uuid4().hex}"
-            with _writing(target, tmp), open(tmp, "wb") as f:
+            with writing_through(target, tmp), open(tmp, "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
@@ -139,7 +139,7 @@ class BlobStorage:
         else:
             handle, tmp = tempfile.mkstemp(prefix="sparkway-blob-", suffix=".arrow")
             os.close(handle)
-        with _writing(target, tmp):
+        with writing_through(target, tmp):
             with open(tmp, "wb") as f:
                 with ipc.new_file(f, schema, options=ipc.IpcWriteOptions(compression=compression)) as writer:
                     yield writer
@@ -251,7 +251,7 @@ def damaged(path: str, error: Exception) -> PersistenceError:
 
 
 @contextlib.contextmanager
-def _writing(target: str, tmp: str) -> Iterator[None]:
+def writing_through(target: str, tmp: str) -> Iterator[None]:
     """Writing ``target`` through the temporary file ``tmp``, which is removed if the
     write fails; a full disk is an error that names the file and what to do."""
     try:

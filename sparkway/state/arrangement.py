@@ -44,7 +44,7 @@ from pyarrow import ipc
 
 from sparkway.errors import PersistenceError
 from sparkway.persistence.faults import fault_point
-from sparkway.persistence.storage import BlobStorage
+from sparkway.persistence.storage import BlobStorage, writing_through
 from sparkway.state.versions import base_before, read_latest, write_latest
 
 GID, ROW_ID, VALUE_HASH, COUNT, TIME = "_gid", "_id", "_vh", "_count", "_time"
@@ -366,12 +366,10 @@ def _local_writer(path: str, schema: pa.Schema) -> Iterator[ipc.RecordBatchFileW
     (not synced: the checkpoint holds the durable copy)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-    try:
+    with writing_through(path, tmp):  # a full disk: the error naming the file
         with ipc.new_file(tmp, schema) as writer:
             yield writer
         os.replace(tmp, path)
-    finally:
-        _remove(tmp)
 
 
 def _remove(path: str) -> None:

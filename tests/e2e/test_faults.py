@@ -526,17 +526,6 @@ def test_a_paused_s3_lease_holder_is_refused_then_taken_over_and_writes_nothing_
 # ------------------------------------------------------------------ (e) a full disk
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path):
-    """A 2 MB tmpfs (root can mount one; else the test is skipped, saying why)."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], capture_output=True,
-                             text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip() or mounted.returncode}): no full disk to try")
-    yield disk
-    subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def test_a_full_disk_stops_the_run_naming_the_file_and_the_next_run_continues(
