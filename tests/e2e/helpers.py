@@ -175,21 +175,7 @@ def crash_at_random_moment(program: Program, rng: random.Random, k: int,
     recovery or a step), an odd run 0-3 s after ``has_output()`` (while steps go on).
     The whole process group is killed or, at random, the driver process alone.
     Returns what happened, and whether the whole group was killed."""
-    if k % 2 == 0:
-        delay = rng.uniform(3.0, 16.0)
-        deadline = time.monotonic() + delay
-        while time.monotonic() < deadline and program.poll() is None:
-            time.sleep(0.05)
-        what = f"run {k}: killed {delay:.1f} s after its start"
-    else:
-        program.wait_until(has_output, 120, f"run {k}'s first output")
-        delay = rng.uniform(0.0, 3.0)
-        time.sleep(delay)
-        what = f"run {k}: killed {delay:.1f} s after its first output"
-    assert program.poll() is None, f"run {k} ended by itself: {describe(program)}"
-    whole_group = rng.random() < 0.5
-    program.crash(whole_group=whole_group)
-    return (what if whole_group else what + " (the driver process alone)"), whole_group
+    return _crash(program, rng, k, has_output, early=k % 2 == 0, after_start=(3.0, 16.0), after_output=(0.0, 3.0))
 
 
 def crash_soon(program: Program, rng: random.Random, k: int,
@@ -197,17 +183,23 @@ def crash_soon(program: Program, rng: random.Random, k: int,
     """A faster schedule than ``crash_at_random_moment``, for many kills in little time:
     three runs in four are killed 0.2-9 s after their start (before Spark is up, while the
     storage is locked and restored, during the replay of an interrupted step, or during
-    the first steps), the fourth 0-2 s after ``has_output()`` (while steps go on).  The
-    whole process group is killed or, at random, the driver process alone."""
-    if k % 4 != 3:
-        delay = rng.uniform(0.2, 9.0)
+    the first steps), the fourth 0-2 s after ``has_output()`` (while steps go on)."""
+    return _crash(program, rng, k, has_output, early=k % 4 != 3, after_start=(0.2, 9.0), after_output=(0.0, 2.0))
+
+
+def _crash(program: Program, rng: random.Random, k: int, has_output: Callable[[], bool], *, early: bool,
+           after_start: tuple[float, float], after_output: tuple[float, float]) -> tuple[str, bool]:
+    """Kills run ``k`` a random time ``after_start`` its start (``early``) or
+    ``after_output`` it has output; its whole process group, or at random its driver alone."""
+    if early:
+        delay = rng.uniform(*after_start)
         deadline = time.monotonic() + delay
         while time.monotonic() < deadline and program.poll() is None:
             time.sleep(0.02)
         what = f"run {k}: killed {delay:.1f} s after its start"
     else:
         program.wait_until(has_output, 120, f"run {k}'s first output")
-        delay = rng.uniform(0.0, 2.0)
+        delay = rng.uniform(*after_output)
         time.sleep(delay)
         what = f"run {k}: killed {delay:.1f} s after its first output"
     assert program.poll() is None, f"run {k} ended by itself: {describe(program)}"
