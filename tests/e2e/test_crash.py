@@ -331,3 +331,66 @@ def test_sigterm_during_startup_ends_gracefully(tmp_path: Path, python_env, prog
     got = collections.Counter(row + (diff,) for row, _, diff in first + second)
     expected = snapshot_diff(collections.Counter(), word_counts(tmp_path / "inputs"))
     assert got == expected, f"over both runs: {sorted(got.elements())}, expected {sorted(expected.elements())}"
+
+
+class WordFeeder(FileFeeder):
+    """Adds a CSV file of a few random words to ``inputs/``."""
+
+    def next_file(self) -> tuple[str, list[str]]:
+        return "inputs", ["word\n"] + [self.rng.choice(VOCABULARY) + "\n" for _ in range(self.rng.randint(1, 6))]
+
+
+def exactly_once_sinks_scenario(
+    tmp_path: Path, env: dict[str, str], programs, script: Path, *,
+    stream_changes: Callable[[], list[tuple[tuple, int, int]]], snapshot: Callable[[], collections.Counter],
+    also: Callable[[list[tuple[tuple, int, int]]], None] = lambda changes: None,
+) -> None:
+    """A streaming word count whose ``script`` writes a stream of changes and a snapshot
+    to exactly-once sinks, killed 7 times at random moments while files keep coming,
+    then run to the end: the snapshot equals the batch word count, and the stream holds
+    every change once (``stream_changes()``: (row, time, diff) in time order; ``also``
+    checks more of it)."""
+    seed = random.randrange(10**6)
+    rng = random.Random(seed)
+    started = time.monotonic()
+    feeder = WordFeeder(tmp_path, random.Random(seed + 1))
+    for _ in range(3):
+        feeder.add_file()
+    feeder.start()
+    history: list[str] = []
+    leftovers: list[Program] = []  # runs whose driver alone was killed: JVMs may linger
+    changes: list = []
+    try:
+        for k in range(7):
+            program = programs(script, tmp_path, env, f"run{k}")
+            before = len(stream_changes())
+            what, whole_group = crash_at_random_moment(program, rng, k, lambda: len(stream_changes()) > before)
+            record_kills("SIGKILLs at random moments")
+            history.append(what + (" (it replayed a step)" if "Replaying step" in program.stderr_text() else ""))
+            if not whole_group:
+                leftovers.append(program)
+            while len(leftovers) > 1:  # bound the resources lingering JVMs can take
+                leftovers.pop(0).kill()
+            time.sleep(rng.uniform(0.0, 1.0))  # the feeder goes on meanwhile
+
+        final = programs(script, tmp_path, env, "final")
+        time.sleep(3)
+        feeder.stop()
+        expected = word_counts(tmp_path / "inputs")
+        final.wait_until(lambda: snapshot() == expected, max(60.0, 200 - (time.monotonic() - started)),
+                         "the snapshot table to reach the batch word count")
+        assert final.terminate() == 0, f"SIGTERM did not end the final run gracefully: {describe(final)}"
+
+        assert snapshot() == expected
+        changes = stream_changes()
+        check_stream("changes", [changes], expected, one_per=lambda row: row[0])
+        also(changes)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n(seed {seed}; {'; '.join(history)})") from None
+    finally:
+        if feeder.is_alive():
+            feeder.stop()
+    print(f"seed {seed}; {'; '.join(history)}; {feeder.count} files; {len(changes)} changes; "
+          f"{time.monotonic() - started:.0f} s")
+    assert feeder.count >= 10 and len({t for _, t, _ in changes}) >= 5, "the test exercised too little"
+

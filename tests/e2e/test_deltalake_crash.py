@@ -19,16 +19,12 @@ replayed after a crash that followed its commit writes nothing.
 from __future__ import annotations
 
 import collections
-import random
-import time
 from pathlib import Path
 
 import pytest
 
-from .helpers import (
-    FileFeeder, Program, check_ok, crash_at_random_moment, describe, run_program, word_counts, write_script,
-)
-from .test_crash import VOCABULARY, check_stream
+from .helpers import check_ok, describe, run_program, write_script
+from .test_crash import check_stream, exactly_once_sinks_scenario
 
 deltalake = pytest.importorskip("deltalake")
 
@@ -49,13 +45,6 @@ pw.io.deltalake.write(counts, "lake/counts", output_table_type="snapshot", name=
 pw.run(persistence_config=pw.persistence.Config(pw.persistence.Backend.filesystem("./state/"),
                                                 snapshot_interval_ms=1500))
 '''
-
-
-class WordFeeder(FileFeeder):
-    """Adds a CSV file of a few random words to ``inputs/``."""
-
-    def next_file(self) -> tuple[str, list[str]]:
-        return "inputs", ["word\n"] + [self.rng.choice(VOCABULARY) + "\n" for _ in range(self.rng.randint(1, 6))]
 
 
 def table_rows(path: Path) -> list[dict]:
@@ -90,55 +79,19 @@ def times_per_version(path: Path) -> dict[int, set[int]]:
 
 
 def test_sigkill_at_random_moments_writes_every_change_once(tmp_path: Path, python_env, programs) -> None:
-    seed = random.randrange(10**6)
-    rng = random.Random(seed)
-    started = time.monotonic()
-    (tmp_path / "inputs").mkdir()
-    script = write_script(tmp_path, "program.py", PROGRAM)
-    feeder = WordFeeder(tmp_path, random.Random(seed + 1))
-    for _ in range(3):
-        feeder.add_file()
-    feeder.start()
-    history: list[str] = []
-    leftovers: list[Program] = []  # runs whose driver alone was killed: JVMs may linger
-    changes: list = []
-    try:
-        for k in range(7):
-            program = programs(script, tmp_path, python_env, f"run{k}")
-            before = len(stream_changes(tmp_path))
-            what, whole_group = crash_at_random_moment(program, rng, k,
-                                                       lambda: len(stream_changes(tmp_path)) > before)
-            history.append(what + (" (it replayed a step)" if "Replaying step" in program.stderr_text() else ""))
-            if not whole_group:
-                leftovers.append(program)
-            while len(leftovers) > 1:  # bound the resources lingering JVMs can take
-                leftovers.pop(0).kill()
-            time.sleep(rng.uniform(0.0, 1.0))  # the feeder goes on meanwhile
-
-        final = programs(script, tmp_path, python_env, "final")
-        time.sleep(3)
-        feeder.stop()
-        expected = word_counts(tmp_path / "inputs")
-        final.wait_until(lambda: snapshot(tmp_path) == expected, max(60.0, 200 - (time.monotonic() - started)),
-                         "the snapshot table to reach the batch word count")
-        assert final.terminate() == 0, f"SIGTERM did not end the final run gracefully: {describe(final)}"
-
-        assert snapshot(tmp_path) == expected
-        changes = stream_changes(tmp_path)
-        check_stream("changes", [changes], expected, one_per=lambda row: row[0])
+    def one_time_per_version_and_the_last_time_recorded(changes: list) -> None:
         spread = {v: t for v, t in times_per_version(tmp_path / "lake" / "changes").items() if len(t) > 1}
         assert not spread, f"versions holding several times: {spread}"
         committed = [t for _, t, _ in changes]
         assert deltalake.DeltaTable(str(tmp_path / "lake" / "changes")).transaction_version("sparkway-changes") \
             == max(committed)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n(seed {seed}; {'; '.join(history)})") from None
-    finally:
-        if feeder.is_alive():
-            feeder.stop()
-    print(f"seed {seed}; {'; '.join(history)}; {feeder.count} files; {len(changes)} changes; "
-          f"{time.monotonic() - started:.0f} s")
-    assert feeder.count >= 10 and len({t for _, t, _ in changes}) >= 5, "the test exercised too little"
+
+    (tmp_path / "inputs").mkdir()
+    exactly_once_sinks_scenario(
+        tmp_path, python_env, programs, write_script(tmp_path, "program.py", PROGRAM),
+        stream_changes=lambda: stream_changes(tmp_path), snapshot=lambda: snapshot(tmp_path),
+        also=one_time_per_version_and_the_last_time_recorded,
+    )
 
 
 DIE_AFTER_COMMIT = '''
