@@ -87,3 +87,15 @@ def test_outputs_comparison_sees_a_difference(tmp_path: Path) -> None:
     assert not outputs_agree([str(tmp_path / "updates.csv")], str(plain), ["user_id", "count"])
     (plain / "part-0.csv").write_text("user_id,count\nbob,1\n")
     assert not outputs_agree([str(tmp_path / "updates.csv")], str(plain), ["user_id", "count"])
+
+
+@pytest.mark.subprocess
+def test_commit_bytes_runs_end_to_end(python_env: dict[str, str]) -> None:
+    """``bench/commit_bytes.py`` at a tiny size: a row per count of files, and a step
+    that adds a file writes far less than the first commit of every file."""
+    command = [sys.executable, str(ROOT / "bench" / "commit_bytes.py"), "--files", "40", "400", "--steps", "3"]
+    done = subprocess.run(command, env=python_env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = [line.replace(",", "").split() for line in done.stdout.splitlines()[1:]]
+    assert [row[0] for row in rows] == ["40", "400"]
+    assert float(rows[1][2]) < float(rows[1][1]) / 20, done.stdout

@@ -249,7 +249,8 @@ def test_a_rebuild_that_crashed_half_way_is_done_again_by_the_next_run(
     assert not (tmp_path / "state" / "REBUILDING").exists()
 
 
-@pytest.mark.parametrize("damage", ["plan.json", "the last commit", "a source's stored rows", "a state run"])
+@pytest.mark.parametrize("damage", ["plan.json", "the last commit", "a source's position", "a source's stored rows",
+                                    "a state run"])
 def test_a_damaged_file_of_the_storage_stops_the_run_naming_it(tmp_path: Path, damage: str, monkeypatch) -> None:
     monkeypatch.setenv("SPARKWAY_STATE_CACHE", str(tmp_path / "cache"))
     (tmp_path / "in").mkdir()
@@ -259,6 +260,7 @@ def test_a_damaged_file_of_the_storage_stops_the_run_naming_it(tmp_path: Path, d
     candidates = {
         "plan.json": [state / "plan.json"],
         "the last commit": sorted((state / "commits").iterdir())[-1:],
+        "a source's position": sorted((state / "positions").rglob("*.json")),
         "a source's stored rows": sorted((state / "sources").rglob("*.arrow")),
         "a state run": sorted(p for p in (state / "operators").rglob("*") if p.parent.name == "runs"),
     }[damage]

@@ -103,7 +103,7 @@ def test_metadata_and_snapshots_in_different_storages(tmp_path: Path, s3_bucket,
     keys = _keys(s3_bucket, "pipeline")
     on_s3 = {k.split("/")[0] for k in keys}
     if metadata_on == "s3":
-        assert on_s3 == {"plan.json", "steps", "commits"}
+        assert on_s3 == {"plan.json", "steps", "commits", "positions"}  # positions: the file source's index
         assert (tmp_path / "local-storage" / "operators").is_dir()
     else:
         assert on_s3 == {"operators", "sources"}

@@ -152,3 +152,37 @@ def test_a_full_disk_is_an_error_naming_the_file_and_leaves_no_temporary_file(tm
             storage.write_arrow("runs/1.arrow", pa.table({"a": [1, 2]}))
     left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
     assert left == ["storage/kept.json"], "nothing half-written, no temporary file"
+
+
+@pytest.mark.parametrize("write", ["bytes", "arrow"])
+def test_a_written_file_s_folder_and_the_folders_made_for_it_are_fsynced(
+    tmp_path: Path, monkeypatch, write: str,
+) -> None:
+    """A rename is durable once its folder is fsynced (else a power loss may lose a
+    committed file), a new folder once its parent is: the storage does both, after the
+    file's own fsync."""
+    import os
+
+    import pyarrow as pa
+
+    synced: list[str] = []
+    fsync = os.fsync
+
+    def recording(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        fsync(fd)
+
+    storage = BlobStorage(str(tmp_path / "storage"))
+    monkeypatch.setattr(os, "fsync", recording)
+    if write == "bytes":
+        storage.write_bytes("positions/words/1.json", b"{}")
+    else:
+        storage.write_arrow("positions/words/1.json", pa.table({"a": [1]}))
+    target = tmp_path / "storage" / "positions" / "words" / "1.json"
+    folders = [str(tmp_path), str(tmp_path / "storage"), str(tmp_path / "storage" / "positions")]
+    assert synced[:3] == folders, "each folder made is fsynced into its parent, top down"
+    assert synced[3].startswith(f"{target}.tmp-"), "the temporary file, before its rename"
+    assert synced[4:] == [str(target.parent)], "the folder of the new name, after the rename"
+    synced.clear()
+    storage.write_bytes("positions/words/1.json", b"[]")  # the folders exist: only the file and its folder
+    assert [s.split(".tmp-")[0] for s in synced] == [str(target), str(target.parent)]

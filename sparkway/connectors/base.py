@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkway.core.dtypes import DType
+from sparkway.persistence.index import IndexedPosition
 from sparkway.persistence.storage import BlobStorage
 
 log = logging.getLogger("sparkway")
@@ -35,7 +36,7 @@ class Source(ABC):
     Life cycle, driven by the step loop:
       ``open(storage)`` once; ``restore(position)`` when a committed position exists;
       then repeatedly ``discover()`` → ``read(segments)`` → ``advance(segments)``;
-      ``position()`` is saved with every committed step.
+      ``committed_position()`` is saved with every committed step.
     """
 
     #: the persistent id; set by the constructor (explicit) or by the plan (generated)
@@ -105,6 +106,13 @@ class Source(ABC):
     @abstractmethod
     def position(self) -> dict[str, Any]:
         """A JSON-able position: what has been read."""
+
+    def committed_position(self) -> "dict[str, Any] | IndexedPosition":
+        """What a step's commit stores: ``position()``, or, for a position that grows
+        with the input's history (an entry per file read), an ``IndexedPosition`` with
+        the entries changed since the last call, so that a commit writes what its step
+        changed (``persistence/index.py``).  Called once per committed step."""
+        return self.position()
 
     @abstractmethod
     def restore(self, position: dict[str, Any]) -> None:

@@ -44,6 +44,9 @@ Position format::
     {"version": 1, "files": {"sub/a.csv": {"path", "offset", "size", "mtime_ns", "digest",
                                           "generation", "lines", "header", "complete"}}}
 
+``files`` grows with every file read: a commit stores only the files its step changed
+(``committed_position``, an index: ``persistence/index.py``).
+
 Rows to retract later are kept as Arrow under the ``BlobStorage`` given to ``open()`` as
 ``files/<blake2b of the file key>/<generation>-<start>.arrow`` (in memory without one).
 """
@@ -77,6 +80,7 @@ from sparkway.core.changes import DIFF, ID
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import BYTES, JSON, STR, DType
 from sparkway.errors import PlanError
+from sparkway.persistence.index import IndexedPosition
 from sparkway.persistence.storage import BlobStorage
 
 log = logging.getLogger("sparkway")
@@ -299,6 +303,7 @@ class FileSource(Source):
     def open(self, storage: BlobStorage | None) -> None:
         """Starts from nothing read (a run restores its position afterwards, if any)."""
         self._state: dict[str, dict[str, Any]] = {}  # committed, per file key
+        self._changed: set[str] = set()  # the file keys advanced since the last commit
         self._store = RowStore(storage)
         #: per file, its stats at the previous discover and since when it has had them
         self._last_seen: dict[str, tuple[tuple[int, int], float]] = {}
@@ -311,8 +316,14 @@ class FileSource(Source):
     def position(self) -> dict[str, Any]:
         return {"version": 1, "files": json.loads(json.dumps(self._state))}
 
+    def committed_position(self) -> IndexedPosition:
+        changes = {key: self._state.get(key) for key in sorted(self._changed)}
+        self._changed.clear()
+        return IndexedPosition({"version": 1}, "files", changes, lambda: self._state)
+
     def restore(self, position: dict[str, Any]) -> None:
         self._state = json.loads(json.dumps(position.get("files", {})))
+        self._changed.clear()
         self._cache.clear()
         self._static_pending = None
         self._finished = False
@@ -606,6 +617,7 @@ class FileSource(Source):
     def advance(self, segments: list[Segment]) -> None:
         for segment in segments:
             key = segment["file"]
+            self._changed.add(key)
             if segment["kind"] == "delete":
                 self._state.pop(key, None)
                 self._store.drop(key)

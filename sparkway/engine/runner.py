@@ -259,7 +259,8 @@ class Runner:
             held = None
             if self.sync is not None and self._sync_storage is not None:
                 held = self.sync.save(self._sync_storage, step)  # before the commit that names them
-            self.metadata.commit(step, time, {s.name: s.position() for s in self.sources}, self.entries, held)
+            positions = {s.name: s.committed_position() for s in self.sources}
+            self.metadata.commit(step, time, positions, self.entries, held)
             if self.sync is not None and self._sync_storage is not None:
                 self.sync.clean(self._sync_storage)
         self.step, self.last_time = step, time

@@ -24,8 +24,13 @@ The points (every one is listed in ``POINTS``, which the tests iterate over):
   step is computed yet;
 * ``runner.sinks.written``: every sink wrote (and flushed) the step's changes; the step
   is not committed;
-* ``metadata.commit.written``: ``commits/<n>.json`` is written; the old records are not
-  pruned yet;
+* ``metadata.index.delta.written``: a layer of a file source's position (the files the
+  step changed, merged with the newest deltas: ``persistence/index.py``) is written,
+  not yet the commit that names it;
+* ``metadata.index.base.written``: ... a new base of that position (every file) is
+  written, not yet the commit that names it (the first commit of a new storage);
+* ``metadata.commit.written``: ``commits/<n>.json`` is written; the old records and
+  layers are not pruned yet;
 * ``storage.bytes.synced`` / ``storage.arrow.synced``: a blob of a filesystem storage (a
   JSON record / an Arrow file) is written to its temporary file and fsynced, not yet
   renamed to its name;
@@ -77,6 +82,8 @@ POINTS = (
     "arrangement.manifest.written",
     "arrangement.latest.written",
     "runner.sinks.written",
+    "metadata.index.delta.written",
+    "metadata.index.base.written",
     "metadata.commit.written",
 )
 

@@ -4,7 +4,10 @@ commit logs.
 * ``steps/<n>.json`` is written *before* step n runs: its time and the input segments it
   reads.  After a crash, the step is replayed from it: same input, same time.
 * ``commits/<n>.json`` is written *after* step n's outputs are durable: its time and every
-  source's position after it (and the state of the input synchronization groups).
+  source's position after it (and the state of the input synchronization groups).  A
+  position that grows with the input's history (a file source's, an entry per file) is
+  stored as layers under ``positions/`` that the record names (``persistence/index.py``),
+  so that a commit writes what its step changed, not every file ever read.
 * ``plan.json`` describes the program that wrote the state; a different program is refused.
 * ``LOCK`` (a filesystem) or ``LEASE`` (an object store) keeps a second process from using
   the same storage at the same time.
@@ -24,13 +27,19 @@ from typing import Any
 
 from sparkway.errors import PersistenceError
 from sparkway.persistence.faults import fault_point
-from sparkway.persistence.storage import BlobStorage
+from sparkway.persistence.index import FOLDER as POSITIONS, IndexedPosition, Layer, PositionIndex, layers_of
+from sparkway.persistence.storage import BlobStorage, damaged, make_folders
 
 log = logging.getLogger("sparkway")
 
 _KEEP = 5  # committed steps whose logs are kept, for inspection
-#: the layout of the operators' state: state written in another layout is not read
-STATE_FORMAT = 2
+#: the layout of the state (the operators', the sources' positions): state written in a
+#: layout this version does not read is refused; 3: positions as indexes (``index.py``)
+STATE_FORMAT = 3
+#: layouts continued: format 2 differs only in its commit records, which held every
+#: position whole, and are still read (plan.json is then rewritten with format 3, so that
+#: an older sparkway refuses the storage instead of reading an indexed position as empty)
+CONTINUED_FORMATS = (2, STATE_FORMAT)
 LEASE_TTL_S = 30.0  # an object-store lease not renewed for this long may be taken over
 
 
@@ -52,6 +61,10 @@ class MetadataLog:
         self.lease_ttl_s = lease_ttl_s
         self._lock_file: Any = None
         self._lease: Lease | None = None
+        self.index = PositionIndex(storage)
+        #: per indexed source, the layers the last commit names (None: not read yet)
+        self._layers: dict[str, list[Layer]] | None = None
+        self._pruned: set[str] = set()  # the sources whose layers this process pruned
 
     # -- exclusive use ------------------------------------------------------------------
     def lock(self) -> None:
@@ -64,7 +77,7 @@ class MetadataLog:
 
     def _flock(self) -> None:
         path = self.storage.path("LOCK")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        make_folders(os.path.dirname(path))  # durably: the folder of every later commit
         handle = open(path, "a+")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -124,11 +137,11 @@ class MetadataLog:
             return None, True
         stored = self.stored_plan()
         if stored is not None:
-            same_format = stored.get("state_format", 1) == STATE_FORMAT
-            if stored["nodes"] == description and same_format:
-                return stored, False
+            readable = stored.get("state_format", 1) in CONTINUED_FORMATS
+            if stored["nodes"] == description and readable:
+                return self._upgraded(stored), False
             if not rebuild:
-                if not same_format:
+                if not readable:
                     raise PlanChangedError(
                         f"the state in {self.storage.root} was written by another version of sparkway (state "
                         f"format {stored.get('state_format', 1)}; this one reads format {STATE_FORMAT}); use "
@@ -138,6 +151,16 @@ class MetadataLog:
                 raise PlanChangedError(_explain(stored["nodes"], description, labels or []))
             return None, True
         return self.write_plan(description, partitions), False
+
+    def _upgraded(self, stored: dict[str, Any]) -> dict[str, Any]:
+        """The plan record of a storage of a continued format, now of this format."""
+        if stored.get("state_format") == STATE_FORMAT:
+            return stored
+        record = {**stored, "state_format": STATE_FORMAT}
+        self.storage.write_bytes("plan.json", json.dumps(record).encode())
+        log.info("The persistence storage %s continues in state format %d (from %s)", self.storage.root,
+                 STATE_FORMAT, stored.get("state_format"))
+        return record
 
     def stored_plan(self) -> dict[str, Any] | None:
         """The plan record of the program that wrote the state (``write_plan``); None in a
@@ -163,8 +186,36 @@ class MetadataLog:
 
     # -- steps -------------------------------------------------------------------------------
     def last_commit(self) -> dict[str, Any] | None:
+        """The last commit record, every position whole (indexed ones read from their
+        layers), or None when no step was committed."""
+        found = self._last_record()
+        if found is None:
+            return None
+        path, record = found
+        for name, index in record.get("indexes", {}).items():
+            whole = self.index.read(name, self._layers[name], self.storage.path(path))
+            record["positions"].setdefault(name, {})[index["key"]] = whole
+        return record
+
+    def _last_record(self) -> tuple[str, dict[str, Any]] | None:
+        """The last commit record as stored, and its path; notes the layers it names."""
         names = self.storage.list("commits")
-        return self.storage.read_json(f"commits/{names[-1]}") if names else None
+        if not names:
+            self._layers = {}
+            return None
+        path = f"commits/{names[-1]}"
+        record = self.storage.read_json(path)
+        try:
+            self._layers = {name: layers_of(index) for name, index in record.get("indexes", {}).items()}
+        except (AttributeError, KeyError, TypeError, ValueError) as error:  # JSON, but not a commit's
+            raise damaged(self.storage.path(path), error) from None
+        return path, record
+
+    def _committed_layers(self) -> dict[str, list[Layer]]:
+        if self._layers is None:
+            self._last_record()
+        assert self._layers is not None
+        return self._layers
 
     def pending_step(self, after: int) -> dict[str, Any] | None:
         """The step logged after the last commit, if a crash interrupted it."""
@@ -187,22 +238,47 @@ class MetadataLog:
         self, step: int, time: int, positions: dict[str, Any], entries: dict[str, int],
         synchronization: dict[str, Any] | None = None,
     ) -> None:
-        """Step ``step`` is done: the sources' positions, how many entries each read so
-        far and, with input synchronization groups, their state (the rows they hold)."""
-        record = {"step": step, "time": time, "positions": positions, "entries": entries}
+        """Step ``step`` is done: the sources' positions (an ``IndexedPosition`` for one
+        that grows with the input's history), how many entries each read so far and,
+        with input synchronization groups, their state (the rows they hold)."""
+        self._check_held()
+        before = self._committed_layers()
+        stored, layers = {}, {}
+        for name, position in positions.items():
+            if isinstance(position, IndexedPosition):
+                layers[name] = self.index.write(name, step, position, before.get(name))
+                stored[name] = position.rest
+            else:
+                stored[name] = position
+        record: dict[str, Any] = {"step": step, "time": time, "positions": stored, "entries": entries}
+        if layers:
+            record["indexes"] = {name: {"key": positions[name].key, "layers": [layer.record() for layer in written]}
+                                 for name, written in layers.items()}
         if synchronization is not None:
             record["synchronization"] = synchronization
         self._check_held()
         self.storage.write_bytes(f"commits/{step:016d}.json", json.dumps(record).encode())
         fault_point("metadata.commit.written")
+        self._layers = layers
+        self._prune(step, before, layers)
+
+    def _prune(self, step: int, before: dict[str, list[Layer]], layers: dict[str, list[Layer]]) -> None:
+        """Deletes what the durable commit of ``step`` made useless: older step and
+        commit records (but ``_KEEP``), layers it no longer names (the first time in a
+        process: also those of a commit a crash prevented)."""
+        for name, written in layers.items():
+            if written != before.get(name) or name not in self._pruned:
+                self.index.prune(name, written, step)
+                self._pruned.add(name)
         for folder in ("steps", "commits"):
             for name in self.storage.list(folder)[:-_KEEP]:
                 self.storage.delete(f"{folder}/{name}")
 
     def clear(self) -> None:
-        for folder in ("steps", "commits"):
+        for folder in ("steps", "commits", POSITIONS):
             self.storage.delete(folder)
             fault_point("metadata.rebuild.clearing")
+        self._layers = {}
 
 
 class Lease:

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, BinaryIO
 
 import fsspec
 import fsspec.asyn
@@ -65,14 +65,8 @@ class BlobStorage:
     def write_bytes(self, relative: str, data: bytes) -> None:
         target = self.path(relative)
         if self.is_local:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            tmp = f"{target}.tmp-{uuid.uuid4().hex}"
-            with writing_through(target, tmp), open(tmp, "wb") as f:
+            with durably_replacing(target, "storage.bytes.synced") as f:
                 f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-                fault_point("storage.bytes.synced")
-                os.replace(tmp, target)
         else:
             # one PUT (a multipart upload above 100 MB): readers see all of it or none
             self.fs.pipe_file(target, data)
@@ -133,23 +127,18 @@ class BlobStorage:
         held whole; it appears when the block ends without an exception, whole or not at
         all (local: a temporary file renamed; an object store: one upload at the end)."""
         target = self.path(relative)
+        options = ipc.IpcWriteOptions(compression=compression)
         if self.is_local:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            tmp = f"{target}.tmp-{uuid.uuid4().hex}"
-        else:
-            handle, tmp = tempfile.mkstemp(prefix="sparkway-blob-", suffix=".arrow")
-            os.close(handle)
-        with writing_through(target, tmp):
-            with open(tmp, "wb") as f:
-                with ipc.new_file(f, schema, options=ipc.IpcWriteOptions(compression=compression)) as writer:
+            with durably_replacing(target, "storage.arrow.synced") as f:
+                with ipc.new_file(f, schema, options=options) as writer:
                     yield writer
-                f.flush()
-                os.fsync(f.fileno())
-            if self.is_local:
-                fault_point("storage.arrow.synced")
-                os.replace(tmp, target)
-            else:
-                self.fs.put_file(tmp, target)
+            return
+        handle, tmp = tempfile.mkstemp(prefix="sparkway-blob-", suffix=".arrow")
+        os.close(handle)
+        with writing_through(target, tmp):
+            with open(tmp, "wb") as f, ipc.new_file(f, schema, options=options) as writer:
+                yield writer
+            self.fs.put_file(tmp, target)
 
     def read_arrow(self, relative: str) -> pa.Table:
         return self.open_arrow(relative).read_all()
@@ -248,6 +237,52 @@ def damaged(path: str, error: Exception) -> PersistenceError:
         f"cannot read {path} ({error}): the persisted state was damaged; restore it from a backup, "
         "or delete the persistence folder to compute the state again from the input"
     )
+
+
+@contextlib.contextmanager
+def durably_replacing(target: str, synced_point: str) -> Iterator[BinaryIO]:
+    """A local file, written to a temporary file that replaces ``target`` whole once
+    closed, and durable then: the temporary file is fsynced before the rename (the fault
+    point ``synced_point`` is between the two), and the folder after it, since the new
+    name is an entry of the folder, which a power loss may lose with it; folders made for
+    it are fsynced into their parents likewise.  Every write of a local storage goes
+    through here."""
+    folder = os.path.dirname(target)
+    tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+    with writing_through(target, tmp):
+        make_folders(folder)
+        with open(tmp, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        fault_point(synced_point)
+        os.replace(tmp, target)
+        fsync_folder(folder)
+
+
+def make_folders(folder: str) -> None:
+    """Makes ``folder`` and the missing folders above it, each fsynced into its parent
+    (``os.makedirs``, durable)."""
+    missing = []
+    while not os.path.isdir(folder):
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile (another task): synced again, cheaply
+            os.mkdir(path)
+        fsync_folder(os.path.dirname(path))
+
+
+def fsync_folder(folder: str) -> None:
+    """Makes the entries of a folder (names created, renamed) durable."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    except OSError as error:
+        if error.errno != errno.EINVAL:  # a filesystem that cannot sync folders: nothing to do
+            raise
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager

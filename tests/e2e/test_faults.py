@@ -13,7 +13,9 @@ their outcomes.
     every sink at the batch result computed here in plain Python: nothing lost, the
     file sinks' changes of the interrupted step repeated only identically (at least
     once), the SQLite sink's changes each exactly once.  The points of a rebuild
-    (``on_plan_change="rebuild"``) are reached by a changed program on that storage.
+    (``on_plan_change="rebuild"``), and those of the first commit of a new storage (a
+    file source's first position base), are reached by a changed program on that
+    storage.
 (b) SIGKILLs at random moments, many short kill/restart cycles (``helpers.crash_soon``)
     through ``test_crash.crash_scenario``: streaming with a filesystem storage and file
     sinks, with an S3 storage (moto's server), with PostgreSQL sinks; and a static program
@@ -101,6 +103,9 @@ CHANGED = {"extra_column": "double=counts.total * 2", "sqlite_table": "changes2"
 
 REBUILD_POINTS = ("metadata.rebuild.marked", "metadata.rebuild.clearing", "runner.rebuild.cleared",
                   "metadata.plan.written")
+#: points of the first commit of a new storage: the changed program's, after the rebuild
+#: (a step of the original one adds a file to each source's position: a delta)
+NEW_STORAGE_POINTS = ("metadata.index.base.written",)
 #: the time a point is reached at which the run dies: the second time for the commits
 #: of state partitions (one partition committed the step, the next dies)
 TIMES = {"arrangement.runs.written": 2, "arrangement.manifest.written": 2, "arrangement.latest.written": 2,
@@ -250,7 +255,7 @@ def test_a_crash_at_a_fault_point_loses_nothing(
     work = tmp_path / "work"
     shutil.copytree(committed_storage, work)
     env = fault_env(python_env, work)
-    rebuild = point in REBUILD_POINTS
+    rebuild = point in REBUILD_POINTS + NEW_STORAGE_POINTS
     write_batch(work, "b", seed=2)
     before_joined, before_best = expected_joined(committed_storage), expected_best(committed_storage)
     all_joined, all_best = expected_joined(work, extra=rebuild), expected_best(work)
