@@ -68,6 +68,7 @@ class Message:
     partition: int
     offset: int
     value: bytes | None
+    key: bytes | None = None
 
 
 def consumer_settings(settings: dict[str, Any], topic: str) -> dict[str, Any]:
@@ -123,7 +124,7 @@ class _Poller(threading.Thread):
         for message in messages:
             error = message.error()
             if error is None:
-                good.append(Message(message.partition(), message.offset(), message.value()))
+                good.append(Message(message.partition(), message.offset(), message.value(), message.key()))
             elif error.fatal():
                 self.failure = str(error)
             else:
@@ -315,7 +316,7 @@ class KafkaSource(Source):
                     continue
                 if message.offset() >= end:
                     break  # the last message is gone (compaction): the segment ends here
-                messages.append(Message(partition, message.offset(), message.value()))
+                messages.append(Message(partition, message.offset(), message.value(), message.key()))
         finally:
             consumer.close()
         return messages
@@ -324,18 +325,21 @@ class KafkaSource(Source):
         values: dict[str, list[Any]] = {n: [] for n in self.schema}
         offsets: list[int] = []
         skipped = 0
+        diffs: list[int] = []
         for message in messages:
             try:
-                row = self._parse(message.value)
+                rows = self.message_rows(message)
             except RowError as exc:
                 skipped += 1
                 if skipped <= MAX_ROW_WARNINGS:
                     log.warning("%s: topic %r, partition %d, offset %d: %s; message skipped",
                                 self.label, self.topic, message.partition, message.offset, exc)
                 continue
-            offsets.append(message.offset)
-            for name, value in zip(self.schema, row):
-                values[name].append(value)
+            for row, diff in rows:
+                offsets.append(message.offset)
+                diffs.append(diff)
+                for name, value in zip(self.schema, row):
+                    values[name].append(value)
         if skipped > MAX_ROW_WARNINGS:
             log.warning("%s: %d more messages skipped", self.label, skipped - MAX_ROW_WARNINGS)
         if self.key_columns:
@@ -344,8 +348,15 @@ class KafkaSource(Source):
             ids = record_ids(self.name or "", f"{self.topic}:{segment['partition']}", offsets)
         arrays = [pa.array(ids, pa.int64())]
         arrays += [pa.array(values[n], c.dtype.arrow_type()) for n, c in self.schema.items()]
-        arrays.append(pa.array([1] * len(offsets), pa.int64()))
+        arrays.append(pa.array(diffs, pa.int64()))
         return pa.Table.from_arrays(arrays, schema=self.arrow_schema)
+
+    def message_rows(self, message: Message) -> list[tuple[list[Any], int]]:
+        """The changes a message makes: the stored values of each row (in the order of
+        ``self.schema``) and its diff; raises RowError for a bad message.  Here one
+        insertion per message; a subclass reading a change format (Debezium) may give
+        several rows, retractions, or none."""
+        return [(self._parse(message.value), 1)]
 
     def _parse(self, value: bytes | None) -> list[Any]:
         """The stored values of a message's row; raises RowError for a bad message."""

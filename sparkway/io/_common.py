@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from sparkway.api import graph
 from sparkway.api.table import Table
 from sparkway.core.expression import ColumnRef
 from sparkway.errors import PlanError
@@ -48,3 +50,21 @@ def snapshot_primary_key(table: Table, primary_key: list[Any] | None, output_tab
     if repeated:
         raise PlanError(f"primary_key contains duplicate column(s) {repeated}: name each column once")
     return names
+
+
+def refuse_reserved_columns(columns: dict[str, Any], reserved: tuple[str, ...], what: str) -> None:
+    """A table whose columns would collide with the ones a sink adds (``time``, ``diff``,
+    ``_id``) is refused, with the way out."""
+    taken = [c for c in columns if c in reserved]
+    if taken:
+        raise PlanError(f"column(s) {taken} collide with the {list(reserved)} column(s) the {what} gets: rename "
+                        "them (table.rename(...)) before writing")
+
+
+def refuse_a_second_output(same_target: Callable[[Any], bool], what: str) -> None:
+    """Two outputs of one program writing one table would share its progress record
+    and skip each other's times: the sinks of the outputs defined so far for which
+    ``same_target(sink)`` holds are refused."""
+    if any(same_target(output.sink) for output in graph.outputs()):
+        raise PlanError(f"two outputs of this program write to {what}: write each table once (concatenate the "
+                        "tables first)")

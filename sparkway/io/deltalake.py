@@ -21,7 +21,9 @@ from sparkway.connectors.deltalake import (
 )
 from sparkway.core.expression import ColumnRef
 from sparkway.errors import PlanError, PlanTypeError, traced
-from sparkway.io._common import persistent_name, refuse_unknown_options
+from sparkway.io._common import (
+    persistent_name, refuse_a_second_output, refuse_reserved_columns, refuse_unknown_options,
+)
 from sparkway.persistence.s3 import AwsS3Settings
 
 __all__ = ["read", "write"]
@@ -140,10 +142,7 @@ def write(
     require_deltalake()
     columns = table.schema._dtypes()
     special = META_COLUMNS if output_table_type == STREAM_OF_CHANGES else (ID_COLUMN,)
-    taken = [c for c in columns if c in special]
-    if taken:
-        raise PlanError(f"column(s) {taken} collide with the {list(special)} column(s) the {output_table_type} "
-                        "Delta table gets: rename them (table.rename(...)) before writing")
+    refuse_reserved_columns(columns, special, f"{output_table_type} Delta table")
     for column, dtype in columns.items():
         try:
             delta_arrow_type(dtype)
@@ -162,15 +161,7 @@ def write(
                 for c, entry in table.schema.to_json_serializable_dict()["columns"].items()}
     sink = DeltaSink(table_uri(uri), columns, table_type=output_table_type, partition_columns=partitions,
                      s3_settings=s3_connection_settings, column_metadata=metadata, name=name)
-    _check_distinct_progress(sink)
+    refuse_a_second_output(lambda other: isinstance(other, DeltaSink) and other.uri == sink.uri,
+                           f"the Delta table {sink.uri!r}")
     graph.write_to_sink(table, sink, sort_by)
-
-
-def _check_distinct_progress(sink: DeltaSink) -> None:
-    """Two sinks with one progress record in one table would skip each other's times."""
-    for output in graph.outputs():
-        other = output.sink
-        if isinstance(other, DeltaSink) and other.uri == sink.uri:
-            raise PlanError(f"two outputs of this program write to the Delta table {sink.uri!r}: write each table "
-                            "once (concatenate the tables first)")
 

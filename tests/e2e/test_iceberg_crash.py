@@ -1,0 +1,152 @@
+"""Crash test of the Iceberg sink: exactly once, whatever the moment of a SIGKILL.
+
+A persistent streaming word count over ``inputs/`` (a feeder keeps adding CSV files) is
+written to an Iceberg table (SQL catalog on SQLite) as a stream of changes.  The program
+is killed with SIGKILL at random moments, several times, and restarted each time; a last
+run drains the input and is stopped with SIGTERM.  Then, read with ``pyiceberg`` (not
+with sparkway):
+
+* the table holds no change twice (no duplicate (word, count, time, diff)), and replayed
+  time by time it never has a word with two counts, nor a row below 0 or above 1;
+* the sum of its changes, the live rows, is exactly the batch word count over every
+  input file;
+* each snapshot holds one time, the one its summary records: no time is spread over
+  two snapshots.
+
+Each time is one Iceberg snapshot whose summary records the time, so a step replayed
+after a crash that followed its commit writes nothing.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .helpers import check_ok, describe, run_program, write_script
+from .test_crash import check_stream, exactly_once_sinks_scenario
+
+pytest.importorskip("pyiceberg")
+pytest.importorskip("sqlalchemy")
+
+pytestmark = pytest.mark.subprocess
+
+PROGRAM = '''
+import sparkway as pw
+
+
+class Words(pw.Schema):
+    word: str
+
+
+words = pw.io.csv.read("inputs/", schema=Words, mode="{mode}", persistent_id="words")
+counts = words.groupby(words.word).reduce(words.word, count=pw.reducers.count())
+catalog = pw.io.iceberg.SqlCatalog(uri="sqlite:///catalog.db", warehouse="warehouse")
+pw.io.iceberg.write(counts, catalog, ["lake"], "changes", name="changes")
+pw.run(persistence_config=pw.persistence.Config(pw.persistence.Backend.filesystem("./state/"),
+                                                snapshot_interval_ms=1500))
+'''
+
+
+@functools.lru_cache
+def pyiceberg_catalog(root: Path) -> Any:
+    """pyiceberg's own catalog of the program's database (made once: making one writes
+    the catalog's tables into the database)."""
+    from pyiceberg.catalog import load_catalog
+
+    return load_catalog("default", type="sql", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}/warehouse")
+
+
+def iceberg_table(root: Path) -> Any:
+    """The table, as pyiceberg's own catalog loads it; None while it does not exist yet."""
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+    if not (root / "catalog.db").exists():
+        return None
+    try:
+        return pyiceberg_catalog(root).load_table(("lake", "changes"))
+    except (NoSuchTableError, NoSuchNamespaceError):
+        return None
+    except Exception:  # noqa: BLE001  the catalog's tables being made by the program right now
+        return None
+
+
+def stream_changes(root: Path) -> list[tuple[tuple, int, int]]:
+    """(row, time, diff) of every change in the table, in time order."""
+    table = iceberg_table(root)
+    if table is None:
+        return []
+    found = [((r["word"], r["count"]), r["time"], r["diff"]) for r in table.scan().to_arrow().to_pylist()]
+    return sorted(found, key=lambda change: (change[1], change[2]))
+
+
+def live_rows(root: Path) -> collections.Counter:
+    """The rows the changes add up to."""
+    total: collections.Counter = collections.Counter()
+    for row, _, diff in stream_changes(root):
+        total[row] += diff
+    return +total
+
+
+def test_sigkill_at_random_moments_writes_every_change_once(tmp_path: Path, python_env, programs) -> None:
+    def one_time_per_snapshot(changes: list) -> None:
+        table = iceberg_table(tmp_path)
+        seen: dict[int, set[int]] = {}
+        for snapshot in table.snapshots():
+            recorded = int(snapshot.summary.additional_properties["sparkway.time"])
+            added = table.scan(snapshot_id=snapshot.snapshot_id).to_arrow().to_pylist()
+            seen[recorded] = {r["time"] for r in added} - set().union(*(seen.values() or [set()]))
+        assert all(times == {recorded} for recorded, times in seen.items()), seen
+        assert len(seen) == len(table.snapshots()) == len({t for _, t, _ in changes}), \
+            "a time spread over two snapshots"
+
+    (tmp_path / "inputs").mkdir()
+    exactly_once_sinks_scenario(
+        tmp_path, python_env, programs, write_script(tmp_path, "program.py", PROGRAM.format(mode="streaming")),
+        stream_changes=lambda: stream_changes(tmp_path), snapshot=lambda: live_rows(tmp_path),
+        also=one_time_per_snapshot,
+    )
+
+
+DIE_AFTER_COMMIT = '''
+import os
+import signal
+import sys
+
+import sparkway as pw
+from sparkway.connectors import iceberg
+
+if "--die-after-a-commit" in sys.argv:  # the process dies between an Iceberg commit and the step's commit
+    write = iceberg.IcebergSink.write
+
+    def write_then_die(self, batch):
+        write(self, batch)
+        if batch.table.num_rows:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    iceberg.IcebergSink.write = write_then_die
+'''
+
+
+def test_a_step_replayed_after_its_iceberg_commit_writes_nothing_again(tmp_path: Path, python_env) -> None:
+    (tmp_path / "inputs").mkdir()
+    (tmp_path / "inputs" / "a.csv").write_text("word\nant\nbee\nant\n")
+    script = write_script(tmp_path, "program.py", DIE_AFTER_COMMIT + PROGRAM.format(mode="static"))
+    died = run_program(script, tmp_path, python_env, args=["--die-after-a-commit"])
+    assert died.returncode == -9, f"the first run should have been killed: {describe(died)}"
+    assert stream_changes(tmp_path), "the first run committed a time to the Iceberg table before dying"
+    check_ok(run_program(script, tmp_path, python_env))  # replays the step: the commit is already there
+    (tmp_path / "inputs" / "b.csv").write_text("word\nbee\ncat\n")
+    died = run_program(script, tmp_path, python_env, args=["--die-after-a-commit"])
+    assert died.returncode == -9, f"the third run should have been killed: {describe(died)}"
+    check_ok(run_program(script, tmp_path, python_env))
+
+    expected = collections.Counter({("ant", 2): 1, ("bee", 2): 1, ("cat", 1): 1})
+    assert live_rows(tmp_path) == expected
+    changes = stream_changes(tmp_path)
+    rows = sorted((row, diff) for row, _, diff in changes)
+    assert rows == [(("ant", 2), 1), (("bee", 1), -1), (("bee", 1), 1), (("bee", 2), 1), (("cat", 1), 1)], changes
+    check_stream("changes", [changes], expected, one_per=lambda row: row[0])
