@@ -1,13 +1,16 @@
 """Streaming latency and memory (issue 11): sparkway, Pathway 0.33 and Spark Structured
-Streaming side by side, in one invocation, on a streaming groupby-count.
+Streaming side by side, in one invocation, on a streaming groupby-count and on the
+streaming sessions pipeline of seeds 002/003.
 
-    .venv/bin/python bench/latency.py [--keys 50000,5000000] [--steps 20]
+    .venv/bin/python bench/latency.py [--keys 50000,5000000] [--steps 20] [--pipelines count,sessions]
         [--systems sparkway,pathway,spark] [--work DIR] [--results DIR]
 
-For each size of state (``--keys`` distinct user ids, one row each, in ten CSV files that
-are in the watched folder when the process starts) and each system, one process
-(``bench/streaming_count.py`` for sparkway and Pathway, ``bench/streaming_spark.py`` for
-Structured Streaming with its RocksDB state store):
+For each pipeline, size of state (``--keys`` distinct user ids, one row each, in ten CSV
+files that are in the watched folder when the process starts) and system, one process
+(``bench/streaming_job.py`` for sparkway and Pathway, ``bench/streaming_spark.py`` for
+Structured Streaming with its RocksDB state store, count only: Structured Streaming
+refuses the update output mode for session windows, SPARK-36463, and in append mode a
+session comes out only once the watermark has passed its end, a step later at best):
 
 - ``ready_s``: from the start of the process until its output file shows the count of a
   probe key of the history (start-up and reading the history);
@@ -35,6 +38,7 @@ import argparse
 import compileall
 import datetime as _dt
 import json
+import itertools
 import math
 import os
 import random
@@ -52,6 +56,8 @@ import machine  # noqa: E402
 
 PATHWAY = "0.33.0"
 SYSTEMS = ("sparkway", "pathway", "spark")
+#: the systems that run each pipeline (see above for Structured Streaming's sessions)
+PIPELINES = {"count": SYSTEMS, "sessions": ("sparkway", "pathway")}
 NAMES = {"sparkway": "sparkway", "pathway": f"Pathway {PATHWAY}", "spark": "Structured Streaming (RocksDB)"}
 STEP_ROWS = 1_000
 HISTORY_FILES = 10
@@ -127,7 +133,7 @@ class OutputWatch:
         return data
 
 
-def command(system: str, work: str, pathway_python: str | None) -> tuple[list[str], dict[str, str]]:
+def command(system: str, pipeline: str, work: str, pathway_python: str | None) -> tuple[list[str], dict[str, str]]:
     env = dict(os.environ, SPARK_LOCAL_IP=os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"))
     inputs, out = os.path.join(work, "in"), os.path.join(work, "out.csv")
     if system == "spark":
@@ -136,21 +142,21 @@ def command(system: str, work: str, pathway_python: str | None) -> tuple[list[st
                 "--checkpoint", os.path.join(work, "checkpoint")], env
     if system == "pathway":
         env.pop("PYTHONPATH", None)
-        return [pathway_python, os.path.join(HERE, "streaming_count.py"), "--engine", "pathway",
-                "--input", inputs, "--out", out], env
+        return [pathway_python, os.path.join(HERE, "streaming_job.py"), "--engine", "pathway",
+                "--pipeline", pipeline, "--input", inputs, "--out", out], env
     env["PYTHONPATH"] = ROOT
     env.setdefault("PYSPARK_PYTHON", sys.executable)
-    return [sys.executable, os.path.join(HERE, "streaming_count.py"), "--engine", "sparkway",
-            "--input", inputs, "--out", out], env
+    return [sys.executable, os.path.join(HERE, "streaming_job.py"), "--engine", "sparkway",
+            "--pipeline", pipeline, "--input", inputs, "--out", out], env
 
 
-def measure(system: str, keys: int, args: argparse.Namespace) -> dict:
-    work = os.path.join(args.work, f"{system}-{keys}")
+def measure(system: str, pipeline: str, keys: int, args: argparse.Namespace) -> dict:
+    work = os.path.join(args.work, f"{pipeline}-{system}-{keys}")
     shutil.rmtree(work, ignore_errors=True)
     write_history(os.path.join(work, "in"), keys)
     staging = os.path.join(work, "staging")
     os.makedirs(staging)
-    argv, env = command(system, work, args.pathway_python)
+    argv, env = command(system, pipeline, work, args.pathway_python)
     rng = random.Random(keys)
     with open(os.path.join(work, "process.log"), "wb") as log:
         started = time.monotonic()
@@ -159,11 +165,12 @@ def measure(system: str, keys: int, args: argparse.Namespace) -> dict:
         monitor.start(proc.pid)
         watch = OutputWatch(os.path.join(work, "out.csv"))
         alive = lambda: proc.poll() is None  # noqa: E731
-        result: dict = {"system": system, "keys": keys}
+        result: dict = {"system": system, "pipeline": pipeline, "keys": keys}
         try:
             ready = watch.wait_for(probe(0), started + args.ready_timeout, alive)
             if ready is None:
-                return {**result, "status": _failure(proc, work, "reading the history")}
+                result["status"] = _failure(proc, work, "reading the history")
+                return result  # with the memory the monitor saw (added below)
             result["ready_s"] = round(ready - started, 2)
             latencies = []
             for step in range(1, args.warmup + args.steps + 1):
@@ -173,7 +180,8 @@ def measure(system: str, keys: int, args: argparse.Namespace) -> dict:
                 os.rename(path, os.path.join(work, "in", os.path.basename(path)))
                 seen = watch.wait_for(probe(step), before + args.step_timeout, alive)
                 if seen is None:
-                    return {**result, "status": _failure(proc, work, f"step {step}"), "latencies_s": latencies}
+                    result.update(status=_failure(proc, work, f"step {step}"), latencies_s=latencies)
+                    return result
                 latencies.append(round(seen - before, 4))
             counted = sorted(latencies[args.warmup:])
             result.update(status="ok", latencies_s=latencies, p50_s=_rank(counted, 0.50), p99_s=_rank(counted, 0.99),
@@ -225,43 +233,48 @@ def pathway_python(folder: str) -> str:
 
 def targets(results: list[dict]) -> list[dict]:
     """Issue 11's latency and memory targets for sparkway, against the others of the run."""
-    def of(system: str, keys: int) -> dict | None:
-        found = [r for r in results if r["system"] == system and r["keys"] == keys and r.get("status") == "ok"]
+    def of(system: str, pipeline: str, keys: int) -> dict | None:
+        found = [r for r in results if (r["system"], r["pipeline"], r["keys"]) == (system, pipeline, keys)
+                 and r.get("status") == "ok"]
         return found[0] if found else None
 
     rows = []
-    sizes = sorted({r["keys"] for r in results})
-    for keys in sizes:
-        mine, theirs = of("sparkway", keys), of("pathway", keys)
-        rows.append(_target("p50 latency (s)", keys, mine and mine["p50_s"], P50_S))
-        rows.append(_target("p99 latency (s)", keys, mine and mine["p99_s"], P99_S))
-        rows.append(_target(f"p50 / {NAMES['pathway']}'s", keys,
-                            mine and theirs and round(mine["p50_s"] / theirs["p50_s"], 2), 1.0))
-    spark, mine = of("spark", sizes[-1]), of("sparkway", sizes[-1])
-    rows.append(_target("peak RSS / Structured Streaming's", sizes[-1],
-                        spark and mine and round(mine["peak_rss_bytes"] / spark["peak_rss_bytes"], 2), 1.0))
+    for pipeline in dict.fromkeys(r["pipeline"] for r in results):
+        sizes = sorted({r["keys"] for r in results if r["pipeline"] == pipeline})
+        for keys in sizes:
+            mine, theirs = of("sparkway", pipeline, keys), of("pathway", pipeline, keys)
+            rows.append(_target("p50 latency (s)", pipeline, keys, mine and mine["p50_s"], P50_S))
+            rows.append(_target("p99 latency (s)", pipeline, keys, mine and mine["p99_s"], P99_S))
+            rows.append(_target(f"p50 / {NAMES['pathway']}'s", pipeline, keys,
+                                mine and theirs and round(mine["p50_s"] / theirs["p50_s"], 2), 1.0))
+        spark, mine = of("spark", pipeline, sizes[-1]), of("sparkway", pipeline, sizes[-1])
+        if spark:
+            rows.append(_target("peak RSS / Structured Streaming's", pipeline, sizes[-1],
+                                mine and round(mine["peak_rss_bytes"] / spark["peak_rss_bytes"], 2), 1.0))
     return rows
 
 
-def _target(name: str, keys: int, value: float | None, limit: float) -> dict:
-    return {"target": name, "keys": keys, "value": value, "limit": limit, "met": None if value is None else value <= limit}
+def _target(name: str, pipeline: str, keys: int, value: float | None, limit: float) -> dict:
+    return {"target": name, "pipeline": pipeline, "keys": keys, "value": value, "limit": limit,
+            "met": None if value is None else value <= limit}
 
 
 def markdown(results: list[dict], meta: dict) -> str:
     lines = [f"# Streaming latency, {meta['date']}", "",
              f"Machine: {meta['machine']}; commit {meta['commit']}; {meta['steps']} counted steps of "
              f"{STEP_ROWS:,} rows after {meta['warmup']} warm-up step(s) per run.", "",
-             "| system | keys of state | ready (s) | p50 (s) | p99 (s) | max (s) | peak RSS (GB) | others (cores) | status |",
-             "| :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :--- |"]
+             "| pipeline | system | keys of state | ready (s) | p50 (s) | p99 (s) | max (s) | peak RSS (GB) | others (cores) | status |",
+             "| :--- | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :--- |"]
     for r in results:
         gb = r.get("peak_rss_bytes", 0) / 2**30
-        lines.append(f"| {NAMES[r['system']]} | {r['keys']:,} | {r.get('ready_s', 'n/a')} | {r.get('p50_s', 'n/a')} | "
+        lines.append(f"| {r['pipeline']} | {NAMES[r['system']]} | {r['keys']:,} | {r.get('ready_s', 'n/a')} | {r.get('p50_s', 'n/a')} | "
                      f"{r.get('p99_s', 'n/a')} | {r.get('max_s', 'n/a')} | {gb:.2f} | {r.get('others_cores', 'n/a')} | "
                      f"{r.get('status')} |")
-    lines += ["", "## Targets (issue 11)", "", "| target | keys | measured | target | met |", "| :--- | ---: | ---: | ---: | :--- |"]
+    lines += ["", "## Targets (issue 11)", "", "| target | pipeline | keys | measured | target | met |",
+              "| :--- | :--- | ---: | ---: | ---: | :--- |"]
     for t in meta["targets"]:
         met = "n/a" if t["met"] is None else "yes" if t["met"] else "**no**"
-        lines.append(f"| {t['target']} | {t['keys']:,} | {t['value'] if t['value'] is not None else 'n/a'} | <= {t['limit']} | {met} |")
+        lines.append(f"| {t['target']} | {t['pipeline']} | {t['keys']:,} | {t['value'] if t['value'] is not None else 'n/a'} | <= {t['limit']} | {met} |")
     return "\n".join(lines) + "\n"
 
 
@@ -272,6 +285,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=20, help="counted steps per run")
     parser.add_argument("--warmup", type=int, default=2, help="steps not counted, first")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"of {', '.join(SYSTEMS)}")
+    parser.add_argument("--pipelines", default=",".join(PIPELINES), help=f"of {', '.join(PIPELINES)}")
     parser.add_argument("--pathway-python", help="a Python with pathway==0.33.0 (default: a venv made on first use)")
     parser.add_argument("--work", default=os.path.join(HERE, "data", "latency"))
     parser.add_argument("--results", default=os.path.join(HERE, "results"))
@@ -284,19 +298,23 @@ def main(argv: list[str] | None = None) -> None:
     unknown = set(systems) - set(SYSTEMS)
     if unknown:
         parser.error(f"--systems: unknown {', '.join(sorted(unknown))}; choose among {', '.join(SYSTEMS)}")
+    if set(args.pipelines.split(",")) - set(PIPELINES):
+        parser.error(f"--pipelines: choose among {', '.join(PIPELINES)}")
     if "pathway" in systems and args.pathway_python is None:
         args.pathway_python = pathway_python(os.path.join(cache, "bench", f"pathway-{PATHWAY}"))
     compileall.compile_dir(os.path.join(ROOT, "sparkway"), quiet=1)  # as an installed package has it
     results = []
-    for keys in [int(k) for k in args.keys.split(",")]:
-        for system in systems:
-            machine.wait_quiet(args.quiet_wait)
-            print(f"-- {NAMES[system]}, {keys:,} keys ...", flush=True)
-            result = measure(system, keys, args)
-            results.append(result)
-            print(f"   {result.get('status')}: ready {result.get('ready_s')} s, p50 {result.get('p50_s')} s, "
-                  f"p99 {result.get('p99_s')} s, peak RSS {result.get('peak_rss_bytes', 0) / 2**30:.2f} GB "
-                  f"(others {result.get('others_cores')} cores)", flush=True)
+    for pipeline, keys, system in itertools.product(args.pipelines.split(","), [int(k) for k in args.keys.split(",")],
+                                                    systems):
+        if system not in PIPELINES[pipeline]:
+            continue
+        machine.wait_quiet(args.quiet_wait)
+        print(f"-- {pipeline}: {NAMES[system]}, {keys:,} keys ...", flush=True)
+        result = measure(system, pipeline, keys, args)
+        results.append(result)
+        print(f"   {result.get('status')}: ready {result.get('ready_s')} s, p50 {result.get('p50_s')} s, "
+              f"p99 {result.get('p99_s')} s, peak RSS {result.get('peak_rss_bytes', 0) / 2**30:.2f} GB "
+              f"(others {result.get('others_cores')} cores)", flush=True)
     now = _dt.datetime.now(_dt.timezone.utc)
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     meta = {"date": now.strftime("%Y-%m-%d %H:%M UTC"), "machine": f"{os.cpu_count()} cores", "commit": commit,

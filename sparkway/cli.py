@@ -2,6 +2,7 @@
 persistence storage, look at and clean the machine-local cache.
 
     sparkway run --master local[4] --driver-memory 8g --conf spark.sql.shuffle.partitions=8 pipeline.py ARGS
+    sparkway server --port 15002      # a warm Spark that programs attach to (sc://127.0.0.1:15002)
     sparkway inspect ./state
     sparkway cache info
     sparkway cache clean
@@ -50,11 +51,15 @@ def _parser() -> argparse.ArgumentParser:
                               "come before the program, whose own arguments follow it")
     run.add_argument("program", help="the Python file to run")
     run.add_argument("program_args", nargs=argparse.REMAINDER, help="arguments of the program")
-    run.add_argument("--master", help="the Spark master (SPARKWAY_SPARK_MASTER; default local[2])")
-    run.add_argument("--driver-memory", help="the Spark driver's heap, e.g. 8g (SPARKWAY_DRIVER_MEMORY; default 4g)")
-    run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                     help="a Spark setting of the session sparkway starts (SPARKWAY_SPARK_CONF); repeatable")
+    _spark_options(run, "the Spark master, or a server's sc://host:port (SPARKWAY_SPARK_MASTER; default local[2])")
     run.set_defaults(command=_run)
+
+    server = commands.add_parser("server", help="keep a Spark session warm, with a Spark Connect endpoint that "
+                                 "programs attach to (SPARKWAY_SPARK_MASTER=sc://HOST:PORT): no JVM start per run")
+    server.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine only)")
+    server.add_argument("--port", type=int, default=15002, help="the port to listen on (default 15002)")
+    _spark_options(server, "the Spark master of the server's session (SPARKWAY_SPARK_MASTER; default local[2])")
+    server.set_defaults(command=_server)
 
     inspect = commands.add_parser("inspect", help="what a persistence storage holds")
     inspect.add_argument("storage", help="its folder, or s3://bucket/prefix")
@@ -78,13 +83,22 @@ def _version() -> str:
 
 # -- run ----------------------------------------------------------------------------------
 
-def _run(args: argparse.Namespace) -> int:
+def _spark_options(parser: argparse.ArgumentParser, master_help: str) -> None:
+    parser.add_argument("--master", help=master_help)
+    parser.add_argument("--driver-memory", help="the Spark driver's heap, e.g. 8g (SPARKWAY_DRIVER_MEMORY; default 4g)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting of the session sparkway starts (SPARKWAY_SPARK_CONF); repeatable")
+
+
+def _use_spark_options(args: argparse.Namespace, command: str) -> bool:
+    """Puts the Spark options into the environment sparkway's session reads; False (and
+    a message) when one is malformed."""
     conf = {}
     for item in args.conf:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            print(f"sparkway run: --conf {item!r} is not KEY=VALUE", file=sys.stderr)
-            return 2
+            print(f"sparkway {command}: --conf {item!r} is not KEY=VALUE", file=sys.stderr)
+            return False
         conf[key] = value
     if args.master:
         os.environ["SPARKWAY_SPARK_MASTER"] = args.master
@@ -93,9 +107,38 @@ def _run(args: argparse.Namespace) -> int:
     if conf:
         os.environ["SPARKWAY_SPARK_CONF"] = json.dumps(conf)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's workers run this Python
+    return True
+
+
+def _run(args: argparse.Namespace) -> int:
+    if not _use_spark_options(args, "run"):
+        return 2
     sys.argv = [args.program, *args.program_args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(args.program)))
     runpy.run_path(args.program, run_name="__main__")
+    return 0
+
+
+# -- server -------------------------------------------------------------------------------
+
+def _server(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from sparkway.engine.spark import serve
+
+    if not _use_spark_options(args, "server"):
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    spark = serve(args.host, args.port)
+    for sig in (signal.SIGINT, signal.SIGTERM):  # the new SparkContext put its own handler
+        signal.signal(sig, lambda *_: stop.set())
+    print(f"sparkway server: programs attach with SPARKWAY_SPARK_MASTER=sc://{args.host}:{args.port} "
+          "(Ctrl-C stops it)", flush=True)
+    stop.wait()
+    spark.stop()
     return 0
 
 

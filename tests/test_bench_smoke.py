@@ -21,7 +21,7 @@ ROWS = 2_000  # 40 users; 2 new rows (0.1%) for the rerun
 def test_throughput_runs_end_to_end(tmp_path: Path, python_env: dict[str, str]) -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "run.py"), "--only", "throughput", "--sizes", str(ROWS),
-         "--no-noop", "--no-cold", "--quiet-wait", "0", "--work", str(tmp_path / "data"),
+         "--no-noop", "--no-cold", "--attached", "--quiet-wait", "0", "--work", str(tmp_path / "data"),
          "--results", str(tmp_path / "results")],
         env=python_env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -29,7 +29,7 @@ def test_throughput_runs_end_to_end(tmp_path: Path, python_env: dict[str, str]) 
     results = json.loads(Path(raw).read_text())
     assert [(r["pipeline"], r["rows"]) for r in results["throughput"]] == [("sessions", ROWS), ("count", ROWS)]
     for r in results["throughput"]:
-        for run in ("first_run", "rerun", "plain"):
+        for run in ("first_run", "rerun", "plain", "attached_first", "attached"):
             assert r[run]["status"] == "ok", (r["pipeline"], run, r[run])
             assert r[run]["seconds"] > 0 and r[run]["peak_rss_bytes"] > 0 and "others_cores" in r[run]
         assert r["new_rows"] == 2 and r["input_bytes"] > 0 and r["state_bytes"] > 0
@@ -43,7 +43,9 @@ def test_throughput_runs_end_to_end(tmp_path: Path, python_env: dict[str, str]) 
     assert sorted((t["pipeline"], t["target"]) for t in results["targets"]) == sorted(
         (pipeline, target) for pipeline in ("sessions", "count") for target in (
             "first run / PySpark job (wall time)", "peak memory / PySpark job's (process tree RSS)",
-            "rerun / PySpark full recompute", "persisted operator state / input bytes"))
+            "rerun / PySpark full recompute", "persisted operator state / input bytes",
+            "rerun, own Spark: seconds over Spark's start (issue 11)",
+            "rerun, attached to a server: seconds over Spark's start (issue 11)"))
     markdown = (tmp_path / "results" / "latest.md").read_text()
     assert "## Targets (issue 10)" in markdown and "### count" in markdown and "### sessions" in markdown
 
@@ -51,7 +53,7 @@ def test_throughput_runs_end_to_end(tmp_path: Path, python_env: dict[str, str]) 
 @pytest.mark.subprocess
 def test_latency_runs_end_to_end(tmp_path: Path, python_env: dict[str, str]) -> None:
     """``bench/latency.py`` with sparkway and Structured Streaming (Pathway would need its
-    own environment): every step's probe key is found in each output."""
+    own environment), both pipelines: every step's probe key is found in each output."""
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "latency.py"), "--keys", "300", "--steps", "2", "--warmup", "1",
          "--systems", "sparkway,spark", "--quiet-wait", "0", "--work", str(tmp_path / "data"),
@@ -60,7 +62,8 @@ def test_latency_runs_end_to_end(tmp_path: Path, python_env: dict[str, str]) -> 
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     [raw] = glob.glob(str(tmp_path / "results" / "latency-*.json"))
     results = json.loads(Path(raw).read_text())
-    assert [(r["system"], r["keys"], r["status"]) for r in results["results"]] == [("sparkway", 300, "ok"), ("spark", 300, "ok")]
+    assert [(r["pipeline"], r["system"], r["keys"], r["status"]) for r in results["results"]] == [
+        ("count", "sparkway", 300, "ok"), ("count", "spark", 300, "ok"), ("sessions", "sparkway", 300, "ok")]
     for r in results["results"]:
         assert len(r["latencies_s"]) == 3 and 0 < r["p50_s"] <= r["p99_s"] and r["ready_s"] > 0 and r["peak_rss_bytes"] > 0
     assert {t["target"] for t in results["targets"]} >= {"p50 latency (s)", "peak RSS / Structured Streaming's"}

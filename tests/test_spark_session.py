@@ -182,3 +182,26 @@ def test_the_class_data_cache_keeps_the_archives_used_last(tmp_path: Path, monke
     os.utime(written, (1, 1))  # written long ago: using it again marks it used
     assert "-XX:SharedArchiveFile=" in session.class_data_sharing_options()
     assert session.prune_archives(str(folder), 1) == [str(folder / "spark-newest.jsa"), str(folder / "spark-older.jsa")]
+
+
+def test_attaching_where_nothing_listens_fails_at_once_naming_the_address() -> None:
+    import socket
+    import time
+
+    from sparkway.engine.spark import _attach
+    from sparkway.errors import SparkError
+
+    with socket.socket() as s:  # a port that was free a moment ago
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(SparkError, match=f"could not attach to the Spark Connect server at sc://127.0.0.1:{port}/;x=1"):
+        _attach(f"sc://127.0.0.1:{port}/;x=1")
+    assert time.monotonic() - started < 5  # Spark Connect's client alone retries for minutes
+
+
+def test_the_session_the_tests_share_is_not_a_spark_connect_one(spark) -> None:
+    from sparkway.engine.spark import default_parallelism, is_remote
+
+    assert not is_remote(spark)
+    assert default_parallelism(spark) == spark.sparkContext.defaultParallelism

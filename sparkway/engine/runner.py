@@ -40,7 +40,7 @@ from sparkway.engine import iterate  # noqa: F401 - registers the compiler of It
 from sparkway.engine.failures import computation_error, spark_ended
 from sparkway.engine.operators import StepContext, compile_node, error_entries
 from sparkway.engine.cache import state_cache
-from sparkway.engine.spark import get_spark, jvm_process, running_stages, spark_ui_url
+from sparkway.engine.spark import default_parallelism, get_spark, is_remote, jvm_process, running_stages, spark_ui_url
 from sparkway.engine.synchronization import Synchronizer
 from sparkway.errors import PlanError
 from sparkway.monitoring.stats import RunStats
@@ -186,11 +186,12 @@ class Runner:
             return
         self.abandoning.set()
         log.info("Abandoning the current step")
-        context = self._spark.sparkContext
+        spark = self._spark
+        cancel_jobs = spark.interruptAll if is_remote(spark) else spark.sparkContext.cancelAllJobs
 
         def cancel() -> None:  # until the run ends: the step may not have started its job yet
             while True:
-                context.cancelAllJobs()
+                cancel_jobs()
                 if self.ended.wait(0.5):
                     return
 
@@ -212,7 +213,10 @@ class Runner:
         ui = spark_ui_url(spark)
         if ui is not None:
             log.info("Spark's web UI: %s", ui)
-        self.stats.watch_spark(spark.sparkContext.master, ui, running_stages(spark.sparkContext))
+        if is_remote(spark):  # a server's stages are not this program's to show
+            self.stats.watch_spark(self.options.spark_master or "Spark Connect", None, list)
+        else:
+            self.stats.watch_spark(spark.sparkContext.master, ui, running_stages(spark.sparkContext))
 
     def _step_time(self, segments: dict[str, list]) -> int:
         """The time of a new step: the time its input names (``pw.debug`` tables'
@@ -296,7 +300,8 @@ class Runner:
             if sync is not None and sync.holds(source.name):
                 held[source.name] = source.read_transactions(found)
             else:
-                distributed = source.read_on_executors(found) if found else None
+                # a server's executors may not see this program's files, nor report counts back
+                distributed = source.read_on_executors(found) if found and not is_remote(self._spark) else None
                 tables[source.name] = distributed if distributed is not None else source.read(found)
         if sync is not None:
             for name, released in sync.step(held, idle, _time.monotonic()).items():
@@ -398,7 +403,7 @@ class Runner:
         return ctx.entries[part]
 
     def _default_partitions(self, spark: SparkSession) -> int:
-        return self.options.partitions or max(2, spark.sparkContext.defaultParallelism)
+        return self.options.partitions or max(2, default_parallelism(spark))
 
     # -- persistence ----------------------------------------------------------------------------
     def _lock(self) -> None:
@@ -607,7 +612,7 @@ def _input_frame(spark: SparkSession, table: pa.Table, schema: T.StructType) -> 
     if table.num_rows <= ONE_BATCH_ROWS:  # one task; one Arrow batch for Python functions,
         return spark.createDataFrame(table, schema=schema).coalesce(1)  # which Pathway calls with all rows of a time
     key = "spark.sql.execution.arrow.maxRecordsPerBatch"
-    rows = max(ONE_BATCH_ROWS, -(-table.num_rows // (4 * spark.sparkContext.defaultParallelism)))
+    rows = max(ONE_BATCH_ROWS, -(-table.num_rows // (4 * default_parallelism(spark))))
     before = spark.conf.get(key)
     spark.conf.set(key, str(rows))
     try:
@@ -721,7 +726,7 @@ def _pieces(frame: DataFrame, parts: int) -> Iterator[pa.Table]:
             yield pa.RecordBatch.from_pydict({"part": [part], "blob": [sink.getvalue().to_pybytes()]})
 
     blobs = frame.repartition(parts, col(ID)).mapInArrow(as_blobs, "part long, blob binary")
-    rows = blobs.rdd.toLocalIterator(prefetchPartitions=False)
+    rows = blobs.toLocalIterator() if is_remote(frame.sparkSession) else blobs.rdd.toLocalIterator(prefetchPartitions=False)
     for _, piece in itertools.groupby(rows, key=lambda row: row.part):
         yield pa.concat_tables([ipc.open_stream(row.blob).read_all() for row in piece]).cast(schema)
 

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -26,6 +27,7 @@ from pyspark.sql import SparkSession
 
 from sparkway.engine.cache import cds_folder
 from sparkway.engine.failures import spark_not_started
+from sparkway.errors import SparkError
 
 DEFAULT_MASTER = "local[2]"
 log = logging.getLogger("sparkway")
@@ -82,18 +84,51 @@ def prune_archives(folder: str, keep: int) -> list[str]:
     return deleted
 
 
+#: the settings of every query sparkway runs, also on a Spark Connect server (which takes
+#: them per session)
+SQL_SETTINGS = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
+    # a step's input above 4 MB becomes a parallelized RDD rather than a local relation,
+    # whose projections the optimizer would evaluate row by row on the driver (9 s of
+    # planning for a first step of 1M rows)
+    "spark.sql.execution.arrow.localRelationThreshold": str(4 << 20),
+    "spark.sql.execution.pythonUDF.arrow.enabled": "true",
+    # batches to Python workers are bounded by rows (maxRecordsPerBatch) only: a bound in
+    # bytes makes Spark measure the batch after every row (a tenth of a large step's time)
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(2**31 - 1),
+    "spark.sql.session.timeZone": "UTC",
+    # `&`, `|` and if_else evaluate their right side only where needed (a // b under
+    # b != 0 must not fail); common subexpressions would be computed for every row first
+    "spark.sql.subexpressionElimination.enabled": "false",
+    "spark.sql.caseSensitive": "true",  # columns "a" and "A" are two columns, as in Pathway
+}
+
+
+#: settings of PySpark's own conversions, which a Spark Connect client does not have
+CLASSIC_ONLY_SETTINGS = ("spark.sql.execution.arrow.pyspark.fallback.enabled",)
+
+
 def get_spark(master: str | None = None, ui: bool = False) -> SparkSession:
     """The active SparkSession, or a new one on ``master``, with Spark's web UI when
     ``ui`` or ``$SPARKWAY_SPARK_UI`` is set (off otherwise: it costs start-up time).
 
-    ``master`` defaults to ``$SPARKWAY_SPARK_MASTER``, then to embedded ``local[2]``.
+    ``master`` defaults to ``$SPARKWAY_SPARK_MASTER``, then to ``$SPARK_REMOTE``, then to
+    embedded ``local[2]``.  A Spark Connect address (``sc://host:port``, e.g. of a
+    ``sparkway server``) attaches to that server, whose JVM and Python workers are
+    already warm, instead of starting a JVM.
     """
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
-        _workers_run_this_python(active)
+        if not is_remote(active):
+            _workers_run_this_python(active)
         return active
+    master = master or os.environ.get("SPARKWAY_SPARK_MASTER") or os.environ.get("SPARK_REMOTE") or DEFAULT_MASTER
+    if master.startswith("sc://"):
+        return _attach(master)
     ensure_python_env()
-    master = master or os.environ.get("SPARKWAY_SPARK_MASTER") or DEFAULT_MASTER
     # the serial collector gives the heap it freed back to the system once more than 20%
     # of it is free (Java's default: 70%): at 10M rows of sessions the JVM peaked at
     # 2.2 GB instead of 2.6, as fast (bench/README.md)
@@ -102,24 +137,8 @@ def get_spark(master: str | None = None, ui: bool = False) -> SparkSession:
     conf = (
         SparkConf().setMaster(master)
         .setAppName("sparkway")
-        .set("spark.sql.shuffle.partitions", "2")
+        .setAll(SQL_SETTINGS.items())
         .set("spark.default.parallelism", "2")
-        .set("spark.sql.adaptive.enabled", "true")
-        .set("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .set("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
-        # a step's input above 4 MB becomes a parallelized RDD rather than a local relation,
-        # whose projections the optimizer would evaluate row by row on the driver (9 s of
-        # planning for a first step of 1M rows)
-        .set("spark.sql.execution.arrow.localRelationThreshold", str(4 << 20))
-        .set("spark.sql.execution.pythonUDF.arrow.enabled", "true")
-        # batches to Python workers are bounded by rows (maxRecordsPerBatch) only: a bound in
-        # bytes makes Spark measure the batch after every row (a tenth of a large step's time)
-        .set("spark.sql.execution.arrow.maxBytesPerBatch", str(2**31 - 1))
-        .set("spark.sql.session.timeZone", "UTC")
-        # `&`, `|` and if_else evaluate their right side only where needed (a // b under
-        # b != 0 must not fail); common subexpressions would be computed for every row first
-        .set("spark.sql.subexpressionElimination.enabled", "false")
-        .set("spark.sql.caseSensitive", "true")  # columns "a" and "A" are two columns, as in Pathway
         # PySpark sends the Python call site of every Column it builds to the JVM (14 py4j
         # calls for an F.col, 30 for a cast): the call site would be sparkway's code, and
         # it was a quarter of a streaming step of 1,000 rows
@@ -162,9 +181,83 @@ def get_spark(master: str | None = None, ui: bool = False) -> SparkSession:
     return spark
 
 
+#: the Spark setting by which a ``sparkway server`` says which sparkway its workers run
+SERVER_SETTING = "spark.sparkway.package"
+
+
+def serve(address: str = "127.0.0.1", port: int = 15002) -> SparkSession:
+    """Starts the Spark session of a ``sparkway server``: this machine's sparkway session
+    with a Spark Connect endpoint on ``address:port``, to which programs attach
+    (``SPARKWAY_SPARK_MASTER=sc://address:port``) and run without starting a JVM of
+    their own.  Its Python workers run this installation's sparkway."""
+    os.environ["SPARKWAY_SPARK_CONF"] = json.dumps({
+        **user_conf(),
+        "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+        "spark.connect.grpc.binding.address": address,
+        "spark.connect.grpc.binding.port": str(port),
+        SERVER_SETTING: _this_package(),
+    })
+    return get_spark(os.environ.get("SPARKWAY_SPARK_MASTER") or DEFAULT_MASTER)
+
+
+def _this_package() -> str:
+    """What identifies this sparkway to a server: its version and folder."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("sparkway")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return f"{version} at {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}"
+
+
+def _attach(address: str) -> SparkSession:
+    """A Spark Connect session on the server at ``address``, with sparkway's settings.
+    The server's Python workers unpickle this program's operators: they must run the
+    same sparkway, which a ``sparkway server`` names."""
+    try:
+        _check_listening(address)  # the client itself retries for minutes
+        spark = SparkSession.builder.remote(address).getOrCreate()
+        served = spark.conf.get(SERVER_SETTING, None)
+    except Exception as error:
+        log.debug("no Spark Connect session at %s", address, exc_info=True)
+        said = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise SparkError(f"could not attach to the Spark Connect server at {address}: {said} "
+                         "(start one with `sparkway server`, or unset SPARKWAY_SPARK_MASTER)") from None
+    if served is not None and served != _this_package():
+        raise SparkError(f"the sparkway server at {address} runs sparkway {served}, this program sparkway "
+                         f"{_this_package()}: start a server from this installation (sparkway server)")
+    for key, value in {**SQL_SETTINGS, **user_conf()}.items():
+        if key not in CLASSIC_ONLY_SETTINGS:
+            spark.conf.set(key, value)
+    log.info("Attached to the Spark Connect server at %s", address)
+    return spark
+
+
+def _check_listening(address: str, timeout_s: float = 5.0) -> None:
+    """Raises ``ConnectionRefusedError`` (or a timeout) if nothing listens at the
+    ``sc://host[:port][/;params]`` address."""
+    hostport = address[len("sc://"):].split("/", 1)[0]
+    host, _, port = hostport.rpartition(":") if ":" in hostport else (hostport, "", "15002")
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+        pass
+
+
+def is_remote(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (attached to a server)."""
+    return not hasattr(spark, "_jsparkSession")
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """How many tasks the session runs at once by default."""
+    if is_remote(spark):
+        return int(spark.conf.get("spark.default.parallelism", "2") or 2)
+    return spark.sparkContext.defaultParallelism
+
+
 def spark_ui_url(spark: SparkSession) -> str | None:
-    """The address of the session's web UI; None when it has none."""
-    return spark.sparkContext.uiWebUrl
+    """The address of the session's web UI; None when it has none (or it is a server's)."""
+    return None if is_remote(spark) else spark.sparkContext.uiWebUrl
 
 
 def running_stages(context: SparkContext) -> Callable[[], list[dict[str, Any]]]:
