@@ -64,6 +64,11 @@ class Source(ABC):
     synchronizable: bool = True
     #: set by ``pw.io.register_input_synchronization_group``
     synchronization: "Synchronization | None" = None
+    #: "static": what exists when the run starts, then the source is finished (and its
+    #: input finite: ``bounded``); "streaming": new input for as long as the run lasts
+    mode: str = "streaming"
+    #: set by a static source once it has given all its segments (``is_finished``)
+    _finished: bool = False
 
     @property
     def label(self) -> str:
@@ -131,13 +136,13 @@ class Source(ABC):
     @property
     def is_finished(self) -> bool:
         """True when the source will never have another segment (static mode, read)."""
-        return False
+        return self._finished
 
     @property
     def bounded(self) -> bool:
         """True when the input is finite by construction (static mode), so that a table
         made only from such sources can be computed before ``pw.run`` (``Table.plot``)."""
-        return False
+        return self.mode == "static"
 
     def close(self) -> None:
         """Release resources at the end of the run."""

@@ -511,14 +511,6 @@ class DeltaSource(Source):
         self._last_version = position.get("version")
         log.info("%s: continuing after version %s of %r", self.label, self._last_version, self.uri)
 
-    @property
-    def is_finished(self) -> bool:
-        return self._finished
-
-    @property
-    def bounded(self) -> bool:
-        return self.mode == "static"
-
     # -- discover, read ----------------------------------------------------------------------
     def discover(self) -> list[Segment]:
         assert self._files is not None, "the source was not opened"
@@ -546,11 +538,8 @@ class DeltaSource(Source):
         return segments
 
     def read(self, segments: list[Segment]) -> pa.Table:
-        tables = self.read_transactions(segments)
+        tables = [self._read_segment(s) for s in segments]  # one transaction each (Source.read_transactions)
         return pa.concat_tables(tables) if tables else self.arrow_schema.empty_table()
-
-    def read_transactions(self, segments: list[Segment]) -> list[pa.Table]:
-        return [self._read_segment(s) for s in segments]
 
     def _read_segment(self, segment: Segment) -> pa.Table:
         if segment.get("snapshot"):

@@ -328,14 +328,6 @@ class FileSource(Source):
         self._static_pending = None
         self._finished = False
 
-    @property
-    def is_finished(self) -> bool:
-        return self._finished
-
-    @property
-    def bounded(self) -> bool:
-        return self.mode == "static"
-
     def _finish(self) -> None:
         if not self._finished:
             self._finished = True

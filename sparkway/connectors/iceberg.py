@@ -353,14 +353,6 @@ class IcebergSource(Source):
         self._last = position.get("snapshot")
         log.info("%s: continuing after snapshot %s of %r", self.label, self._last, self.table_name)
 
-    @property
-    def is_finished(self) -> bool:
-        return self._finished
-
-    @property
-    def bounded(self) -> bool:
-        return self.mode == "static"
-
     def _newer(self, head: int | None) -> list[int]:
         """The snapshots after the last one read, up to ``head``, oldest first."""
         chain = []
@@ -400,11 +392,8 @@ class IcebergSource(Source):
         return [{"snapshot": s} for s in self._newer(current.snapshot_id)[:MAX_SNAPSHOTS_PER_STEP]]
 
     def read(self, segments: list[Segment]) -> pa.Table:
-        tables = self.read_transactions(segments)
+        tables = [self._read_segment(s) for s in segments]  # one transaction each (Source.read_transactions)
         return pa.concat_tables(tables) if tables else self.arrow_schema.empty_table()
-
-    def read_transactions(self, segments: list[Segment]) -> list[pa.Table]:
-        return [self._read_segment(s) for s in segments]
 
     def _read_segment(self, segment: Segment) -> pa.Table:
         snapshot = self._table.snapshot_by_id(segment["snapshot"])

@@ -113,6 +113,7 @@ class SparkSource(Source):
     [{'kind': 'snapshot', 'generation': 0}]
     """
 
+    mode = "static"  # a table or DataFrame as it is when the run starts
     connector_label = "SparkReader"
 
     def __init__(self, source: Any, columns: dict[str, Column], *, session: Session, name: str | None = None) -> None:
@@ -142,14 +143,6 @@ class SparkSource(Source):
     def restore(self, position: dict[str, Any]) -> None:
         self._generation = position.get("generation")
         self._finished = False
-
-    @property
-    def is_finished(self) -> bool:
-        return self._finished
-
-    @property
-    def bounded(self) -> bool:
-        return True
 
     def discover(self) -> list[Segment]:
         if self._finished:
