@@ -186,3 +186,40 @@ def test_a_written_file_s_folder_and_the_folders_made_for_it_are_fsynced(
     synced.clear()
     storage.write_bytes("positions/words/1.json", b"[]")  # the folders exist: only the file and its folder
     assert [s.split(".tmp-")[0] for s in synced] == [str(target), str(target.parent)]
+
+
+def test_object_store_spool_files_of_ended_processes_are_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write to an object store goes through a local spool file, which a crash leaves
+    behind: the next process that spools deletes those whose process has ended."""
+    import os
+    import subprocess
+    import sys
+
+    from sparkway.persistence import storage
+
+    monkeypatch.setattr(storage, "SPOOL", str(tmp_path / "spool"))
+    storage._remove_stale_spool.cache_clear()
+    (tmp_path / "spool").mkdir()
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = tmp_path / "spool" / f"{int(ended.stdout)}-crashed.arrow"
+    alive = tmp_path / "spool" / f"{os.getppid()}-running.arrow"  # the process that runs pytest's parent
+    for path in (dead, alive):
+        path.write_bytes(b"half an upload")
+    fresh = storage.spool_file()
+    assert not dead.exists() and alive.exists()
+    assert os.path.dirname(fresh) == str(tmp_path / "spool") and os.path.basename(fresh).startswith(f"{os.getpid()}-")
+    storage._remove_stale_spool.cache_clear()
+
+
+def test_opening_the_working_copies_deletes_the_temporary_files_a_crash_left(tmp_path: Path) -> None:
+    from sparkway.persistence.working_copies import working_copy
+
+    storage = BlobStorage(str(tmp_path / "PStorage"))
+    folder = Path(working_copy(str(tmp_path / "cache"), storage, "incarnation-1"))
+    (folder / "operators" / "0").mkdir(parents=True)
+    left = folder / "operators" / "0" / "run-3.arrow.tmp-4f2a"
+    kept = folder / "operators" / "0" / "run-2.arrow"
+    left.write_bytes(b"cut short")
+    kept.write_bytes(b"whole")
+    assert Path(working_copy(str(tmp_path / "cache"), storage, "incarnation-1")) == folder
+    assert not left.exists() and kept.read_bytes() == b"whole"

@@ -26,8 +26,9 @@ ORIGIN = "origin.json"
 
 def working_copy(state_cache: str, storage: BlobStorage, incarnation: str) -> str:
     """The folder of the working copies of ``storage``'s state at ``incarnation`` (made,
-    naming its origin), after deleting the folders of ``state_cache`` that can no longer
-    be used."""
+    naming its origin, without the temporary files of writes a crash interrupted), after
+    deleting the folders of ``state_cache`` that can no longer be used.  Call it while
+    holding the storage."""
     folder = os.path.join(state_cache, hashlib.sha1(f"{storage.root}|{incarnation}".encode()).hexdigest()[:20])
     where = os.path.abspath(storage.path("")) if storage.is_local else storage.root
     os.makedirs(folder, exist_ok=True)
@@ -37,6 +38,8 @@ def working_copy(state_cache: str, storage: BlobStorage, incarnation: str) -> st
         if entry.path != folder and entry.is_dir() and _unusable(entry.path, where):
             log.info("deleting the working copies of state that can no longer be used: %s", entry.path)
             shutil.rmtree(entry.path, ignore_errors=True)
+    # the storage is this program's now: a crashed run's interrupted writes are of no use
+    BlobStorage(folder).remove_temporary_files()
     return folder
 
 
