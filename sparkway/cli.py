@@ -130,11 +130,14 @@ def _server(args: argparse.Namespace) -> int:
     if not _use_spark_options(args, "server"):
         return 2
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+
+    def stop_on_signals() -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+
+    stop_on_signals()  # a Ctrl-C while Spark starts stops the server once it is up
     spark = serve(args.host, args.port)
-    for sig in (signal.SIGINT, signal.SIGTERM):  # the new SparkContext put its own handler
-        signal.signal(sig, lambda *_: stop.set())
+    stop_on_signals()  # again: the new SparkContext put its own SIGINT handler
     print(f"sparkway server: programs attach with SPARKWAY_SPARK_MASTER=sc://{args.host}:{args.port} "
           "(Ctrl-C stops it)", flush=True)
     stop.wait()

@@ -473,6 +473,26 @@ def test_a_streaming_source_skips_a_file_with_a_bad_header_until_it_is_fixed(tmp
     assert rows(step(src)) == [("al", 2, 1)]
 
 
+def test_a_streaming_source_told_to_stop_on_a_bad_file_raises_naming_it(tmp_path: Path) -> None:
+    import sparkway as pw
+
+    write(tmp_path / "a.csv", "user_id,access_time\nbob,1\n")
+    src = source(tmp_path, mode="streaming", on_bad_file="stop")
+    assert rows(step(src)) == [("bob", 1, 1)]
+    write(tmp_path / "bad.csv", "user_id,time\nal,2\n")
+    with pytest.raises(SchemaMismatchError) as info:
+        step(src)
+    assert "bad.csv" in str(info.value) and '"access_time"' in str(info.value)
+
+    class Logs(pw.Schema):
+        user_id: str
+        access_time: int
+
+    assert pw.io.csv.read(tmp_path, schema=Logs, on_bad_file="stop").column_names() == ["user_id", "access_time"]
+    with pytest.raises(pw.errors.PlanError, match="on_bad_file must be one of \\['skip', 'stop'\\], not 'halt'"):
+        pw.io.csv.read(tmp_path, schema=Logs, on_bad_file="halt")
+
+
 def test_a_header_naming_a_schema_column_twice_raises_naming_it(tmp_path: Path) -> None:
     write(tmp_path / "a.csv", "user_id,access_time,user_id\nbob,1,al\n")
     with pytest.raises(SchemaMismatchError) as info:

@@ -278,11 +278,14 @@ class FileSource(Source):
         connector_label: str = "FileReader",
         files: Any = None,
         retract_when_emptied: bool = False,
+        on_bad_file: str = "skip",
     ) -> None:
         if format not in FORMATS:
             raise PlanError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
         if mode not in ("static", "streaming"):
             raise PlanError(f"unknown mode {mode!r}; expected 'static' or 'streaming'")
+        if on_bad_file not in BAD_FILE_POLICIES:
+            raise PlanError(f"on_bad_file must be one of {list(BAD_FILE_POLICIES)}, not {on_bad_file!r}")
         self.format = format
         self.mode = mode
         self.name = name
@@ -296,6 +299,7 @@ class FileSource(Source):
         self.key_columns = [n for n, c in self.schema.items() if c.primary_key]
         self.files = files if files is not None else LocalFiles(path, object_pattern)
         self.retract_when_emptied = retract_when_emptied
+        self.on_bad_file = on_bad_file
         self.open(None)
 
     # ------------------------------------------------------------------ life cycle
@@ -436,7 +440,7 @@ class FileSource(Source):
                 return None  # touched, not changed
             return self._segment(ctx, "modify", state["generation"] + 1, state)
         except SchemaMismatchError as error:
-            if self.mode == "static":
+            if self.mode == "static" or self.on_bad_file == "stop":
                 raise
             # one bad file must not stop a pipeline that runs for good: it waits for a fix
             if (key, entry, "schema") not in self._warned:
@@ -631,6 +635,10 @@ EXECUTOR_READ_BYTES = 32 << 20
 PIECE_BYTES = 16 << 20
 #: files named in the end-of-run count of skipped rows (those with the most)
 SKIPPED_FILES_LISTED = 10
+#: what a streaming read does with a file that does not fit the schema (a bad header):
+#: "skip" it, with an error, until it changes; or "stop" the run with that error (a
+#: static read always stops)
+BAD_FILE_POLICIES = ("skip", "stop")
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ def read_files(
     object_pattern: str = "*",
     json_field_paths: dict[str, str] | None = None,
     retract_when_emptied: bool = False,
+    on_bad_file: str = "skip",
     **options: Any,
 ) -> Table:
     """A table fed by the files under ``path``; see ``pw.io.fs.read``.  ``function`` is the
@@ -66,6 +67,7 @@ def read_files(
         object_pattern=object_pattern,
         connector_label=_LABELS[format],
         retract_when_emptied=retract_when_emptied,
+        on_bad_file=on_bad_file,
     )
     return graph.table_from_source(source)
 

@@ -29,6 +29,13 @@ def read(path: Any, *, format: str, schema: type[Schema] | None = None, mode: st
     taken by every file reader) retracts them instead, as deleting the files one by
     one does.
 
+    A file that does not fit the schema as a whole (a CSV header without a schema
+    column) stops a static read with an error naming it; a streaming read logs that
+    error and skips the file until it changes, so that one bad file does not stop a
+    pipeline that runs for good.  ``on_bad_file="stop"`` (sparkway's own keyword, taken
+    by every file reader) stops a streaming read with the error instead.  Rows that do
+    not fit are skipped either way, each with a warning naming its file, line and column.
+
     >>> import sparkway as pw
     >>> pw.io.fs.read("blobs/", format="binary", mode="static").column_names()
     ['data']
