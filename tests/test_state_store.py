@@ -223,3 +223,27 @@ def test_opening_the_working_copies_deletes_the_temporary_files_a_crash_left(tmp
     kept.write_bytes(b"whole")
     assert Path(working_copy(str(tmp_path / "cache"), storage, "incarnation-1")) == folder
     assert not left.exists() and kept.read_bytes() == b"whole"
+
+
+def test_the_end_of_a_rebuild_is_durable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The REBUILDING mark's removal is fsynced: back after a power loss, it would make
+    the next run discard the steps committed since the rebuild."""
+    import os
+
+    from sparkway.persistence.metadata import REBUILDING, MetadataLog
+
+    synced: list[str] = []
+    fsync = os.fsync
+
+    def recording(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        fsync(fd)
+
+    log = MetadataLog(BlobStorage(str(tmp_path / "storage")))
+    log.begin_rebuild()
+    monkeypatch.setattr(os, "fsync", recording)
+    log.write_plan([], 2)
+    assert not (tmp_path / "storage" / REBUILDING).exists()
+    # the folder twice: after plan.json's rename, then after the mark's removal
+    assert [path for path in synced if not path.startswith(str(tmp_path / "storage" / "plan.json"))] == [
+        str(tmp_path / "storage")] * 2, synced

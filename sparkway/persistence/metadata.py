@@ -181,7 +181,8 @@ class MetadataLog:
                   "state_format": STATE_FORMAT}
         self.storage.write_bytes("plan.json", json.dumps(record).encode())
         fault_point("metadata.plan.written")
-        self.storage.delete(REBUILDING)
+        # durably: back after a power loss, the mark would discard the steps committed since
+        self.storage.delete(REBUILDING, durable=True)
         return record
 
     # -- steps -------------------------------------------------------------------------------

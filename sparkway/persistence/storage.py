@@ -143,9 +143,13 @@ class BlobStorage:
                         removed += 1
         return removed
 
-    def delete(self, relative: str) -> None:
+    def delete(self, relative: str, durable: bool = False) -> None:
+        """Deletes a blob (or folder); ``durable``: on a filesystem, its folder is fsynced
+        after, so that a power loss cannot bring it back (an object store's delete is)."""
         if self.fs.exists(self.path(relative)):
             self.fs.rm(self.path(relative), recursive=True)
+            if durable and self.is_local:
+                fsync_folder(os.path.dirname(self.path(relative)))
 
     def write_arrow(self, relative: str, table: pa.Table, compression: str | None = None) -> None:
         """An Arrow IPC file (``compression``: its buffers' codec, e.g. "zstd")."""
