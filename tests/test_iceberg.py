@@ -6,6 +6,7 @@ Expected rows are worked out by hand from the inputs, never taken from sparkway.
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import os
 import signal
@@ -153,6 +154,7 @@ def test_a_persistent_program_restarted_writes_nothing_twice(tmp_path: Path, cat
         words = pw.io.csv.read(tmp_path / "in", schema=Words, mode="static", name="words")
         counts = words.groupby(words.word).reduce(words.word, n=pw.reducers.count())
         pw.io.iceberg.write(counts, catalog, ["app"], "counts", name="counts")
+        pw.io.iceberg.write(counts, catalog, ["app"], "live", name="live", output_table_type="snapshot")
         pw.run(persistence_config=pw.persistence.Config(pw.persistence.Backend.filesystem(tmp_path / "state")))
 
     (tmp_path / "in" / "1.csv").write_text("word\nx\ny\nx\n")
@@ -164,6 +166,9 @@ def test_a_persistent_program_restarted_writes_nothing_twice(tmp_path: Path, cat
     assert sorted((r["word"], r["n"], r["diff"]) for r in changes) == [
         ("x", 2, 1), ("y", 1, -1), ("y", 1, 1), ("y", 2, 1), ("z", 1, 1)]
     assert len({r["time"] for r in changes}) == 2
+    live = pyiceberg_table(catalog, "live")
+    assert rows_of(live.scan().to_arrow(), ["word", "n"]) == [("x", 2), ("y", 2), ("z", 1)]
+    assert len(live.snapshots()) == 2
 
 
 def test_values_are_written_as_iceberg_types_and_read_back_the_same(catalog) -> None:
@@ -211,6 +216,176 @@ def test_values_are_written_as_iceberg_types_and_read_back_the_same(catalog) -> 
     assert got["opt"] is None or pd.isna(got["opt"])
 
 
+# ------------------------------------------------------------------ writing a snapshot
+
+#: inserts, updates (an id retracted and inserted at one time), deletes, and a deleted id
+#: inserted again, over five times
+SNAPSHOT_CHANGES = """
+  id | k | v  | __time__ | __diff__
+  1  | a | 1  | 2        | 1
+  2  | b | 2  | 2        | 1
+  3  | c | 3  | 2        | 1
+  1  | a | 1  | 4        | -1
+  1  | a | 10 | 4        | 1
+  2  | b | 2  | 4        | -1
+  4  | d | 4  | 4        | 1
+  3  | c | 3  | 6        | -1
+  3  | c | 30 | 6        | 1
+  2  | b | 20 | 6        | 1
+  4  | d | 4  | 8        | -1
+  1  | a | 10 | 8        | -1
+  5  | e | 5  | 10       | 1
+"""
+
+
+def live_rows_by_time(markdown: str) -> dict[int, list[tuple]]:
+    """Per time of the input, its live (k, v) rows after that time: the input's changes
+    replayed by hand, by their id, retractions of a time before its insertions."""
+    lines = [line.split("|") for line in markdown.strip().splitlines()[1:]]
+    changes = sorted((int(t), int(d), int(i), k.strip(), int(v)) for i, k, v, t, d in lines)
+    live: dict[int, tuple] = {}
+    states = {}
+    for time, diff, row_id, k, v in changes:
+        if diff < 0:
+            assert live.pop(row_id) == (k, v)
+        else:
+            live[row_id] = (k, v)
+        states[time] = sorted(live.values())
+    return states
+
+
+def sink_snapshots(table: Any, sink: str) -> list[Any]:
+    """The snapshots of ``sink``, oldest first."""
+    return [s for s in table.snapshots() if s.summary.additional_properties.get("sparkway.sink") == sink]
+
+
+def test_the_expected_states_are_the_inputs_replayed() -> None:
+    # the expectation, checked by hand once: the replay is the test's, not sparkway's
+    assert live_rows_by_time(SNAPSHOT_CHANGES) == {
+        2: [("a", 1), ("b", 2), ("c", 3)], 4: [("a", 10), ("c", 3), ("d", 4)],
+        6: [("a", 10), ("b", 20), ("c", 30), ("d", 4)], 8: [("b", 20), ("c", 30)],
+        10: [("b", 20), ("c", 30), ("e", 5)]}
+
+
+def test_snapshot_keeps_the_live_rows_by_id_and_each_snapshot_holds_a_whole_time(catalog) -> None:
+    pw.io.iceberg.write(pw.debug.table_from_markdown(SNAPSHOT_CHANGES), catalog, ["app"], "kv", name="snap",
+                        output_table_type="snapshot")
+    pw.run()
+    expected = live_rows_by_time(SNAPSHOT_CHANGES)
+    table = pyiceberg_table(catalog)
+    assert rows_of(table.scan().to_arrow(), ["k", "v"]) == expected[10]
+    assert [(f.name, str(f.field_type), f.required) for f in table.schema().fields] == [
+        ("k", "string", True), ("v", "long", True), ("_id", "string", True)]
+    snapshots = sink_snapshots(table, "snap")
+    assert len(snapshots) == len(table.snapshots()) == len(expected), "one snapshot per time, all the sink's"
+    ids = {}
+    for snapshot in snapshots:
+        time = int(snapshot.summary.additional_properties["sparkway.time"])
+        rows = table.scan(snapshot_id=snapshot.snapshot_id).to_arrow()
+        assert rows_of(rows, ["k", "v"]) == expected[time], f"the snapshot of time {time}"
+        for row in rows.to_pylist():
+            assert ids.setdefault(row["k"], row["_id"]) == row["_id"], "a row keeps its id across updates"
+    assert len(set(ids.values())) == 5 and all(i.startswith("^") and len(i) == 17 for i in ids.values())
+
+
+def test_a_reader_of_the_snapshot_table_gets_each_time_as_one_transaction(catalog) -> None:
+    pw.io.iceberg.write(pw.debug.table_from_markdown(SNAPSHOT_CHANGES), catalog, ["app"], "kv", name="snap",
+                        output_table_type="snapshot")
+    pw.run()
+    expected = live_rows_by_time(SNAPSHOT_CHANGES)
+    source = IcebergSource(catalog, ("app", "kv"), KV.columns(), autocommit_duration_ms=0, name="kv")
+    source.open(None)
+    source.advance([{"snapshot": sink_snapshots(pyiceberg_table(catalog), "snap")[0].snapshot_id}])
+    segments = source.discover()
+    assert len(segments) == len(expected) - 1
+    live = collections.Counter(expected[2])
+    for segment, time in zip(segments, sorted(expected)[1:]):
+        for row in source.read([segment]).to_pylist():
+            live[(row["k"], row["v"])] += row["_diff"]
+        assert all(n in (0, 1) for n in live.values()), f"time {time}: a row retracted twice, or inserted twice"
+        assert sorted(+live) == expected[time], f"the snapshot of time {time}, read as one transaction"
+
+
+def keyed_batch(rows: list[tuple[int, str, int, int]], time: int) -> OutputBatch:
+    """(id, k, v, diff) rows as the runner hands them to a sink, with their row ids."""
+    plain = batch([(k, v, diff) for _, k, v, diff in rows], time)
+    return OutputBatch(plain.table, time, plain.diffs, ids=pa.array([r[0] for r in rows], pa.int64()))
+
+
+def test_a_snapshot_time_replayed_after_a_crash_is_not_written_again(catalog) -> None:
+    ident = ("app", "kv")
+    first = keyed_batch([(1, "a", 1, 1), (2, "b", 2, 1)], time=100)
+    update = keyed_batch([(1, "a", 1, -1), (1, "a", 9, 1), (2, "b", 2, -1), (3, "c", 3, 1)], time=200)
+    sink = IcebergSink(catalog, ident, KV_COLUMNS, table_type="snapshot", name="out")
+    sink.open()
+    sink.write(first)
+    sink.write(update)
+    restarted = IcebergSink(catalog, ident, KV_COLUMNS, table_type="snapshot", name="out")  # died after the commit
+    restarted.open()
+    restarted.write(update)  # the replayed step
+    restarted.write(first)  # an older one: applied again, it would bring b back
+    table = pyiceberg_table(catalog)
+    assert len(table.snapshots()) == 2
+    assert rows_of(table.scan().to_arrow(), ["k", "v", "_id"]) == [
+        ("a", 9, "^0000000000000001"), ("c", 3, "^0000000000000003")]
+    other = IcebergSink(catalog, ident, KV_COLUMNS, table_type="snapshot", name="another")  # its own progress
+    other.open()
+    other.write(keyed_batch([(4, "d", 4, 1)], time=150))
+    again = IcebergSink(catalog, ident, KV_COLUMNS, table_type="snapshot", name="out")  # another's snapshot last
+    again.open()
+    again.write(first)
+    table = pyiceberg_table(catalog)
+    assert len(table.snapshots()) == 3
+    assert rows_of(table.scan().to_arrow(), ["k", "v"]) == [("a", 9), ("c", 3), ("d", 4)]
+    again.write(keyed_batch([(3, "c", 3, -1), (9, "x", 0, -1)], time=300))  # x: retracted, never written
+    assert rows_of(pyiceberg_table(catalog).scan().to_arrow(), ["k", "v"]) == [("a", 9), ("d", 4)]
+
+
+def test_a_snapshot_rewrite_keeps_the_other_rows_values(catalog) -> None:
+    """The rows left in a data file that a time rewrites are written back as they were."""
+    columns = {"s": dtypes.STR, "utc": dtypes.DATE_TIME_UTC, "span": dtypes.DURATION,
+               "ints": dtypes.DType("list", (dtypes.INT,)), "pair": dtypes.DType("tuple", (dtypes.STR, dtypes.INT)),
+               "opt": dtypes.DType("int", optional=True)}
+    ns = 1_768_473_045_500_000_000  # 2026-01-15 10:30:45.5 UTC
+
+    def changes(rows: list[tuple[int, str, int]], time: int) -> OutputBatch:
+        data = pa.table({"s": [r[1] for r in rows], "utc": pa.array([ns] * len(rows), pa.int64()),
+                         "span": pa.array([1_500_000] * len(rows), pa.int64()),
+                         "ints": pa.array([[1, 2]] * len(rows), pa.list_(pa.int64())),
+                         "pair": pa.array([{"0": "x", "1": 7}] * len(rows),
+                                          pa.struct([("0", pa.string()), ("1", pa.int64())])),
+                         "opt": pa.array([None] * len(rows), pa.int64())})
+        return OutputBatch(data, time, pa.array([r[2] for r in rows], pa.int64()),
+                           ids=pa.array([r[0] for r in rows], pa.int64()))
+
+    sink = IcebergSink(catalog, ("app", "values"), columns, table_type="snapshot", name="values")
+    sink.open()
+    sink.write(changes([(1, "kept", 1), (2, "gone", 1)], time=1))  # one data file of both rows
+    sink.write(changes([(2, "gone", -1)], time=2))  # rewrites it with "kept" alone
+    table = pyiceberg_table(catalog, "values")
+    assert table.snapshots()[-1].summary["deleted-data-files"] == "1"
+    (kept,) = table.scan().to_arrow().to_pylist()
+    assert kept["s"] == "kept" and kept["utc"] == dt.datetime(2026, 1, 15, 10, 30, 45, 500000, tzinfo=dt.timezone.utc)
+    assert kept["span"] == 1500 and kept["ints"] == [1, 2] and list(kept["pair"].values()) == ["x", 7]
+    assert kept["opt"] is None and kept["_id"] == "^0000000000000001"
+
+
+def test_a_table_of_the_other_layout_is_refused_saying_which_it_is(catalog) -> None:
+    stream = IcebergSink(catalog, ("app", "changes"), KV_COLUMNS, name="out")
+    stream.open()
+    as_snapshot = IcebergSink(catalog, ("app", "changes"), KV_COLUMNS, table_type="snapshot", name="out")
+    with pytest.raises(IcebergError, match=r"\(snapshot\): columns written that the table does not have: \['_id'\]; "
+                                           r"columns of the table that are not written: \['time', 'diff'\]\. "
+                                           r"The table holds a stream of changes"):
+        as_snapshot.open()
+    IcebergSink(catalog, ("app", "live"), KV_COLUMNS, table_type="snapshot", name="out").open()
+    with pytest.raises(IcebergError, match="The table holds a snapshot .* write it with output_table_type='snapshot'"):
+        IcebergSink(catalog, ("app", "live"), KV_COLUMNS, name="out").open()
+    append(catalog, [("a", 1)])  # k, v: no _id
+    with pytest.raises(IcebergError, match=r"columns written that the table does not have: \['_id'\]\. Write"):
+        IcebergSink(catalog, ("app", "kv"), KV_COLUMNS, table_type="snapshot", name="out").open()
+
+
 def test_an_existing_table_of_other_columns_is_refused_at_start(catalog) -> None:
     append(catalog, [("a", 1)])  # k, v: no time and diff
     sink = IcebergSink(catalog, ("app", "kv"), KV_COLUMNS, name="out")
@@ -230,6 +405,12 @@ def test_write_refuses_what_it_cannot_write(catalog) -> None:
         pw.io.iceberg.write(u, "http://localhost:8181", ["app"], "c")
     with pytest.raises(PlanError, match="namespace"):
         pw.io.iceberg.write(u, catalog, [], "c")
+    with pytest.raises(PlanError, match=r"column\(s\) \['_id'\] collide"):
+        pw.io.iceberg.write(pw.debug.table_from_markdown("_id | v\n 1 | 2"), catalog, ["app"], "e",
+                            output_table_type="snapshot")
+    with pytest.raises(PlanError, match="output_table_type must be 'stream_of_changes' or 'snapshot'"):
+        pw.io.iceberg.write(u, catalog, ["app"], "f", output_table_type="upsert")
+    pw.io.iceberg.write(t, catalog, ["app"], "g", output_table_type="snapshot")  # time is a column like others
     stamped = pw.debug.table_from_rows(pw.schema_from_types(at=pw.DateTimeNaive), [(pd.Timestamp("2026-01-01"),)])
     with pytest.raises(PlanError, match="timestamp_unit='ns' needs an Iceberg v3 table"):
         pw.io.iceberg.write(stamped, catalog, ["app"], "d", timestamp_unit="ns")

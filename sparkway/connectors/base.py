@@ -200,6 +200,13 @@ def record_ids(source: str, file: str, ordinals: Sequence[int]) -> np.ndarray:
 
 
 
+#: the layouts of a table sink that can keep either (Delta Lake, Iceberg): every change as a
+#: row with its ``time`` and ``diff``, or the live rows, keyed by ``_id``, as in Pathway
+STREAM_OF_CHANGES = "stream_of_changes"
+SNAPSHOT = "snapshot"
+ID_COLUMN = "_id"
+
+
 @dataclass
 class OutputBatch:
     """Changes of one table at one time: each row's columns and its diff (+1 or -1).
@@ -235,6 +242,27 @@ class OutputBatch:
         ids = None if self.ids is None else self.ids.take(order)
         errors = None if self.errors is None else self.errors.take(order)
         return replace(self, table=self.table.take(order), diffs=self.diffs.take(order), ids=ids, errors=errors)
+
+    def last_change_per_id(self) -> "OutputBatch":
+        """One change per row id, what a snapshot sink applies: the id's insertion if it
+        has one (a new row, or an update's new values), else its retraction (a deleted
+        row).  Needs ``ids``.
+
+        >>> batch = OutputBatch(pa.table({"v": [1, 9, 2]}), 4, pa.array([-1, 1, -1]), ids=pa.array([7, 7, 8]))
+        >>> last = batch.last_change_per_id()
+        >>> last.ids.to_pylist(), last.table.column("v").to_pylist(), last.diffs.to_pylist()
+        ([7, 8], [9, 2], [1, -1])
+        """
+        assert self.ids is not None, "the changes have no row ids"
+        ids = self.ids.to_numpy(zero_copy_only=False)
+        diffs = self.diffs.to_numpy(zero_copy_only=False)
+        order = np.lexsort((diffs, ids))  # by id, and within an id the retraction first
+        last = np.ones(len(order), dtype=bool)
+        last[:-1] = ids[order][1:] != ids[order][:-1]
+        chosen = pa.array(order[last])
+        errors = None if self.errors is None else self.errors.take(chosen)
+        return replace(self, table=self.table.take(chosen), diffs=self.diffs.take(chosen),
+                       ids=self.ids.take(chosen), errors=errors)
 
 
 class Sink(ABC):

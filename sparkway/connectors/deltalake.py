@@ -44,7 +44,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkway.connectors.base import OutputBatch, Segment, Sink, Source, record_ids
+from sparkway.connectors.base import (
+    ID_COLUMN, SNAPSHOT, STREAM_OF_CHANGES, OutputBatch, Segment, Sink, Source, record_ids,
+)
 from sparkway.core import changes
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
@@ -55,10 +57,7 @@ from sparkway.persistence.storage import BlobStorage
 
 log = logging.getLogger("sparkway")
 
-STREAM_OF_CHANGES = "stream_of_changes"
-SNAPSHOT = "snapshot"
 META_COLUMNS = ("time", "diff")
-ID_COLUMN = "_id"
 #: the field metadata key holding a column's Pathway schema entry (as Pathway names it)
 SCHEMA_METADATA = "pathway.column.metadata"
 APPEND_ONLY = "delta.appendOnly"
@@ -771,17 +770,10 @@ class DeltaSink(Sink):
         delete): one MERGE on ``_id``."""
         if batch.ids is None:
             raise DeltaLakeError("the snapshot sink needs the row ids of the changes")
-        ids = batch.ids.to_numpy(zero_copy_only=False)
-        diffs = batch.diffs.to_numpy(zero_copy_only=False)
-        # the last change of each id, insertions after retractions
-        order = np.lexsort((diffs, ids))
-        last = np.ones(len(order), dtype=bool)
-        last[:-1] = ids[order][1:] != ids[order][:-1]
-        chosen = pa.array(order[last])
-        table = batch.table.take(chosen)
-        ops = pa.array(diffs[order[last]] > 0)
-        arrays = self._columns(table)
-        arrays.append(pa.array([pointer_text(int(i)) for i in ids[order[last]]], pa.string()))
+        latest = batch.last_change_per_id()
+        ops = pc.greater(latest.diffs, 0)
+        arrays = self._columns(latest.table)
+        arrays.append(pa.array([pointer_text(i) for i in latest.ids.to_pylist()], pa.string()))
         schema = self.table_schema()
         source = pa.Table.from_arrays(arrays, schema=pa.schema([f.with_nullable(True) for f in schema]))
         source = source.append_column("__sparkway_upsert", ops)

@@ -15,11 +15,16 @@ comes from the schema's primary key, else from its data file and its place in th
 Row-level delete files (Iceberg v2 merge-on-read) are refused, as Pathway does not read
 them either.
 
-Sink: ``IcebergSink`` appends each time's changes, ``<columns>, time, diff``, as one
-snapshot whose summary records the sink and the time (``sparkway.sink``,
-``sparkway.time``).  When it opens, the sink finds the last time it committed in the
-table's snapshots, and skips times not above it, so a step replayed after a crash is not
-written twice.
+Sink: ``IcebergSink`` commits each time as one snapshot whose summary records the sink
+and the time (``sparkway.sink``, ``sparkway.time``).  When it opens, the sink finds the
+last time it committed in the table's snapshots, and skips times not above it, so a step
+replayed after a crash is not written twice.
+
+* ``stream_of_changes``: an append of the time's changes, ``<columns>, time, diff``;
+* ``snapshot`` (sparkway's addition, as ``pw.io.deltalake.write`` has it): the table
+  holds the live rows, ``<columns>, _id``; the time is one overwrite snapshot that
+  removes the data files holding a changed id, adds what remains of them, and adds the
+  time's inserted rows (copy-on-write, as pyiceberg's own deletes are).
 
 pyiceberg is imported on first use only (``require_pyiceberg``).
 """
@@ -34,11 +39,14 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from sparkway.connectors.base import OutputBatch, Segment, Sink, Source, record_ids
+from sparkway.connectors.base import (
+    ID_COLUMN, SNAPSHOT, STREAM_OF_CHANGES, OutputBatch, Segment, Sink, Source, record_ids,
+)
 from sparkway.connectors.formats.arrow import output_column, output_type, stored_column
 from sparkway.connectors.formats.values import SchemaMismatchError
-from sparkway.core import changes
+from sparkway.core import changes, dtypes
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
 from sparkway.errors import ConnectorError, PlanError
@@ -55,6 +63,9 @@ INSTALL_HINT = "pip install 'sparkway[iceberg]'"
 MAX_SNAPSHOTS_PER_STEP = 100
 #: how often a sink tries a commit that a concurrent writer's commit made fail
 COMMIT_ATTEMPTS = 3
+#: a snapshot sink looks for the files holding a time's ids with an ``_id IN (...)`` filter
+#: up to this many ids; above, pyiceberg's metrics would admit every file anyway
+PRUNE_MAX_IDS = 200
 
 
 class IcebergError(ConnectorError):
@@ -454,15 +465,21 @@ class IcebergSource(Source):
 # ------------------------------------------------------------------------ sink
 
 
-def sink_schema(columns: dict[str, DType]) -> pa.Schema:
-    """The Arrow schema of the table the sink writes: the columns, then ``time`` and ``diff``.
+def sink_schema(columns: dict[str, DType], table_type: str = STREAM_OF_CHANGES) -> pa.Schema:
+    """The Arrow schema of the table the sink writes: the columns, then ``time`` and
+    ``diff`` (a stream of changes) or ``_id`` (a snapshot).
 
     >>> from sparkway.core import dtypes
     >>> sink_schema({"name": dtypes.STR, "at": dtypes.DATE_TIME_UTC}).types
     [DataType(string), TimestampType(timestamp[us, tz=UTC]), DataType(int64), DataType(int64)]
+    >>> sink_schema({"name": dtypes.STR}, SNAPSHOT).names
+    ['name', '_id']
     """
     fields = [pa.field(c, output_type(t), nullable=t.optional) for c, t in columns.items()]
-    fields += [pa.field(c, pa.int64(), nullable=False) for c in META_COLUMNS]
+    if table_type == SNAPSHOT:
+        fields.append(pa.field(ID_COLUMN, pa.string(), nullable=False))
+    else:
+        fields += [pa.field(c, pa.int64(), nullable=False) for c in META_COLUMNS]
     return pa.schema(fields)
 
 
@@ -480,20 +497,26 @@ def committed_time(table: Any, sink: str) -> int | None:
 
 
 class IcebergSink(Sink):
-    """Appends each time's changes to an Iceberg table as one snapshot that records the
-    sink's progress, so that a replayed time is skipped.
+    """Commits each time's changes to an Iceberg table as one snapshot that records the
+    sink's progress, so that a replayed time is skipped: appended as rows with their time
+    and diff (``stream_of_changes``), or applied to the live rows, keyed by ``_id``
+    (``snapshot``).
 
     >>> from sparkway.core import dtypes
     >>> sink = IcebergSink(SqlCatalog("sqlite:///c.db", "wh"), ("app", "counts"), {"word": dtypes.STR})
     >>> sink.table_schema().names, sink.label
     (['word', 'time', 'diff'], 'iceberg table app.counts')
+    >>> IcebergSink(SqlCatalog("sqlite:///c.db", "wh"), ("app", "counts"), {"word": dtypes.STR},
+    ...             table_type="snapshot").table_schema().names
+    ['word', '_id']
     """
 
     def __init__(self, catalog: Any, ident: tuple[str, ...], columns: dict[str, DType], *,
-                 name: str | None = None) -> None:
+                 table_type: str = STREAM_OF_CHANGES, name: str | None = None) -> None:
         self.catalog = catalog
         self.ident = ident
         self.columns = dict(columns)
+        self.table_type = table_type
         self.name = name or "iceberg"
         self._table: Any = None
         self._done: int | None = None
@@ -503,7 +526,7 @@ class IcebergSink(Sink):
         return f"iceberg table {'.'.join(self.ident)}"
 
     def table_schema(self) -> pa.Schema:
-        return sink_schema(self.columns)
+        return sink_schema(self.columns, self.table_type)
 
     def open(self) -> None:
         from pyiceberg.catalog import Catalog as PyIcebergCatalog
@@ -536,8 +559,20 @@ class IcebergSink(Sink):
                     problems.append(f"column {c!r} is {old_type} (required={existing[c].required}) in the table, "
                                     f"{new_type} (required={new[c].required}) written")
         if problems:
-            raise IcebergError(f"the Iceberg table {'.'.join(self.ident)!r} does not fit the table written: "
-                               f"{'; '.join(problems)}. Write elsewhere, or drop it")
+            raise IcebergError(f"the Iceberg table {'.'.join(self.ident)!r} does not fit the table written "
+                               f"({self.table_type}): {'; '.join(problems)}.{self._other_layout(existing)} "
+                               "Write elsewhere, or drop it")
+
+    def _other_layout(self, existing: dict[str, Any]) -> str:
+        """Names the table's layout when it is the other one: the likeliest mistake."""
+        stream = all(c in existing for c in META_COLUMNS) and ID_COLUMN not in existing
+        if self.table_type == SNAPSHOT and stream:
+            return (f" The table holds a stream of changes (its {list(META_COLUMNS)} columns), "
+                    f"not a snapshot (an {ID_COLUMN!r} column).")
+        if self.table_type == STREAM_OF_CHANGES and ID_COLUMN in existing:
+            return (f" The table holds a snapshot (its {ID_COLUMN!r} column), not a stream of changes: "
+                    "write it with output_table_type='snapshot'.")
+        return ""
 
     def write(self, batch: OutputBatch) -> None:
         if batch.table.num_rows == 0:
@@ -547,33 +582,104 @@ class IcebergSink(Sink):
             log.info("IcebergWriter-%s: time %d is already in %r (written up to time %d): skipped",
                      self.name, batch.time, self.label, self._done)
             return
+        started = _time.monotonic()
+        properties = {SINK_PROPERTY: self.name, TIME_PROPERTY: str(batch.time)}
+        if self.table_type == SNAPSHOT:
+            ids, rows = self._snapshot_changes(batch)
+            self._commit(batch.time, lambda txn: self._stage_snapshot(txn, ids, rows, properties))
+        else:
+            n = batch.table.num_rows
+            data = self._rows(batch.table, [pa.array(np.full(n, batch.time, dtype=np.int64)),
+                                             batch.diffs.cast(pa.int64())])
+            self._commit(batch.time, lambda txn: txn.append(data, snapshot_properties=properties))
+        self._done = batch.time
+        log.info("IcebergWriter-%s: Done writing %d entries, time %d, in %d ms.", self.name, batch.table.num_rows,
+                 batch.time, (_time.monotonic() - started) * 1000)
+
+    def _rows(self, table: pa.Table, extra: list[pa.Array]) -> pa.Table:
+        """The table's columns as written, then the layout's own columns (``extra``)."""
+        arrays = [output_column(table.column(i), t) for i, t in enumerate(self.columns.values())]
+        return pa.Table.from_arrays(arrays + extra, schema=self.table_schema())
+
+    def _commit(self, time: int, stage: Any) -> None:
+        """Commits what ``stage(transaction)`` puts in one transaction: one catalog commit.
+        A commit another writer's made fail is staged again on the refreshed table,
+        unless that writer was this sink (the time is then there)."""
         from pyiceberg.exceptions import CommitFailedException
 
-        started = _time.monotonic()
-        n = batch.table.num_rows
-        arrays = [output_column(batch.table.column(i), t) for i, t in enumerate(self.columns.values())]
-        arrays += [pa.array(np.full(n, batch.time, dtype=np.int64)), batch.diffs.cast(pa.int64())]
-        data = pa.Table.from_arrays(arrays, schema=self.table_schema())
-        properties = {SINK_PROPERTY: self.name, TIME_PROPERTY: str(batch.time)}
         for attempt in range(COMMIT_ATTEMPTS):
             try:
-                self._table.append(data, snapshot_properties=properties)
-                break
+                with self._table.transaction() as transaction:
+                    stage(transaction)
+                return
             except CommitFailedException as error:  # another writer committed meanwhile
                 self._table.refresh()
                 done = committed_time(self._table, self.name)
-                if done is not None and batch.time <= done:
-                    break
+                if done is not None and time <= done:
+                    return
                 if attempt + 1 == COMMIT_ATTEMPTS:
-                    raise IcebergError(f"committing time {batch.time} to {self.label} failed {COMMIT_ATTEMPTS} "
+                    raise IcebergError(f"committing time {time} to {self.label} failed {COMMIT_ATTEMPTS} "
                                        f"times (other writers?): {error}") from error
             except Exception as error:
-                raise IcebergError(f"writing the changes of time {batch.time} to {self.label} (sink {self.name!r}) "
+                raise IcebergError(f"writing the changes of time {time} to {self.label} (sink {self.name!r}) "
                                    f"failed: {error}. Nothing of this time was committed: fix the cause and "
                                    "restart") from error
-        self._done = batch.time
-        log.info("IcebergWriter-%s: Done writing %d entries, time %d, in %d ms.", self.name, n, batch.time,
-                 (_time.monotonic() - started) * 1000)
+
+    def _snapshot_changes(self, batch: OutputBatch) -> tuple[pa.Array, pa.Table]:
+        """The ids the time changes, as ``_id`` holds them, and the rows it leaves under
+        them (the last change of each id, where it is an insertion)."""
+        if batch.ids is None:
+            raise IcebergError("the snapshot sink needs the row ids of the changes")
+        latest = batch.last_change_per_id()
+        ids = output_column(latest.ids, dtypes.POINTER)
+        return ids, self._rows(latest.table, [ids]).filter(pc.greater(latest.diffs, 0))
+
+    def _stage_snapshot(self, transaction: Any, ids: pa.Array, rows: pa.Table, properties: dict[str, str]) -> None:
+        """One overwrite snapshot: the data files holding one of ``ids`` are replaced by
+        their other rows, and ``rows`` are added.  Not pyiceberg's ``delete`` then
+        ``append``: each makes a snapshot of its own, and the one between would hold half
+        the time (for time travel, and for readers taking snapshot after snapshot)."""
+        # pyiceberg's own writer of data files (what its append uses); pyiceberg is pinned below 0.13
+        from pyiceberg.io.pyarrow import _dataframe_to_data_files
+
+        with transaction.update_snapshot(snapshot_properties=properties).overwrite() as overwrite:
+            parts = []
+            for task in self._files_with(ids):
+                rest = self._rows_not_in(task, ids)
+                if rest is not None:
+                    overwrite.delete_data_file(task.file)
+                    parts.append(rest)
+            added = pa.concat_tables([*parts, rows])
+            if added.num_rows:
+                for data_file in _dataframe_to_data_files(table_metadata=transaction.table_metadata, df=added,
+                                                          io=self._table.io, write_uuid=overwrite.commit_uuid):
+                    overwrite.append_data_file(data_file)
+
+    def _files_with(self, ids: pa.Array) -> list[Any]:
+        """The live data files (scan tasks) that may hold one of ``ids``: for a few ids,
+        those whose ``_id`` bounds admit one of them (ids are hashes: the bounds of a file
+        of many rows admit nearly any id, so many ids would only cost the filter)."""
+        from pyiceberg.expressions import AlwaysTrue, In
+
+        wanted = In(ID_COLUMN, ids.to_pylist()) if len(ids) <= PRUNE_MAX_IDS else AlwaysTrue()
+        return list(self._table.scan(row_filter=wanted).plan_files())
+
+    def _rows_not_in(self, task: Any, ids: pa.Array) -> pa.Table | None:
+        """The rows of a data file whose ``_id`` is not one of ``ids``, as written; None
+        when it holds none of them (the file stays).  Its ids are read first, alone, so
+        that a file the time does not touch is not read whole."""
+        from pyiceberg.expressions import AlwaysTrue
+        from pyiceberg.io.pyarrow import ArrowScan
+
+        def read(schema: Any) -> pa.Table:
+            return ArrowScan(self._table.metadata, self._table.io, schema, AlwaysTrue()).to_table([task])
+
+        schema = self._table.schema()
+        hit = pc.is_in(read(schema.select(ID_COLUMN)).column(ID_COLUMN), value_set=ids)
+        if not pc.any(hit).as_py():
+            return None
+        rows = read(schema).filter(pc.invert(hit))
+        return rows.select(self.table_schema().names).cast(self.table_schema())
 
     def close(self) -> None:
         self._table = None

@@ -1,5 +1,5 @@
 """``pw.io.iceberg``: read an Apache Iceberg table as it changes; write a table's
-changes to an Iceberg table, one snapshot per time, exactly once.  With the ``pyiceberg``
+changes, or its live snapshot, to an Iceberg table, one snapshot per time, exactly once.  With the ``pyiceberg``
 package, no JVM: ``pip install 'sparkway[iceberg]'``.
 
 See docs/iceberg.md for the catalogs, the value mapping and the guarantees.
@@ -13,6 +13,7 @@ from typing import Any
 from sparkway.api import graph
 from sparkway.api.schema import Schema
 from sparkway.api.table import Table
+from sparkway.connectors.base import ID_COLUMN, SNAPSHOT, STREAM_OF_CHANGES
 from sparkway.connectors.iceberg import (
     META_COLUMNS, GlueCatalog, IcebergSink, IcebergSource, RestCatalog, SqlCatalog, check_catalog, identifier,
     require_pyiceberg,
@@ -91,16 +92,22 @@ def write(
     min_commit_frequency: int | None = 60_000,
     name: str | None = None,
     sort_by: Iterable[Any] | None = None,
+    output_table_type: str = STREAM_OF_CHANGES,
 ) -> None:
-    """Writes the stream of changes of ``table`` to the Iceberg table
-    ``namespace``.``table_name`` of ``catalog`` (see ``read`` for the catalogs): every
-    change is a row, the table's columns then ``time`` and ``diff`` (1 or -1), both
-    ``long``.  The namespace and the table are created if missing.
+    """Writes ``table`` to the Iceberg table ``namespace``.``table_name`` of ``catalog``
+    (see ``read`` for the catalogs), created if missing with its namespace.
 
-    Each time's changes are one Iceberg snapshot (an append), so a reader sees a time
-    whole or not at all.  Exactly once: the snapshot's summary records the sink and the
-    time (``sparkway.sink`` = ``name``, default ``"iceberg"``; ``sparkway.time``); a time
-    not above the one recorded is skipped, so a step replayed after a crash writes
+    ``output_table_type="stream_of_changes"`` (the default, and all Pathway 0.33 has)
+    appends every change as a row: the table's columns, then ``time`` and ``diff`` (1 or
+    -1), both ``long``.  ``"snapshot"``, sparkway's addition matching
+    ``pw.io.deltalake.write``'s, keeps the live rows, with one more column, ``_id`` (the
+    row id as text): each time removes the rows of the ids it changes and adds their new
+    values (copy-on-write: the data files holding them are rewritten).
+
+    Each time is one Iceberg snapshot, one catalog commit, so a reader sees a time whole
+    or not at all.  Exactly once: the snapshot's summary records the sink and the time
+    (``sparkway.sink`` = ``name``, default ``"iceberg"``; ``sparkway.time``); a time not
+    above the one recorded is skipped, so a step replayed after a crash writes
     nothing.  Date-times are written in microseconds (``timestamp_unit="us"``):
     Pathway's default, nanoseconds, needs Iceberg v3 tables, which pyiceberg cannot
     write yet, so ``"ns"`` is refused for a table with date-time columns.
@@ -110,9 +117,12 @@ def write(
     >>> import sparkway as pw
     >>> t = pw.debug.table_from_markdown("owner | pet\\n Alice | dog\\n Bob | cat")
     >>> catalog = pw.io.iceberg.SqlCatalog(uri="sqlite:///catalog.db", warehouse="warehouse")
-    >>> pw.io.iceberg.write(t, catalog, ["app"], "pets", name="pets")
+    >>> pw.io.iceberg.write(t, catalog, ["app"], "pet_changes", name="pet_changes")
+    >>> pw.io.iceberg.write(t, catalog, ["app"], "pets", name="pets", output_table_type="snapshot")
     >>> pw.run()   # doctest: +SKIP
     """
+    if output_table_type not in (STREAM_OF_CHANGES, SNAPSHOT):
+        raise PlanError(f"output_table_type must be {STREAM_OF_CHANGES!r} or {SNAPSHOT!r}, not {output_table_type!r}")
     require_pyiceberg()
     check_catalog(catalog)
     if min_commit_frequency is not None and min_commit_frequency < 0:
@@ -120,7 +130,8 @@ def write(
     if timestamp_unit not in ("us", "ns"):
         raise PlanError(f"timestamp_unit must be 'us' or 'ns', not {timestamp_unit!r}")
     columns = table.schema._dtypes()
-    refuse_reserved_columns(columns, META_COLUMNS, "Iceberg table")
+    special = META_COLUMNS if output_table_type == STREAM_OF_CHANGES else (ID_COLUMN,)
+    refuse_reserved_columns(columns, special, f"{output_table_type} Iceberg table")
     for column, dtype in columns.items():
         try:
             output_type(dtype)
@@ -130,7 +141,7 @@ def write(
             raise PlanError(f"column {column!r}: timestamp_unit='ns' needs an Iceberg v3 table, which pyiceberg "
                             "cannot write yet: use timestamp_unit='us'")
     ident = identifier(namespace, table_name)
-    sink = IcebergSink(catalog, ident, columns, name=name)
+    sink = IcebergSink(catalog, ident, columns, table_type=output_table_type, name=name)
     refuse_a_second_output(lambda other: isinstance(other, IcebergSink) and other.ident == ident
                            and other.catalog == catalog, f"the Iceberg table {'.'.join(ident)!r}")
     graph.write_to_sink(table, sink, sort_by)
