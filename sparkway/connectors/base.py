@@ -200,10 +200,12 @@ def record_ids(source: str, file: str, ordinals: Sequence[int]) -> np.ndarray:
 
 
 
-#: the layouts of a table sink that can keep either (Delta Lake, Iceberg): every change as a
-#: row with its ``time`` and ``diff``, or the live rows, keyed by ``_id``, as in Pathway
+#: the layouts of a table sink that can keep either (PostgreSQL, SQLite, Delta Lake,
+#: Iceberg, Spark tables): every change as a row with its ``META_COLUMNS``, or the live
+#: rows (keyed by ``_id`` where the table has no key of its own), as in Pathway
 STREAM_OF_CHANGES = "stream_of_changes"
 SNAPSHOT = "snapshot"
+META_COLUMNS = ("time", "diff")
 ID_COLUMN = "_id"
 
 

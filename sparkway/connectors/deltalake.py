@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkway.connectors.base import (
-    ID_COLUMN, SNAPSHOT, STREAM_OF_CHANGES, OutputBatch, Segment, Sink, Source, record_ids,
+    ID_COLUMN, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, OutputBatch, Segment, Sink, Source, record_ids,
 )
 from sparkway.core import changes
 from sparkway.core.columns import Column
@@ -57,7 +57,6 @@ from sparkway.persistence.storage import BlobStorage
 
 log = logging.getLogger("sparkway")
 
-META_COLUMNS = ("time", "diff")
 #: the field metadata key holding a column's Pathway schema entry (as Pathway names it)
 SCHEMA_METADATA = "pathway.column.metadata"
 APPEND_ONLY = "delta.appendOnly"

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkway.connectors.base import (
-    ID_COLUMN, SNAPSHOT, STREAM_OF_CHANGES, OutputBatch, Segment, Sink, Source, record_ids,
+    ID_COLUMN, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, OutputBatch, Segment, Sink, Source, record_ids,
 )
 from sparkway.connectors.formats.arrow import output_column, output_type, stored_column
 from sparkway.connectors.formats.values import SchemaMismatchError
@@ -55,7 +55,6 @@ from sparkway.persistence.storage import BlobStorage
 
 log = logging.getLogger("sparkway")
 
-META_COLUMNS = ("time", "diff")
 SINK_PROPERTY = "sparkway.sink"
 TIME_PROPERTY = "sparkway.time"
 INSTALL_HINT = "pip install 'sparkway[iceberg]'"

@@ -32,17 +32,14 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from sparkway.connectors.base import OutputBatch, Sink
+from sparkway.connectors.base import META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, OutputBatch, Sink
 from sparkway.core.dtypes import DType
 from sparkway.errors import ConnectorError, PlanTypeError
 
 log = logging.getLogger("sparkway")
 
-STREAM_OF_CHANGES = "stream_of_changes"
-SNAPSHOT = "snapshot"
 INIT_MODES = ("default", "create_if_not_exists", "replace")
 PROGRESS_TABLE = "sparkway_sink_progress"
-META_COLUMNS = ("time", "diff")
 
 _SQL_TYPES = {
     "int": "BIGINT",

@@ -41,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkway.connectors.base import OutputBatch, Segment, Sink, Source
+from sparkway.connectors.base import ID_COLUMN, SNAPSHOT, STREAM_OF_CHANGES, OutputBatch, Segment, Sink, Source
 from sparkway.connectors.formats.arrow import output_table, stored_column
 from sparkway.connectors.formats.values import MAX_ROW_WARNINGS, stored_default
 from sparkway.core import changes, dtypes
@@ -53,10 +53,6 @@ from sparkway.errors import ConnectorError, PlanError, PlanTypeError
 from sparkway.persistence.storage import BlobStorage
 
 log = logging.getLogger("sparkway")
-
-STREAM_OF_CHANGES = "stream_of_changes"
-SNAPSHOT = "snapshot"
-ID_COLUMN = "_id"
 
 Session = Callable[[], Any]  # gives the SparkSession sparkway runs on
 

@@ -38,7 +38,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from sparkway.connectors.base import OutputBatch, Segment, Sink, Source, record_ids
+from sparkway.connectors.base import (
+    META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, OutputBatch, Segment, Sink, Source, record_ids,
+)
 from sparkway.connectors.formats.values import RowError, json_converter
 from sparkway.core import changes
 from sparkway.core.columns import Column
@@ -50,10 +52,7 @@ from sparkway.persistence.storage import BlobStorage
 
 log = logging.getLogger("sparkway")
 
-STREAM_OF_CHANGES = "stream_of_changes"
-SNAPSHOT = "snapshot"
 INIT_MODES = ("default", "create_if_not_exists", "replace")
-META_COLUMNS = ("time", "diff")
 PROGRESS_TABLE = "sparkway_sink_progress"
 ROWID_ALIASES = ("rowid", "_rowid_", "oid")
 BUSY_TIMEOUT_S = 60.0  # SQLite locks the whole file: wait for another writer this long

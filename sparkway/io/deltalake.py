@@ -15,8 +15,9 @@ from typing import Any
 from sparkway.api import graph
 from sparkway.api.schema import Schema, schema_from_dict
 from sparkway.api.table import Table
+from sparkway.connectors.base import ID_COLUMN, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES
 from sparkway.connectors.deltalake import (
-    APPEND_ONLY, ID_COLUMN, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, DeltaSink, DeltaSource,
+    APPEND_ONLY, DeltaSink, DeltaSource,
     delta_arrow_type, delta_storage_options, open_table, require_deltalake, stored_schema, table_uri,
 )
 from sparkway.core.expression import ColumnRef

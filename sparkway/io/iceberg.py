@@ -13,9 +13,9 @@ from typing import Any
 from sparkway.api import graph
 from sparkway.api.schema import Schema
 from sparkway.api.table import Table
-from sparkway.connectors.base import ID_COLUMN, SNAPSHOT, STREAM_OF_CHANGES
+from sparkway.connectors.base import ID_COLUMN, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES
 from sparkway.connectors.iceberg import (
-    META_COLUMNS, GlueCatalog, IcebergSink, IcebergSource, RestCatalog, SqlCatalog, check_catalog, identifier,
+    GlueCatalog, IcebergSink, IcebergSource, RestCatalog, SqlCatalog, check_catalog, identifier,
     require_pyiceberg,
 )
 from sparkway.connectors.formats.arrow import output_type

@@ -10,9 +10,8 @@ from typing import Any
 
 from sparkway.api import graph
 from sparkway.api.table import Table
-from sparkway.connectors.postgres import (
-    INIT_MODES, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, PostgresSink, sql_type,
-)
+from sparkway.connectors.base import META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES
+from sparkway.connectors.postgres import INIT_MODES, PostgresSink, sql_type
 from sparkway.errors import PlanError, PlanTypeError, traced
 from sparkway.io._common import snapshot_primary_key
 

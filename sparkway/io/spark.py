@@ -14,7 +14,8 @@ from sparkway.api import graph
 from sparkway.api.schema import Schema
 from sparkway.api.session import spark_session
 from sparkway.api.table import Table
-from sparkway.connectors.spark import SNAPSHOT, STREAM_OF_CHANGES, SparkSource, SparkTableSink, columns_of_frame
+from sparkway.connectors.base import SNAPSHOT, STREAM_OF_CHANGES
+from sparkway.connectors.spark import SparkSource, SparkTableSink, columns_of_frame
 from sparkway.errors import PlanError, traced
 from sparkway.io._common import persistent_name, refuse_unknown_options
 

@@ -12,9 +12,8 @@ from typing import Any
 from sparkway.api import graph
 from sparkway.api.schema import Schema
 from sparkway.api.table import Table
-from sparkway.connectors.sqlite import (
-    INIT_MODES, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, SqliteSink, SqliteSource,
-)
+from sparkway.connectors.base import META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES
+from sparkway.connectors.sqlite import INIT_MODES, SqliteSink, SqliteSource
 from sparkway.errors import PlanError, traced
 from sparkway.io._common import snapshot_primary_key
 
