@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 import pandas as pd
@@ -84,3 +85,27 @@ CHANGES = """
   3  | c | 5 | 4        | 1
   2  | b | 2 | 6        | -1
 """
+
+
+class Subscribed:
+    """The changes of ``table`` while a run goes on (``pw.io.subscribe``): ``seen`` holds
+    the ``columns``' values of each change and whether it is an addition, ``times`` its
+    time.  For tests that change a streaming input from another thread and wait for it."""
+
+    def __init__(self, table: pw.Table, *columns: str, timeout: float = 120) -> None:
+        self.seen: list[tuple] = []
+        self.times: list[int] = []
+        self.columns, self.timeout = columns, timeout
+        self._changed = threading.Condition()
+        pw.io.subscribe(table, on_change=self._on_change)
+
+    def _on_change(self, key: Any, row: dict, time: int, is_addition: bool) -> None:
+        with self._changed:
+            self.seen.append((*(row[c] for c in self.columns), is_addition))
+            self.times.append(time)
+            self._changed.notify_all()
+
+    def wait_for(self, count: int) -> None:
+        """Until ``count`` changes were seen (fails after ``timeout`` seconds)."""
+        with self._changed:
+            assert self._changed.wait_for(lambda: len(self.seen) >= count, timeout=self.timeout), self.seen

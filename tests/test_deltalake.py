@@ -29,7 +29,7 @@ from sparkway.connectors.base import OutputBatch  # noqa: E402
 from sparkway.connectors.deltalake import DeltaLakeError, DeltaSink, DeltaSource  # noqa: E402
 from sparkway.core import dtypes  # noqa: E402
 from sparkway.errors import PlanError  # noqa: E402
-from tests.tables import CHANGES  # noqa: E402
+from tests.tables import CHANGES, Subscribed  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -141,32 +141,19 @@ def test_rows_without_a_key_keep_consistent_ids_across_an_optimize(tmp_path: Pat
 def test_a_streaming_read_picks_up_appended_versions_and_deletions(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     append(lake, [("a", 1), ("b", 2)])
-    seen: list[tuple[str, int, bool]] = []
-    times: list[int] = []
-    changed = threading.Condition()
-
-    def on_change(key: Any, row: dict, time: int, is_addition: bool) -> None:
-        with changed:
-            seen.append((row["k"], row["v"], is_addition))
-            times.append(time)
-            changed.notify_all()
-
-    def wait_for(count: int) -> None:
-        with changed:
-            assert changed.wait_for(lambda: len(seen) >= count, timeout=WAIT_S), seen
+    changes = Subscribed(pw.io.deltalake.read(lake, KV, autocommit_duration_ms=10), "k", "v", timeout=WAIT_S)
 
     def edit() -> None:
-        wait_for(2)
+        changes.wait_for(2)
         append(lake, [("c", 3), ("d", 4)])
-        wait_for(4)
+        changes.wait_for(4)
         deltalake.DeltaTable(str(lake)).update(updates={"v": "20"}, predicate="k = 'b'")
-        wait_for(6)
+        changes.wait_for(6)
         os.kill(os.getpid(), signal.SIGINT)
 
-    table = pw.io.deltalake.read(lake, KV, autocommit_duration_ms=10)
-    pw.io.subscribe(table, on_change=on_change)
     threading.Thread(target=edit, daemon=True).start()
     pw.run()
+    seen, times = changes.seen, changes.times
     assert sorted(seen[:2]) == [("a", 1, True), ("b", 2, True)]
     assert sorted(seen[2:4]) == [("c", 3, True), ("d", 4, True)]
     # the update rewrote the file holding a and b: only b changed, at one time

@@ -29,7 +29,7 @@ from sparkway.connectors.base import OutputBatch  # noqa: E402
 from sparkway.connectors.iceberg import IcebergError, IcebergSink, IcebergSource  # noqa: E402
 from sparkway.core import dtypes  # noqa: E402
 from sparkway.errors import PlanError  # noqa: E402
-from tests.tables import CHANGES  # noqa: E402
+from tests.tables import CHANGES, Subscribed  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -477,32 +477,20 @@ def test_the_source_reads_each_snapshot_once_and_continues_after_its_position(ca
 
 def test_a_streaming_read_picks_up_appended_snapshots_and_deletions(catalog) -> None:
     append(catalog, [("a", 1), ("b", 2)])
-    seen: list[tuple[str, int, bool]] = []
-    times: list[int] = []
-    changed = threading.Condition()
-
-    def on_change(key: Any, row: dict, time: int, is_addition: bool) -> None:
-        with changed:
-            seen.append((row["k"], row["v"], is_addition))
-            times.append(time)
-            changed.notify_all()
-
-    def wait_for(count: int) -> None:
-        with changed:
-            assert changed.wait_for(lambda: len(seen) >= count, timeout=WAIT_S), seen
+    changes = Subscribed(pw.io.iceberg.read(catalog, ["app"], "kv", KV, autocommit_duration_ms=10), "k", "v",
+                         timeout=WAIT_S)
 
     def edit() -> None:
-        wait_for(2)
+        changes.wait_for(2)
         append(catalog, [("c", 3), ("d", 4)])
-        wait_for(4)
+        changes.wait_for(4)
         pyiceberg_table(catalog).delete("k = 'c'")  # rewrites the file of c and d
-        wait_for(5)
+        changes.wait_for(5)
         os.kill(os.getpid(), signal.SIGINT)
 
-    table = pw.io.iceberg.read(catalog, ["app"], "kv", KV, autocommit_duration_ms=10)
-    pw.io.subscribe(table, on_change=on_change)
     threading.Thread(target=edit, daemon=True).start()
     pw.run()
+    seen, times = changes.seen, changes.times
     assert sorted(seen[:2]) == [("a", 1, True), ("b", 2, True)]
     assert sorted(seen[2:4]) == [("c", 3, True), ("d", 4, True)]
     assert seen[4:] == [("c", 3, False)], "d, retracted and inserted again at one time, does not change"

@@ -18,7 +18,7 @@ from sparkway.api.graph import clear
 from sparkway.connectors.files import FileSource
 from sparkway.connectors.formats.values import SchemaMismatchError
 from sparkway.errors import PlanError
-from tests.tables import CHANGES
+from tests.tables import CHANGES, Subscribed
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -164,29 +164,19 @@ def test_a_streaming_run_picks_up_a_new_file(tmp_path: Path) -> None:
 
     folder = tmp_path / "in"
     sales_file(folder / "a.parquet", [("a", 1.0, 1, None, [])])
-    seen: list[tuple[str, bool]] = []
-    changed = threading.Condition()
-
-    def on_change(key: Any, row: dict, time: int, is_addition: bool) -> None:
-        with changed:
-            seen.append((row["shop"], is_addition))
-            changed.notify_all()
+    changes = Subscribed(pw.io.fs.read(folder, format="parquet", schema=Sales), "shop")
 
     def edit() -> None:
-        with changed:
-            assert changed.wait_for(lambda: len(seen) >= 1, timeout=120)
+        changes.wait_for(1)
         sales_file(folder / "b.parquet", [("b", 1.0, 2, None, [])])
-        with changed:
-            assert changed.wait_for(lambda: len(seen) >= 2, timeout=120)
+        changes.wait_for(2)
         (folder / "a.parquet").unlink()
-        with changed:
-            assert changed.wait_for(lambda: len(seen) >= 3, timeout=120)
+        changes.wait_for(3)
         os.kill(os.getpid(), signal.SIGINT)
 
-    pw.io.subscribe(pw.io.fs.read(folder, format="parquet", schema=Sales), on_change=on_change)
     threading.Thread(target=edit, daemon=True).start()
     pw.run()
-    assert seen == [("a", True), ("b", True), ("a", False)]
+    assert changes.seen == [("a", True), ("b", True), ("a", False)]
 
 
 # ------------------------------------------------------------------ writing

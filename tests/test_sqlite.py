@@ -22,6 +22,7 @@ import sparkway as pw
 from sparkway.connectors.base import OutputBatch
 from sparkway.connectors.sqlite import SqliteError, SqliteSink, SqliteSource
 from sparkway.core import dtypes
+from tests.tables import Subscribed
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -198,30 +199,20 @@ def test_persistence_is_refused_for_the_reader(tmp_path: Path) -> None:
 def test_a_streaming_read_follows_the_table_until_interrupted(tmp_path: Path) -> None:
     db = tmp_path / "app.db"
     execute(db, "CREATE TABLE users (id INTEGER, name TEXT)", "INSERT INTO users VALUES (1, 'Alice'), (2, 'Bob')")
-    seen: list[tuple[str, bool]] = []
-    changed = threading.Condition()
-
-    def on_change(key: Any, row: dict, time: int, is_addition: bool) -> None:
-        with changed:
-            seen.append((row["name"], is_addition))
-            changed.notify_all()
-
-    def wait_for(count: int) -> None:
-        with changed:
-            assert changed.wait_for(lambda: len(seen) >= count, timeout=WAIT_S), seen
+    users = pw.io.sqlite.read(db, "users", User, autocommit_duration_ms=10)
+    changes = Subscribed(users.select(name=pw.this.name), "name", timeout=WAIT_S)
 
     def edit() -> None:
-        wait_for(2)
+        changes.wait_for(2)
         execute(db, "UPDATE users SET name = 'Bob Smith' WHERE id = 2")
-        wait_for(4)
+        changes.wait_for(4)
         execute(db, "DELETE FROM users WHERE id = 1")
-        wait_for(5)
+        changes.wait_for(5)
         os.kill(os.getpid(), signal.SIGINT)
 
-    users = pw.io.sqlite.read(db, "users", User, autocommit_duration_ms=10)
-    pw.io.subscribe(users.select(name=pw.this.name), on_change=on_change)
     threading.Thread(target=edit, daemon=True).start()
     pw.run()
+    seen = changes.seen
     assert sorted(seen[:2]) == [("Alice", True), ("Bob", True)]
     assert sorted(seen[2:4]) == [("Bob", False), ("Bob Smith", True)]
     assert seen[4:] == [("Alice", False)]
