@@ -205,3 +205,25 @@ def test_the_session_the_tests_share_is_not_a_spark_connect_one(spark) -> None:
 
     assert not is_remote(spark)
     assert default_parallelism(spark) == spark.sparkContext.defaultParallelism
+
+
+def test_attaching_without_the_spark_connect_client_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    from pyspark.sql import SparkSession
+
+    from sparkway.engine.spark import _attach
+    from sparkway.errors import SparkError
+
+    class NoClient:
+        def remote(self, address: str):
+            raise ImportError("grpcio >= 1.76.0 must be installed")
+
+    monkeypatch.setattr(SparkSession, "builder", NoClient())
+    with socket.socket() as listening:  # something listens: the client is what is missing
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        address = f"sc://127.0.0.1:{listening.getsockname()[1]}"
+        with pytest.raises(SparkError, match=r"grpcio >= 1.76.0 must be installed \(install the Spark Connect client: "
+                                             r"pip install 'sparkway\[connect\]'\)"):
+            _attach(address)

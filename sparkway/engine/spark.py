@@ -222,8 +222,9 @@ def _attach(address: str) -> SparkSession:
     except Exception as error:
         log.debug("no Spark Connect session at %s", address, exc_info=True)
         said = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise SparkError(f"could not attach to the Spark Connect server at {address}: {said} "
-                         "(start one with `sparkway server`, or unset SPARKWAY_SPARK_MASTER)") from None
+        todo = ("install the Spark Connect client: pip install 'sparkway[connect]'" if isinstance(error, ImportError)
+                else "start one with `sparkway server`, or unset SPARKWAY_SPARK_MASTER")
+        raise SparkError(f"could not attach to the Spark Connect server at {address}: {said} ({todo})") from None
     if served is not None and served != _this_package():
         raise SparkError(f"the sparkway server at {address} runs sparkway {served}, this program sparkway "
                          f"{_this_package()}: start a server from this installation (sparkway server)")
