@@ -12,6 +12,30 @@ import sparkway as pw
 from sparkway.core import dtypes
 
 
+class EveryType(pw.Schema):
+    """A column of every type a table sink writes (the table sinks' round-trip tests)."""
+
+    i: int
+    f: float
+    s: str
+    b: bool
+    raw: bytes
+    j: pw.Json
+    naive: pw.DateTimeNaive
+    utc: pw.DateTimeUtc
+    span: pw.Duration
+    opt: int | None
+    ints: list[int]
+    pair: tuple[str, int]
+
+
+#: a row of ``EveryType``, by column
+EVERY_TYPE_ROW = {"i": 42, "f": 3.25, "s": "hello", "b": True, "raw": b"\x00\xff", "j": pw.Json({"a": 1}),
+                  "naive": pd.Timestamp("2026-01-15 10:30:45.123456"),
+                  "utc": pd.Timestamp("2026-01-15 10:30:45.5", tz="UTC"), "span": pd.Timedelta(microseconds=1500),
+                  "opt": None, "ints": [1, 2, 3], "pair": ("x", 7)}
+
+
 def plain(value: Any) -> Any:
     """A pandas cell as a plain Python value (NaN -> None, numpy scalars -> Python)."""
     if isinstance(value, float) and math.isnan(value):

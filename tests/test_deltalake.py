@@ -29,7 +29,7 @@ from sparkway.connectors.base import OutputBatch  # noqa: E402
 from sparkway.connectors.deltalake import DeltaLakeError, DeltaSink, DeltaSource  # noqa: E402
 from sparkway.core import dtypes  # noqa: E402
 from sparkway.errors import PlanError  # noqa: E402
-from tests.tables import CHANGES, Subscribed  # noqa: E402
+from tests.tables import CHANGES, EVERY_TYPE_ROW, EveryType, Subscribed  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -314,24 +314,7 @@ def test_a_persistent_program_restarted_writes_nothing_twice(tmp_path: Path) -> 
 def test_values_get_pathways_delta_types_and_read_back_the_same(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
 
-    class Values(pw.Schema):
-        i: int
-        f: float
-        s: str
-        b: bool
-        raw: bytes
-        j: pw.Json
-        naive: pw.DateTimeNaive
-        utc: pw.DateTimeUtc
-        span: pw.Duration
-        opt: int | None
-        ints: list[int]
-        pair: tuple[str, int]
-
-    row = {"i": 42, "f": 3.25, "s": "hello", "b": True, "raw": b"\x00\xff", "j": pw.Json({"a": 1}),
-           "naive": pd.Timestamp("2026-01-15 10:30:45.123456"),
-           "utc": pd.Timestamp("2026-01-15 10:30:45.5", tz="UTC"), "span": pd.Timedelta(microseconds=1500),
-           "opt": None, "ints": [1, 2, 3], "pair": ("x", 7)}
+    Values, row = EveryType, EVERY_TYPE_ROW
     t = pw.debug.table_from_rows(Values, [tuple(row.values())])
     pw.io.deltalake.write(t, lake)
     pw.run()

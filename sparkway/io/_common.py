@@ -7,8 +7,9 @@ from typing import Any
 
 from sparkway.api import graph
 from sparkway.api.table import Table
+from sparkway.connectors.base import ID_COLUMN, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES
 from sparkway.core.expression import ColumnRef
-from sparkway.errors import PlanError
+from sparkway.errors import PlanError, PlanTypeError
 
 
 def refuse_unknown_options(function: str, options: dict[str, Any], ignored: tuple[str, ...] = ()) -> None:
@@ -59,6 +60,29 @@ def refuse_reserved_columns(columns: dict[str, Any], reserved: tuple[str, ...], 
     if taken:
         raise PlanError(f"column(s) {taken} collide with the {list(reserved)} column(s) the {what} gets: rename "
                         "them (table.rename(...)) before writing")
+
+
+def table_sink_columns(
+    table: Table, output_table_type: str, min_commit_frequency: int | None, what: str,
+    column_type: Callable[[Any], Any],
+) -> dict[str, Any]:
+    """The columns a table sink (Delta Lake, Iceberg) writes, checked: the layout is one
+    of the two, ``min_commit_frequency`` a number of milliseconds, no column collides with
+    the ones the layout adds, and ``column_type`` (which raises PlanTypeError for a type
+    the format cannot store) accepts each column's type."""
+    if output_table_type not in (STREAM_OF_CHANGES, SNAPSHOT):
+        raise PlanError(f"output_table_type must be {STREAM_OF_CHANGES!r} or {SNAPSHOT!r}, not {output_table_type!r}")
+    if min_commit_frequency is not None and min_commit_frequency < 0:
+        raise PlanError(f"min_commit_frequency must be a number of milliseconds, not {min_commit_frequency}")
+    columns = table.schema._dtypes()
+    special = META_COLUMNS if output_table_type == STREAM_OF_CHANGES else (ID_COLUMN,)
+    refuse_reserved_columns(columns, special, f"{output_table_type} {what}")
+    for column, dtype in columns.items():
+        try:
+            column_type(dtype)
+        except PlanTypeError as error:
+            raise PlanTypeError(f"column {column!r}: {error}") from None
+    return columns
 
 
 def refuse_a_second_output(same_target: Callable[[Any], bool], what: str) -> None:

@@ -15,15 +15,15 @@ from typing import Any
 from sparkway.api import graph
 from sparkway.api.schema import Schema, schema_from_dict
 from sparkway.api.table import Table
-from sparkway.connectors.base import ID_COLUMN, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES
+from sparkway.connectors.base import STREAM_OF_CHANGES
 from sparkway.connectors.deltalake import (
     APPEND_ONLY, DeltaSink, DeltaSource,
     delta_arrow_type, delta_storage_options, open_table, require_deltalake, stored_schema, table_uri,
 )
 from sparkway.core.expression import ColumnRef
-from sparkway.errors import PlanError, PlanTypeError, traced
+from sparkway.errors import PlanError, traced
 from sparkway.io._common import (
-    persistent_name, refuse_a_second_output, refuse_reserved_columns, refuse_unknown_options,
+    persistent_name, refuse_a_second_output, refuse_unknown_options, table_sink_columns,
 )
 from sparkway.persistence.s3 import AwsS3Settings
 
@@ -133,22 +133,11 @@ def write(
     >>> pw.io.deltalake.write(t, lake, output_table_type="snapshot", name="pets")
     >>> pw.run()   # doctest: +SKIP
     """
-    if output_table_type not in (STREAM_OF_CHANGES, SNAPSHOT):
-        raise PlanError(f"output_table_type must be {STREAM_OF_CHANGES!r} or {SNAPSHOT!r}, not {output_table_type!r}")
     if table_optimizer is not None:
         raise PlanError("pw.io.deltalake.write: table_optimizer is not supported yet; run OPTIMIZE and VACUUM "
                         "with deltalake.DeltaTable(uri).optimize / .vacuum")
-    if min_commit_frequency is not None and min_commit_frequency < 0:
-        raise PlanError(f"min_commit_frequency must be a number of milliseconds, not {min_commit_frequency}")
     require_deltalake()
-    columns = table.schema._dtypes()
-    special = META_COLUMNS if output_table_type == STREAM_OF_CHANGES else (ID_COLUMN,)
-    refuse_reserved_columns(columns, special, f"{output_table_type} Delta table")
-    for column, dtype in columns.items():
-        try:
-            delta_arrow_type(dtype)
-        except PlanTypeError as error:
-            raise PlanTypeError(f"column {column!r}: {error}") from None
+    columns = table_sink_columns(table, output_table_type, min_commit_frequency, "Delta table", delta_arrow_type)
     partitions = []
     for column in partition_columns or ():
         column_name = column.name if isinstance(column, ColumnRef) else column

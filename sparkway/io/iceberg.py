@@ -13,15 +13,15 @@ from typing import Any
 from sparkway.api import graph
 from sparkway.api.schema import Schema
 from sparkway.api.table import Table
-from sparkway.connectors.base import ID_COLUMN, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES
+from sparkway.connectors.base import STREAM_OF_CHANGES
 from sparkway.connectors.iceberg import (
     GlueCatalog, IcebergSink, IcebergSource, RestCatalog, SqlCatalog, check_catalog, identifier,
     require_pyiceberg,
 )
 from sparkway.connectors.formats.arrow import output_type
-from sparkway.errors import PlanError, PlanTypeError, traced
+from sparkway.errors import PlanError, traced
 from sparkway.io._common import (
-    persistent_name, refuse_a_second_output, refuse_reserved_columns, refuse_unknown_options,
+    persistent_name, refuse_a_second_output, refuse_unknown_options, table_sink_columns,
 )
 
 __all__ = ["GlueCatalog", "RestCatalog", "SqlCatalog", "read", "write"]
@@ -121,22 +121,12 @@ def write(
     >>> pw.io.iceberg.write(t, catalog, ["app"], "pets", name="pets", output_table_type="snapshot")
     >>> pw.run()   # doctest: +SKIP
     """
-    if output_table_type not in (STREAM_OF_CHANGES, SNAPSHOT):
-        raise PlanError(f"output_table_type must be {STREAM_OF_CHANGES!r} or {SNAPSHOT!r}, not {output_table_type!r}")
     require_pyiceberg()
     check_catalog(catalog)
-    if min_commit_frequency is not None and min_commit_frequency < 0:
-        raise PlanError(f"min_commit_frequency must be a number of milliseconds, not {min_commit_frequency}")
     if timestamp_unit not in ("us", "ns"):
         raise PlanError(f"timestamp_unit must be 'us' or 'ns', not {timestamp_unit!r}")
-    columns = table.schema._dtypes()
-    special = META_COLUMNS if output_table_type == STREAM_OF_CHANGES else (ID_COLUMN,)
-    refuse_reserved_columns(columns, special, f"{output_table_type} Iceberg table")
+    columns = table_sink_columns(table, output_table_type, min_commit_frequency, "Iceberg table", output_type)
     for column, dtype in columns.items():
-        try:
-            output_type(dtype)
-        except PlanTypeError as error:
-            raise PlanTypeError(f"column {column!r}: {error}") from None
         if timestamp_unit == "ns" and dtype.with_optional(False).name in ("DateTimeNaive", "DateTimeUtc"):
             raise PlanError(f"column {column!r}: timestamp_unit='ns' needs an Iceberg v3 table, which pyiceberg "
                             "cannot write yet: use timestamp_unit='us'")

@@ -394,3 +394,53 @@ def exactly_once_sinks_scenario(
           f"{time.monotonic() - started:.0f} s")
     assert feeder.count >= 10 and len({t for _, t, _ in changes}) >= 5, "the test exercised too little"
 
+
+
+def die_after_sink_write(module: str, sink: str) -> str:
+    """The start of a program that, run with ``--die-after-a-commit``, is SIGKILLed right
+    after ``sparkway.connectors.<module>.<sink>`` wrote a time with rows: between the
+    sink's own commit and the step's."""
+    return f'''
+import os
+import signal
+import sys
+
+import sparkway as pw
+from sparkway.connectors import {module} as connector
+
+if "--die-after-a-commit" in sys.argv:
+    write = connector.{sink}.write
+
+    def write_then_die(self, batch):
+        write(self, batch)
+        if batch.table.num_rows:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    connector.{sink}.write = write_then_die
+'''
+
+
+def replayed_after_sink_commit_scenario(
+    tmp_path: Path, env: dict[str, str], script: Path, stream_changes: Callable[[], list[tuple[tuple, int, int]]],
+) -> collections.Counter:
+    """A static word count (``script``, starting with ``die_after_sink_write``) killed
+    right after its sink's commit, twice, each time run again: the replayed steps write
+    nothing twice to the stream of changes (``stream_changes()``).  Returns the final
+    counts, for the caller's checks of its other tables."""
+    (tmp_path / "inputs").mkdir()
+    (tmp_path / "inputs" / "a.csv").write_text("word\nant\nbee\nant\n")
+    died = run_program(script, tmp_path, env, args=["--die-after-a-commit"])
+    assert died.returncode == -9, f"the first run should have been killed: {describe(died)}"
+    assert stream_changes(), "the first run committed a time to the sink's table before dying"
+    check_ok(run_program(script, tmp_path, env))  # replays the step: the commit is already there
+    (tmp_path / "inputs" / "b.csv").write_text("word\nbee\ncat\n")
+    died = run_program(script, tmp_path, env, args=["--die-after-a-commit"])
+    assert died.returncode == -9, f"the third run should have been killed: {describe(died)}"
+    check_ok(run_program(script, tmp_path, env))
+
+    expected = collections.Counter({("ant", 2): 1, ("bee", 2): 1, ("cat", 1): 1})
+    changes = stream_changes()
+    rows = sorted((row, diff) for row, _, diff in changes)
+    assert rows == [(("ant", 2), 1), (("bee", 1), -1), (("bee", 1), 1), (("bee", 2), 1), (("cat", 1), 1)], changes
+    check_stream("changes", [changes], expected, one_per=lambda row: row[0])
+    return expected

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import check_ok, describe, run_program, write_script
-from .test_crash import check_stream, exactly_once_sinks_scenario
+from .helpers import write_script
+from .test_crash import die_after_sink_write, exactly_once_sinks_scenario, replayed_after_sink_commit_scenario
 
 deltalake = pytest.importorskip("deltalake")
 
@@ -94,24 +94,7 @@ def test_sigkill_at_random_moments_writes_every_change_once(tmp_path: Path, pyth
     )
 
 
-DIE_AFTER_COMMIT = '''
-import os
-import signal
-import sys
-
-import sparkway as pw
-from sparkway.connectors import deltalake as delta
-
-if "--die-after-a-commit" in sys.argv:  # the process dies between a Delta commit and the step's commit
-    write = delta.DeltaSink.write
-
-    def write_then_die(self, batch):
-        write(self, batch)
-        if batch.table.num_rows:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    delta.DeltaSink.write = write_then_die
-
+REPLAYED_PROGRAM = die_after_sink_write("deltalake", "DeltaSink") + '''
 
 class Words(pw.Schema):
     word: str
@@ -126,21 +109,6 @@ pw.run(persistence_config=pw.persistence.Config(pw.persistence.Backend.filesyste
 
 
 def test_a_step_replayed_after_its_delta_commit_writes_nothing_again(tmp_path: Path, python_env) -> None:
-    (tmp_path / "inputs").mkdir()
-    (tmp_path / "inputs" / "a.csv").write_text("word\nant\nbee\nant\n")
-    script = write_script(tmp_path, "program.py", DIE_AFTER_COMMIT)
-    died = run_program(script, tmp_path, python_env, args=["--die-after-a-commit"])
-    assert died.returncode == -9, f"the first run should have been killed: {describe(died)}"
-    assert stream_changes(tmp_path), "the first run committed a time to the Delta table before dying"
-    check_ok(run_program(script, tmp_path, python_env))  # replays the step: the commit is already there
-    (tmp_path / "inputs" / "b.csv").write_text("word\nbee\ncat\n")
-    died = run_program(script, tmp_path, python_env, args=["--die-after-a-commit"])
-    assert died.returncode == -9, f"the third run should have been killed: {describe(died)}"
-    check_ok(run_program(script, tmp_path, python_env))
-
-    expected = collections.Counter({("ant", 2): 1, ("bee", 2): 1, ("cat", 1): 1})
+    script = write_script(tmp_path, "program.py", REPLAYED_PROGRAM)
+    expected = replayed_after_sink_commit_scenario(tmp_path, python_env, script, lambda: stream_changes(tmp_path))
     assert snapshot(tmp_path) == expected
-    changes = stream_changes(tmp_path)
-    rows = sorted((row, diff) for row, _, diff in changes)
-    assert rows == [(("ant", 2), 1), (("bee", 1), -1), (("bee", 1), 1), (("bee", 2), 1), (("cat", 1), 1)], changes
-    check_stream("changes", [changes], expected, one_per=lambda row: row[0])

@@ -29,8 +29,8 @@ from typing import Any
 
 import pytest
 
-from .helpers import check_ok, describe, run_program, write_script
-from .test_crash import check_stream, exactly_once_sinks_scenario
+from .helpers import write_script
+from .test_crash import die_after_sink_write, exactly_once_sinks_scenario, replayed_after_sink_commit_scenario
 
 pytest.importorskip("pyiceberg")
 pytest.importorskip("sqlalchemy")
@@ -140,44 +140,10 @@ def test_sigkill_at_random_moments_writes_every_change_once(tmp_path: Path, pyth
     )
 
 
-DIE_AFTER_COMMIT = '''
-import os
-import signal
-import sys
-
-import sparkway as pw
-from sparkway.connectors import iceberg
-
-if "--die-after-a-commit" in sys.argv:  # the process dies between an Iceberg commit and the step's commit
-    write = iceberg.IcebergSink.write
-
-    def write_then_die(self, batch):
-        write(self, batch)
-        if batch.table.num_rows:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    iceberg.IcebergSink.write = write_then_die
-'''
-
-
 def test_a_step_replayed_after_its_iceberg_commit_writes_nothing_again(tmp_path: Path, python_env) -> None:
-    (tmp_path / "inputs").mkdir()
-    (tmp_path / "inputs" / "a.csv").write_text("word\nant\nbee\nant\n")
-    script = write_script(tmp_path, "program.py", DIE_AFTER_COMMIT + PROGRAM.format(mode="static"))
-    died = run_program(script, tmp_path, python_env, args=["--die-after-a-commit"])
-    assert died.returncode == -9, f"the first run should have been killed: {describe(died)}"
-    assert stream_changes(tmp_path), "the first run committed a time to the Iceberg table before dying"
-    check_ok(run_program(script, tmp_path, python_env))  # replays the step: the commit is already there
-    (tmp_path / "inputs" / "b.csv").write_text("word\nbee\ncat\n")
-    died = run_program(script, tmp_path, python_env, args=["--die-after-a-commit"])
-    assert died.returncode == -9, f"the third run should have been killed: {describe(died)}"
-    check_ok(run_program(script, tmp_path, python_env))
-
-    expected = collections.Counter({("ant", 2): 1, ("bee", 2): 1, ("cat", 1): 1})
+    script = write_script(tmp_path, "program.py",
+                          die_after_sink_write("iceberg", "IcebergSink") + PROGRAM.format(mode="static"))
+    expected = replayed_after_sink_commit_scenario(tmp_path, python_env, script, lambda: stream_changes(tmp_path))
     assert live_rows(tmp_path) == expected
     assert snapshot_rows(tmp_path) == expected
     check_each_snapshot_holds_a_whole_time(tmp_path)
-    changes = stream_changes(tmp_path)
-    rows = sorted((row, diff) for row, _, diff in changes)
-    assert rows == [(("ant", 2), 1), (("bee", 1), -1), (("bee", 1), 1), (("bee", 2), 1), (("cat", 1), 1)], changes
-    check_stream("changes", [changes], expected, one_per=lambda row: row[0])
