@@ -10,6 +10,7 @@ with fields ``[0]``, ``[1]``...; durations as microseconds in a long.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import signal
 import sys
@@ -69,6 +70,19 @@ def test_a_static_read_gives_the_current_version(tmp_path: Path, schema: type[pw
     table = pw.io.deltalake.read(lake, schema, mode="static")
     got = pw.debug.table_to_pandas(table, include_id=False)
     assert sorted(zip(got["k"], got["v"])) == [("a", 1), ("c", 3)]
+
+
+def test_a_row_with_a_null_in_a_column_that_may_not_hold_none_is_skipped_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    lake = tmp_path / "lake"
+    deltalake.write_deltalake(str(lake), pa.table({"k": ["a", "b", "c"], "v": pa.array([1, None, 3], pa.int64())}))
+    source = DeltaSource(str(lake), Plain.columns(), autocommit_duration_ms=0, name="kv")
+    source.open(None)
+    with caplog.at_level(logging.WARNING, logger="sparkway"):
+        rows = source.read(source.discover()).to_pylist()
+    assert sorted((r["k"], r["v"], r["_diff"]) for r in rows) == [("a", 1, 1), ("c", 3, 1)]
+    assert "1 rows of" in caplog.text and "a column that may not hold None holds a null" in caplog.text
 
 
 def test_the_source_reads_each_version_once_and_continues_after_its_position(tmp_path: Path) -> None:

@@ -199,6 +199,31 @@ def record_ids(source: str, file: str, ordinals: Sequence[int]) -> np.ndarray:
         return (x ^ (x >> np.uint64(31))).view(np.int64)
 
 
+def data_file_changes(source: Source, arrays: list[pa.Array], count: int, file: str, diff: int) -> pa.Table:
+    """The changes (all of sign ``diff``) of a table source's data file (Delta Lake,
+    Iceberg), given its ``count`` rows' values (``arrays``, one per column of ``source.columns``):
+    a row holding a null in a column that may not hold None is skipped, with a warning;
+    ids come from the key (the engine makes them) or from the file (``file``, as ids
+    name it) and the row's place in it."""
+    valid = np.ones(count, dtype=bool)
+    for array, dtype in zip(arrays, source.columns.values()):
+        if not dtype.optional and array.null_count:
+            valid &= ~np.asarray(array.is_null())
+    ordinals = np.arange(count)
+    if not valid.all():
+        log.warning("%s: %d rows of %r are skipped: a column that may not hold None holds a null",
+                    source.label, int((~valid).sum()), file)
+        keep = pa.array(valid)
+        arrays = [a.filter(keep) for a in arrays]
+        ordinals = ordinals[valid]
+    if source.key_columns:
+        ids = pa.array(np.zeros(len(ordinals), dtype=np.int64))  # made from the key by the engine
+    else:
+        ids = pa.array(record_ids(source.name or "", file, ordinals))
+    diffs = pa.array(np.full(len(ordinals), diff, dtype=np.int64))
+    return pa.Table.from_arrays([ids, *arrays, diffs], schema=source.arrow_schema)
+
+
 
 #: the layouts of a table sink that can keep either (PostgreSQL, SQLite, Delta Lake,
 #: Iceberg, Spark tables): every change as a row with its ``META_COLUMNS``, or the live

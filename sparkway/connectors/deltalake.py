@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkway.connectors.base import (
-    ID_COLUMN, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, OutputBatch, Segment, Sink, Source, record_ids,
+    ID_COLUMN, STREAM_OF_CHANGES, OutputBatch, Segment, Sink, Source, data_file_changes,
 )
 from sparkway.core import changes
 from sparkway.core.columns import Column
@@ -597,7 +597,6 @@ class DeltaSource(Source):
         data = self._files.read_parquet(path)
         count = data.num_rows
         arrays: list[pa.Array] = []
-        valid = np.ones(count, dtype=bool)
         for column, dtype in self.columns.items():
             delta_name = self.delta_names[column]
             if delta_name in data.column_names:
@@ -616,22 +615,8 @@ class DeltaSource(Source):
                 array = pa.nulls(count, dtype.arrow_type())
             else:
                 raise DeltaLakeError(f"{self.label}: the data file {path!r} has no column {delta_name!r}")
-            if not dtype.optional and array.null_count:
-                valid &= ~np.asarray(array.is_null())
             arrays.append(array)
-        ordinals = np.arange(count)
-        if not valid.all():
-            log.warning("%s: %d rows of %r are skipped: a column that may not hold None holds a null",
-                        self.label, int((~valid).sum()), path)
-            keep = pa.array(valid)
-            arrays = [a.filter(keep) for a in arrays]
-            ordinals = ordinals[valid]
-        if self.key_columns:
-            ids = pa.array(np.zeros(len(ordinals), dtype=np.int64))  # made from the key by the engine
-        else:
-            ids = pa.array(record_ids(self.name or "", _file_identity(path), ordinals))
-        diffs = pa.array(np.full(len(ordinals), diff, dtype=np.int64))
-        return pa.Table.from_arrays([ids, *arrays, diffs], schema=self.arrow_schema)
+        return data_file_changes(self, arrays, count, _file_identity(path), diff)
 
     def advance(self, segments: list[Segment]) -> None:
         for segment in segments:

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkway.connectors.base import (
-    ID_COLUMN, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, OutputBatch, Segment, Sink, Source, record_ids,
+    ID_COLUMN, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, OutputBatch, Segment, Sink, Source, data_file_changes,
 )
 from sparkway.connectors.formats.arrow import output_column, output_type, stored_column
 from sparkway.connectors.formats.values import SchemaMismatchError
@@ -430,31 +430,14 @@ class IcebergSource(Source):
         projected = self._table.schema().select(*self.input_names.values())
         data = ArrowScan(self._table.metadata, self._table.io, projected, AlwaysTrue()).to_table(
             [FileScanTask(data_file)])
-        count = data.num_rows
-        valid = np.ones(count, dtype=bool)
         arrays = []
         for column, dtype in self.columns.items():
             name = self.input_names[column]
             try:
-                array = stored_column(data.column(name), dtype, where=data_file.file_path, column=name)
+                arrays.append(stored_column(data.column(name), dtype, where=data_file.file_path, column=name))
             except SchemaMismatchError as error:
                 raise IcebergError(f"{self.label}: {error}") from None
-            if not dtype.optional and array.null_count:
-                valid &= ~np.asarray(array.is_null())
-            arrays.append(array)
-        ordinals = np.arange(count)
-        if not valid.all():
-            log.warning("%s: %d rows of %r are skipped: a column that may not hold None holds a null",
-                        self.label, int((~valid).sum()), data_file.file_path)
-            keep = pa.array(valid)
-            arrays = [a.filter(keep) for a in arrays]
-            ordinals = ordinals[valid]
-        if self.key_columns:
-            ids = pa.array(np.zeros(len(ordinals), dtype=np.int64))  # made from the key by the engine
-        else:
-            ids = pa.array(record_ids(self.name or "", data_file.file_path, ordinals))
-        diffs = pa.array(np.full(len(ordinals), diff, dtype=np.int64))
-        return pa.Table.from_arrays([ids, *arrays, diffs], schema=self.arrow_schema)
+        return data_file_changes(self, arrays, data.num_rows, data_file.file_path, diff)
 
     def advance(self, segments: list[Segment]) -> None:
         for segment in segments:
