@@ -13,7 +13,6 @@ from __future__ import annotations
 import collections
 import json
 import logging
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from sparkway.connectors.formats.values import RowError
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import INT, STR
 from sparkway.errors import PlanError
-from tests.test_kafka import changes, collect, run_until
+from tests.test_kafka import _discover_all, changes, collect, run_until
 
 WAIT_S = 120  # upper bound for rows to show up (a step is a Spark job of about a second)
 
@@ -333,16 +332,6 @@ def test_mongodb_events_replace_and_delete_the_documents_of_their_keys(kafka_bro
         {change: 1 for phase in MONGO_CHANGES for change in phase})
     assert_phases_in_order(stream.rows, MONGO_CHANGES)
     assert all(r["keyed"] for r in stream.rows)
-
-
-def _discover_all(source: DebeziumSource, count: int) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        segments = source.discover()
-        if sum(s["count"] for s in segments) >= count:
-            return segments
-        time.sleep(0.05)
-    raise AssertionError(f"the source did not buffer {count} messages")
 
 
 def test_a_replayed_step_reads_the_events_again_with_their_keys(kafka_broker) -> None:
