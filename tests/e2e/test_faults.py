@@ -358,16 +358,19 @@ def test_sigkills_of_a_static_program_at_random_moments(
     script = program(work, ORIGINAL)
     tags, history = ["base"], []
     kills = 0
-    for k in range(2 * STATIC_KILLS):
+    # a moment drawn within the shortest whole run seen so far, so that most runs are
+    # killed however fast the machine is (a run ending by itself shortens the range)
+    longest_delay = 12.0
+    for k in range(4 * STATIC_KILLS):
         if kills == STATIC_KILLS:
             break
         if k % 3 == 0:
             write_batch(work, f"k{k}", seed=100 + k)
         tag = f"run{k}"
         run = programs(script, work, tagged(env, tag), tag)
-        delay = rng.uniform(0.2, 12.0)
-        deadline = time.monotonic() + delay
-        while time.monotonic() < deadline and run.poll() is None:
+        started = time.monotonic()
+        delay = rng.uniform(0.2, longest_delay)
+        while time.monotonic() < started + delay and run.poll() is None:
             time.sleep(0.02)
         if run.poll() is None:
             run.crash(whole_group=rng.random() < 0.7)
@@ -376,7 +379,9 @@ def test_sigkills_of_a_static_program_at_random_moments(
             history.append(f"{tag}: killed after {delay:.1f} s")
         else:
             assert run.returncode == 0, describe(run)
-            history.append(f"{tag}: ended by itself")
+            lasted = time.monotonic() - started
+            longest_delay = max(0.5, min(longest_delay, 0.9 * lasted))
+            history.append(f"{tag}: ended by itself after {lasted:.1f} s")
         run.kill()
         tags.append(tag)
     final = run_program(script, work, tagged(env, "final"))
