@@ -19,6 +19,7 @@ import pickle
 import re
 import contextlib
 import struct
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -29,6 +30,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark import SparkContext
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -206,7 +208,19 @@ def messages_column(logged: list[tuple[Column, Column]]) -> Column:
 
 
 def col(name: str) -> Column:
-    return F.col(f"`{name}`")
+    """Column ``name``, whatever characters the name holds.  Made once per name and
+    Spark context: a Column is immutable, and making one costs two py4j calls (a step
+    of a streaming program makes a hundred)."""
+    context = SparkContext._active_spark_context
+    if context is None:  # a Spark Connect client: its Columns are plain Python objects
+        return F.col(f"`{name}`")
+    made = _COLUMNS.setdefault(context, {})
+    if name not in made:
+        made[name] = F.col(f"`{name}`")
+    return made[name]
+
+
+_COLUMNS: "weakref.WeakKeyDictionary[SparkContext, dict[str, Column]]" = weakref.WeakKeyDictionary()
 
 
 def pointer_of(columns: list[Column]) -> Column:
@@ -754,7 +768,9 @@ def as_type(value: Column, pickled: bool, target: DType) -> Column:
     if pickled and target.spark_type() != T.BinaryType():
         convert = dt.from_python(target)
         return F.udf(lambda b: None if b is None else convert(pickle.loads(b)), target.spark_type(), useArrow=True)(value)
-    return value.cast(target.spark_type())
+    spark_type = target.spark_type()
+    # an atomic type by its SQL name: one py4j call, where a DataType object takes three
+    return value.cast(spark_type.simpleString() if isinstance(spark_type, T.AtomicType) else spark_type)
 
 
 # -- Python functions ---------------------------------------------------------------------

@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from sparkway.core.changes import DIFF, ID
 from sparkway.engine.expressions import col
 from sparkway.engine.operators import StepContext, compile_node, register, typed
+from sparkway.engine.spark import computing_step
 from sparkway.engine.stateful import collection_step
 from sparkway.plan import nodes as n
 from sparkway.state.store import StateLocation
@@ -37,13 +38,13 @@ def fixpoint(node: n.Iterate, frames: list[DataFrame], ctx: StepContext) -> Data
     operator = ctx.operator_names[id(node)]
     held = collection_step(
         [typed(table, f) for table, f in zip(node.tables, frames)], operator=f"{operator}-input", step=ctx.step,
-        location=ctx.location,
+        time=ctx.time, location=ctx.location,
         partitions=ctx.partitions, replace=False,
     ).localCheckpoint()
     contents = [_part_of(held, k, table.columns) for k, table in enumerate(node.tables)]
     results = _rounds(node, contents, ctx, operator)
     return collection_step(
-        results, operator=f"{operator}-result", step=ctx.step, location=ctx.location,
+        results, operator=f"{operator}-result", step=ctx.step, time=ctx.time, location=ctx.location,
         partitions=ctx.partitions, replace=True,
     )
 
@@ -68,7 +69,8 @@ def _rounds(node: n.Iterate, contents: list[DataFrame], ctx: StepContext, operat
             outputs = _run_body(body, node.results, feed, round_ctx)
             if round_number == 1:  # the first output is a value: what changed is its difference from the input
                 outputs = [out.unionByName(_negated(contents[k])) for out, k in zip(outputs, node.iterated)]
-            changes = [_materialized(out) for out in outputs]
+            with computing_step(ctx.spark, round_number, ctx.time):
+                changes = [_materialized(out) for out in outputs]
             for frame in round_ctx.persisted:
                 frame.unpersist()
             feed = {k: frame for k, (frame, count) in zip(node.iterated, changes) if count}
@@ -109,7 +111,7 @@ def _run_body(body: list[n.Node], results: tuple[n.Node, ...], feed: dict[int, D
 
 def _part_of(collection: DataFrame, index: int, columns: dict) -> DataFrame:
     """Input ``index``'s rows in a collection's output, under their own names."""
-    rows = collection.filter(F.col("_input") == index)
+    rows = collection.filter(col("_input") == index)
     return rows.select(col(ID), *[col(f"_{index}_{c}").alias(c) for c in columns], col(DIFF))
 
 

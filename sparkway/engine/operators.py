@@ -180,17 +180,21 @@ def _changes(frame: DataFrame, columns: dict[str, Column]) -> DataFrame:
 
 
 def typed(node: n.Node, frame: DataFrame) -> DataFrame:
-    """The frame with exactly the node's Spark types (kernels and unions need them)."""
-    return frame.select(
-        col(ID).cast("long").alias(ID),
-        *[as_type(col(name), _pickled(frame, name), kind).alias(name) for name, kind in node.columns.items()],
-        col(DIFF),
-        *([col(ERRORS)] if ERRORS in frame.columns else []),
-    )
-
-
-def _pickled(frame: DataFrame, name: str) -> bool:
-    return isinstance(frame.schema[name].dataType, T.BinaryType)
+    """The frame with exactly the node's Spark types (kernels and unions need them);
+    it is returned as it is when it has them (a select, and each cast, costs py4j calls
+    and an analysis by the JVM)."""
+    schema = frame.schema
+    names = [ID, *node.columns, DIFF, *([ERRORS] if ERRORS in frame.columns else [])]
+    wanted = {ID: T.LongType(), **{name: kind.spark_type() for name, kind in node.columns.items()}}
+    cast = {name for name, kind in wanted.items() if schema[name].dataType != kind}
+    if not cast and frame.columns == names:
+        return frame
+    return frame.select(*[
+        col(name) if name not in cast
+        else col(ID).cast("long").alias(ID) if name == ID
+        else as_type(col(name), isinstance(schema[name].dataType, T.BinaryType), node.columns[name]).alias(name)
+        for name in names
+    ])
 
 
 def _input(node: n.Input, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
@@ -216,7 +220,7 @@ def _iteration_input(node: n.IterationInput, frames: list[DataFrame], ctx: StepC
 
 
 def _iterate_result(node: n.IterateResult, frames: list[DataFrame], ctx: StepContext) -> DataFrame:
-    rows = frames[0].filter(F.col("_input") == node.index)
+    rows = frames[0].filter(col("_input") == node.index)
     return rows.select(col(ID), *[col(f"_{node.index}_{c}").alias(c) for c in node.columns], col(DIFF))
 
 

@@ -40,7 +40,9 @@ from sparkway.engine import iterate  # noqa: F401 - registers the compiler of It
 from sparkway.engine.failures import computation_error, spark_ended
 from sparkway.engine.operators import StepContext, compile_node, error_entries
 from sparkway.engine.cache import state_cache
-from sparkway.engine.spark import default_parallelism, get_spark, is_remote, jvm_process, running_stages, spark_ui_url
+from sparkway.engine.spark import (
+    computing_step, default_parallelism, get_spark, is_remote, jvm_process, running_stages, spark_ui_url,
+)
 from sparkway.engine.synchronization import Synchronizer
 from sparkway.errors import PlanError
 from sparkway.monitoring.stats import RunStats
@@ -122,7 +124,8 @@ class Runner:
         log.info("Preparing the sparkway computation")
         try:
             self._lock()  # before Spark starts: a second process fails at once
-            spark = get_spark(self.options.spark_master, ui=self.options.spark_ui)
+            spark = get_spark(self.options.spark_master, ui=self.options.spark_ui,
+                              long_running=not all(source.bounded for source in self.sources))
             # again: a new SparkContext installs its own SIGINT handler (raising
             # KeyboardInterrupt) over the graceful stop
             _install_signal_handlers(self._request_stop)
@@ -252,7 +255,8 @@ class Runner:
         tables = self._read(segments, idle or [], synchronize=kind == "input")
         read_here = {name: t.num_rows for name, t in tables.items() if isinstance(t, pa.Table)}
         self._count_entries(segments, read_here)
-        deliveries, read_on_executors = self._compute(spark, location, step, time, tables, kind)
+        with computing_step(spark, step, time):
+            deliveries, read_on_executors = self._compute(spark, location, step, time, tables, kind)
         self._count_entries(segments, read_on_executors)
         for delivery in deliveries:
             delivery.finish()

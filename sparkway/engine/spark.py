@@ -1,13 +1,15 @@
 """The SparkSession sparkway runs on: the active one, or one it creates.
 
 Settings follow what was measured on small machines: few shuffle partitions, AQE on,
-Arrow transfers, C1-only JIT for fast start-up, no UI.
+Arrow transfers, C1-only JIT for fast start-up (full JIT for long-running programs), no UI.
 """
 
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -17,13 +19,15 @@ import socket
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyspark
 from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
 
 from sparkway.engine.cache import cds_folder
 from sparkway.engine.failures import spark_not_started
@@ -111,9 +115,12 @@ SQL_SETTINGS = {
 CLASSIC_ONLY_SETTINGS = ("spark.sql.execution.arrow.pyspark.fallback.enabled",)
 
 
-def get_spark(master: str | None = None, ui: bool = False) -> SparkSession:
+def get_spark(master: str | None = None, ui: bool = False, long_running: bool = False) -> SparkSession:
     """The active SparkSession, or a new one on ``master``, with Spark's web UI when
     ``ui`` or ``$SPARKWAY_SPARK_UI`` is set (off otherwise: it costs start-up time).
+    A new JVM compiles only with the JIT's fast tier (C1), which starts sooner, unless
+    it is for a ``long_running`` program (a streaming run, a server): the optimizing
+    tier (C2) then makes every step's planning faster once warm.
 
     ``master`` defaults to ``$SPARKWAY_SPARK_MASTER``, then to ``$SPARK_REMOTE``, then to
     embedded ``local[2]``.  A Spark Connect address (``sc://host:port``, e.g. of a
@@ -132,7 +139,8 @@ def get_spark(master: str | None = None, ui: bool = False) -> SparkSession:
     # the serial collector gives the heap it freed back to the system once more than 20%
     # of it is free (Java's default: 70%): at 10M rows of sessions the JVM peaked at
     # 2.2 GB instead of 2.6, as fast (bench/README.md)
-    fast_jit = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=20"
+    jit = "" if long_running else "-XX:TieredStopAtLevel=1"
+    jvm = f"-XX:+UseSerialGC {jit} -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=20"
     log_config = f"-Dlog4j2.configurationFile={os.path.join(os.path.dirname(__file__), 'log4j2.properties')}"
     conf = (
         SparkConf().setMaster(master)
@@ -146,8 +154,8 @@ def get_spark(master: str | None = None, ui: bool = False) -> SparkSession:
         .set("spark.ui.enabled", str(ui or os.environ.get("SPARKWAY_SPARK_UI", "0") not in ("", "0")).lower())
         .set("spark.ui.showConsoleProgress", "false")
         .set("spark.speculation", "false")
-        .set("spark.driver.extraJavaOptions", f"{fast_jit} {log_config} {class_data_sharing_options()}")
-        .set("spark.executor.extraJavaOptions", fast_jit)
+        .set("spark.driver.extraJavaOptions", f"{jvm} {log_config} {class_data_sharing_options()}")
+        .set("spark.executor.extraJavaOptions", jvm)
         .set("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
         .set("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
         .set("spark.python.worker.reuse", "true")
@@ -197,7 +205,7 @@ def serve(address: str = "127.0.0.1", port: int = 15002) -> SparkSession:
         "spark.connect.grpc.binding.port": str(port),
         SERVER_SETTING: _this_package(),
     })
-    return get_spark(os.environ.get("SPARKWAY_SPARK_MASTER") or DEFAULT_MASTER)
+    return get_spark(os.environ.get("SPARKWAY_SPARK_MASTER") or DEFAULT_MASTER, long_running=True)
 
 
 def _this_package() -> str:
@@ -247,6 +255,79 @@ def _check_listening(address: str, timeout_s: float = 5.0) -> None:
 def is_remote(spark: SparkSession) -> bool:
     """Whether ``spark`` is a Spark Connect session (attached to a server)."""
     return not hasattr(spark, "_jsparkSession")
+
+
+#: the local property of a step's Spark jobs that tells their tasks the step's number
+#: and time (``computing_step``)
+STEP_PROPERTY = "sparkway.step"
+
+
+@contextlib.contextmanager
+def computing_step(spark: SparkSession, step: int, time: int) -> Iterator[None]:
+    """The Spark jobs started in the block compute step ``step`` at ``time``: stateful
+    tasks read it (``task_step``), so that their Python functions stay the same from
+    step to step (``map_in_arrow``).  Nested blocks (the rounds of ``pw.iterate``)
+    restore the outer step at their end."""
+    if is_remote(spark):  # a Spark Connect client has no local properties
+        yield
+        return
+    context = spark.sparkContext
+    outer = context.getLocalProperty(STEP_PROPERTY)
+    context.setLocalProperty(STEP_PROPERTY, f"{step} {time}")
+    try:
+        yield
+    finally:
+        context.setLocalProperty(STEP_PROPERTY, outer)  # None removes it
+
+
+def task_step() -> tuple[int, int]:
+    """In a Spark task: the step (number, time) its job computes (``computing_step``)."""
+    from pyspark import TaskContext
+
+    value = TaskContext.get().getLocalProperty(STEP_PROPERTY)
+    if value is None:
+        raise RuntimeError("a stateful task ran in a Spark job started outside of computing_step()")
+    step, time = value.split()
+    return int(step), int(time)
+
+
+def map_in_arrow(frame: DataFrame, function: Callable[..., Any], schema: T.StructType,
+                 step: tuple[int, int]) -> DataFrame:
+    """``frame.mapInArrow(functools.partial(function, step=step), schema)``.
+
+    On a classic Spark, the Python function given to the JVM is made once per
+    ``function`` and ``schema`` (pickled, then registered through some 50 py4j calls: a
+    tenth of a streaming step of 1,000 rows), and later steps reuse it: ``function``
+    gets ``step=None`` and its tasks read their step from the job (``task_step``)."""
+    spark = frame.sparkSession
+    if is_remote(spark):
+        return frame.mapInArrow(functools.partial(function, step=step), schema)
+    udf = _arrow_function(spark.sparkContext, functools.partial(function, step=None), schema)
+    column = udf(*[frame[name] for name in frame.columns])
+    return DataFrame(frame._jdf.mapInArrow(column._jc, False, None), spark)
+
+
+#: per SparkContext, the Python functions of ``map_in_arrow`` by their pickled bytes
+_ARROW_FUNCTIONS: "weakref.WeakKeyDictionary[SparkContext, collections.OrderedDict[bytes, Any]]" = (
+    weakref.WeakKeyDictionary()
+)
+ARROW_FUNCTIONS_KEPT = 256
+
+
+def _arrow_function(context: SparkContext, function: Callable[..., Any], schema: T.StructType) -> Any:
+    from pyspark import cloudpickle
+    from pyspark.sql.pandas.functions import pandas_udf
+    from pyspark.util import PythonEvalType
+
+    made = _ARROW_FUNCTIONS.setdefault(context, collections.OrderedDict())
+    key = cloudpickle.dumps(function) + schema.json().encode()  # equal bytes: the same function
+    if key in made:
+        made.move_to_end(key)
+        return made[key]
+    made[key] = pandas_udf(function, returnType=schema, functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
+    if len(made) > ARROW_FUNCTIONS_KEPT:
+        made.popitem(last=False)
+    return made[key]
 
 
 def default_parallelism(spark: SparkSession) -> int:

@@ -14,7 +14,7 @@ step does this a chunk of whole groups at a time, in the order Spark sorted them
 from __future__ import annotations
 
 import collections
-
+import dataclasses
 import functools
 import pickle
 import struct
@@ -30,8 +30,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkway.core.changes import DIFF, ID, arrow_schema_of_spark, consolidate, version_changes
-from sparkway.engine.expressions import pointer_of
+from sparkway.engine.expressions import col, pointer_of
 from sparkway.engine.failures import failures_named
+from sparkway.engine.spark import map_in_arrow, task_step
 from sparkway.state.arrangement import (
     COUNT, GID, KEYS, ROW_ID, TIME, VALUE_HASH, ArrangementStore, consolidated, consolidated_union,
 )
@@ -79,8 +80,10 @@ class KernelSpec:
 
     operator: str
     where: str  # how errors name the operator (Node.label)
-    step: int
-    time: int
+    #: None on the driver: tasks learn them from their job (``map_in_arrow``), so that
+    #: the spec, and the Python function made of it, stay the same from step to step
+    step: int | None
+    time: int | None
     location: StateLocation
     payloads: tuple[tuple[tuple[str, pa.DataType], ...], ...]  # per input: (name, type)
     kernel: Kernel
@@ -142,8 +145,8 @@ def keyed_step(
             F.lit(index).alias("_input"),
             gid.alias("_gid"),
             F.pmod(routing, F.lit(partitions)).alias("_part"),
-            F.col(ID),
-            F.col(DIFF),
+            col(ID),
+            col(DIFF),
             *value_hash,
             *columns,
         )
@@ -158,7 +161,7 @@ def keyed_step(
         for item in inputs
     )
     spec = KernelSpec(
-        operator, where, step, time, location, tuple(payload_types), kernel, params,
+        operator, where, None, None, location, tuple(payload_types), kernel, params,
         arrow_schema_of_spark(output), tuple(i.stored for i in inputs), mode,
         unstored, CHUNK_ROWS if chunked else None,
     )
@@ -167,12 +170,13 @@ def keyed_step(
     # without keys every row is in one group, hence one state partition
     if keyless or one_task:
         grouped = union.coalesce(1)
+    elif partitioned_by is not None:
+        grouped = union
     else:
-        grouped = union if partitioned_by is not None else by_state_partition(union, partitions)
-    grouped = grouped.drop(ROUTE)
+        grouped = by_state_partition(union, partitions).drop(ROUTE)
     if chunked:  # one long key: Spark sorts it by radix sort
         grouped = grouped.sortWithinPartitions("_gid")
-    return grouped.mapInArrow(functools.partial(_run_partitions, spec), output)
+    return map_in_arrow(grouped, functools.partial(_run_partitions, spec), output, (step, time))
 
 
 #: the column of ``by_state_partition``'s shuffle key
@@ -191,7 +195,7 @@ def by_state_partition(frame: DataFrame, partitions: int) -> DataFrame:
     partitions, or two tasks one).  Drop it before the kernels.
     """
     keys = F.array(*[F.lit(landing_key(p, partitions)).cast("long") for p in range(partitions)])
-    return frame.withColumn(ROUTE, F.element_at(keys, F.col("_part").cast("int") + 1)).repartition(partitions, ROUTE)
+    return frame.withColumn(ROUTE, F.element_at(keys, col("_part").cast("int") + 1)).repartition(partitions, ROUTE)
 
 
 @functools.lru_cache(maxsize=64)
@@ -234,7 +238,7 @@ def _contributions(
     ``summed``: Spark sums them per group and map task (a large step: a row per group
     crosses the shuffle); else a row per change, which executors sum (``consolidated``):
     an aggregation in Spark cost a step of 1,000 rows more than the rows' sums."""
-    sums = contribute({name: F.col(f"_0_{name}") for name in item.payload}, F.col(DIFF), params)
+    sums = contribute({name: col(f"_0_{name}") for name in item.payload}, col(DIFF), params)
     keys = [f"_0_{name}" for name in params[0]]
     if not summed:
         columns = [DIFF, *keys, *[F.coalesce(c, F.lit(0)).alias(name) for name, c in sums.items()]]
@@ -249,7 +253,11 @@ def _contributions(
 
 # -- executor side ---------------------------------------------------------------------------
 
-def _run_partitions(spec: KernelSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _run_partitions(
+    spec: KernelSpec, batches: Iterator[pa.RecordBatch], step: tuple[int, int] | None,
+) -> Iterator[pa.RecordBatch]:
+    number, time = step or task_step()
+    spec = dataclasses.replace(spec, step=number, time=time)
     if spec.mode in _ARRANGED:
         yield from _run_arranged(spec, batches)
         return
@@ -651,7 +659,7 @@ class CollectionSpec:
     """A persistent collection of rows by (input, id), read whole at every step."""
 
     operator: str
-    step: int
+    step: int | None  # as ``KernelSpec.step``
     location: StateLocation
     payloads: tuple[tuple[tuple[str, pa.DataType], ...], ...]  # per input: (name, type)
     #: False: the frames are changes, and the output is every row held after them;
@@ -661,22 +669,23 @@ class CollectionSpec:
 
 
 def collection_step(
-    frames: list[DataFrame], *, operator: str, step: int, location: StateLocation, partitions: int, replace: bool,
+    frames: list[DataFrame], *, operator: str, step: int, time: int, location: StateLocation, partitions: int,
+    replace: bool,
 ) -> DataFrame:
     """Every state partition runs, also those without input (they must say what they
     hold): so this costs in proportion to the whole collection, unlike ``keyed_step``.
     Output columns: ``_input``, ``_id``, each input's columns as ``_<input>_<name>``, ``_diff``."""
     tagged = []
     for index, frame in enumerate(frames):
-        data = [F.col(c).alias(f"_{index}_{c}") for c in frame.columns if c not in (ID, DIFF)]
-        tagged.append(frame.select(F.lit(index).alias("_input"), F.col(ID), F.col(DIFF), *data))
+        data = [col(c).alias(f"_{index}_{c}") for c in frame.columns if c not in (ID, DIFF)]
+        tagged.append(frame.select(F.lit(index).alias("_input"), col(ID), col(DIFF), *data))
     spark = frames[0].sparkSession
     every_part = spark.range(partitions).select(
         F.lit(-1).alias("_input"), F.lit(None).cast("long").alias(ID), F.lit(0).cast("long").alias(DIFF),
-        F.col("id").cast("long").alias("_part"),
+        col("id").cast("long").alias("_part"),
     )
     union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), tagged)
-    union = union.withColumn("_part", F.pmod(F.col(ID), F.lit(partitions)))
+    union = union.withColumn("_part", F.pmod(col(ID), F.lit(partitions)))
     union = union.unionByName(every_part, allowMissingColumns=True)
     output = T.StructType([f for f in union.schema.fields if f.name != "_part"])
     schema = arrow_schema_of_spark(output)
@@ -684,12 +693,15 @@ def collection_step(
         tuple((c, schema.field(f"_{i}_{c}").type) for c in frame.columns if c not in (ID, DIFF))
         for i, frame in enumerate(frames)
     )
-    spec = CollectionSpec(operator, step, location, payloads, replace, schema)
+    spec = CollectionSpec(operator, None, location, payloads, replace, schema)
     routed = by_state_partition(union, partitions).drop(ROUTE)
-    return routed.mapInArrow(functools.partial(_collection_partitions, spec), output)
+    return map_in_arrow(routed, functools.partial(_collection_partitions, spec), output, (step, time))
 
 
-def _collection_partitions(spec: CollectionSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _collection_partitions(
+    spec: CollectionSpec, batches: Iterator[pa.RecordBatch], step: tuple[int, int] | None,
+) -> Iterator[pa.RecordBatch]:
+    spec = dataclasses.replace(spec, step=(step or task_step())[0])
     chunks = list(batches)
     if not chunks:
         return
