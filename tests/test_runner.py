@@ -271,3 +271,27 @@ def test_a_damaged_file_of_the_storage_stops_the_run_naming_it(tmp_path: Path, d
     (tmp_path / "in" / "a.csv").write_text("word\nx\ny\n")  # a changed file: its old rows are read back
     with pytest.raises(pw.errors.PersistenceError, match=f"cannot read {target}.*damaged"):
         _word_count_run(tmp_path, partitions=2)
+
+
+def test_each_stateful_operator_gives_spark_one_python_function_for_all_its_steps(spark) -> None:
+    """Steps reuse the Python function of an operator (its step and time come from the
+    job, ``engine.spark.computing_step``): a program of two stateful operators run over
+    four times makes two, not eight, and counts right."""
+    from sparkway.engine.spark import _ARROW_FUNCTIONS
+
+    graph.clear()
+    words = pw.debug.table_from_markdown("""
+        word | n | __time__
+        ant  | 1 | 2
+        bee  | 2 | 4
+        ant  | 3 | 6
+        bee  | 4 | 8
+    """)
+    sums = words.groupby(words.word).reduce(words.word, total=pw.reducers.sum(words.n))
+    best = words.deduplicate(value=words.n, instance=words.word, acceptor=lambda new, old: new > old)
+    before = set(_ARROW_FUNCTIONS.get(spark.sparkContext, {}))
+    totals = {row[0]: row[1] for row in pw.debug.table_to_pandas(sums).itertuples(index=False)}
+    highest = {row[0]: row[1] for row in pw.debug.table_to_pandas(best).itertuples(index=False)}
+    made = set(_ARROW_FUNCTIONS[spark.sparkContext]) - before
+    assert (totals, highest) == ({"ant": 4, "bee": 6}, {"ant": 3, "bee": 4})
+    assert len(made) == 2, f"{len(made)} Python functions for two operators over four steps"
