@@ -188,6 +188,28 @@ def test_a_written_file_s_folder_and_the_folders_made_for_it_are_fsynced(
     assert [s.split(".tmp-")[0] for s in synced] == [str(target), str(target.parent)]
 
 
+def test_the_state_of_a_run_without_persistence_is_written_whole_but_not_fsynced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No later run reads it, so no power loss can matter: the storage replaces files
+    whole (a reader never sees half of one) without an fsync, and its children and its
+    copies in Spark's tasks (pickled) are alike."""
+    import os
+    import pickle
+
+    import pyarrow as pa
+
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fsync", synced.append)
+    storage = pickle.loads(pickle.dumps(BlobStorage(str(tmp_path / "state"), synced=False))).child("op/00000")
+    storage.write_bytes("manifest/1.json", b"{}")
+    storage.write_arrow("runs/1.arrow", pa.table({"a": [1]}))
+    assert synced == []
+    assert storage.read_json("manifest/1.json") == {} and storage.open_arrow("runs/1.arrow").read_all().num_rows == 1
+    folder = tmp_path / "state" / "op" / "00000"
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) == ["manifest", "manifest/1.json", "runs", "runs/1.arrow"]
+
+
 def test_object_store_spool_files_of_ended_processes_are_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A write to an object store goes through a local spool file, which a crash leaves
     behind: the next process that spools deletes those whose process has ended."""

@@ -423,7 +423,8 @@ class Runner:
             self._scratch = tempfile.mkdtemp(prefix="sparkway-")
             for source in self.sources:
                 source.open(None)
-            return StateLocation(BlobStorage(os.path.join(self._scratch, "state")), os.path.join(self._scratch, "local"), 10**12)
+            state = BlobStorage(os.path.join(self._scratch, "state"), synced=False)  # gone with the run
+            return StateLocation(state, os.path.join(self._scratch, "local"), 10**12)
         assert self.metadata is not None
         snapshots = config.snapshot_storage.storage()
         description, partitions = self._describe(), self._default_partitions(spark)
