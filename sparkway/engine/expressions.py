@@ -127,6 +127,8 @@ class Scope:
     checks: Checks | None = None
     #: the time of the step (milliseconds since the epoch, or a debug table's ``__time__``)
     time: int = 0
+    #: set when an expression holds ``time``: its Column is good for this step only
+    reads_time: bool = False
     #: where user functions keep their disk caches (``pw.udfs.DiskCache``) in this run
     udf_cache_root: str | None = None
     #: where user functions are not called (the rows of a deletion whose results are
@@ -1329,6 +1331,12 @@ def _window_starts(args: list[Column], params: tuple, types: list[DType], scope:
     return starts.cast(f"array<{kind.spark_type().simpleString()}>")
 
 
+def _processing_time(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
+    """When the row was processed: its step's time (in milliseconds), as a UTC date-time."""
+    scope.reads_time = True
+    return F.lit(scope.time * 1_000_000).cast("long")
+
+
 FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], Scope], Column]] = {
     "str.lower": lambda a, p, t, w: F.lower(a[0]),
     "str.upper": lambda a, p, t, w: F.upper(a[0]),
@@ -1389,8 +1397,7 @@ FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], Scope], Column]
     "num.round": _round,
     "num.fill_na": _fill_na,
     "window.starts": _window_starts,
-    # when the row was processed: its step's time (in milliseconds), as a UTC date-time
-    "processing_time": lambda a, p, t, scope: F.lit(scope.time * 1_000_000).cast("long"),
+    "processing_time": _processing_time,
     "to_string": _to_string,
     "json_as_int": _json_as(int, "long"),
     "json_as_float": _json_as(float, "double"),

@@ -72,6 +72,13 @@ class StepContext:
     #: the step's input is a few rows (one task reads them) and state partitions are
     #: few: stateful operators work in that task, without a shuffle (``keyed_step``)
     one_task: bool = False
+    #: the scopes of the step's expressions (``reads_time``)
+    scopes: list[Scope] = field(default_factory=list)
+
+    @property
+    def reads_time(self) -> bool:
+        """Whether an expression compiled for the step holds its time."""
+        return any(scope.reads_time for scope in self.scopes)
 
     def empty(self, node: n.Node) -> DataFrame:
         frame = self.spark.createDataFrame([], spark_schema(node.columns))
@@ -80,6 +87,7 @@ class StepContext:
     def scope(self, node: n.Node, *inputs: dict[str, DType]) -> Scope:
         scope = Scope.of(*inputs, where=node.label, errors=self.keep_errors, time=self.time)
         scope.udf_cache_root = self.udf_cache_root
+        self.scopes.append(scope)
         if scope.checks is not None and self.inputs_error_free(node):
             scope.checks.inputs = [set() for _ in inputs]
         return scope

@@ -29,7 +29,6 @@ from pyarrow import ipc
 from pyspark import TaskContext
 from pyspark.accumulators import Accumulator, AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkway.connectors.base import ExecutorRead, OutputBatch, Source
@@ -39,6 +38,7 @@ from sparkway.engine.expressions import col
 from sparkway.engine import iterate  # noqa: F401 - registers the compiler of Iterate nodes
 from sparkway.engine.failures import computation_error, spark_ended
 from sparkway.engine.operators import StepContext, compile_node, error_entries
+from sparkway.engine.programs import Collection, StepInputs, can_keep, reusable_plan, shape_of
 from sparkway.engine.cache import state_cache
 from sparkway.engine.spark import (
     computing_step, default_parallelism, get_spark, is_remote, jvm_process, running_stages, spark_ui_url,
@@ -108,6 +108,7 @@ class Runner:
         self.wakeup = threading.Event()  # set when a source has input, or on a stop request
         self.entries: dict[str, int] = {}  # per source, entries read in this and earlier runs
         self._scratch: str | None = None
+        self._inputs: StepInputs | None = None  # with the plans later steps run again (``programs``)
         self.order, self.reads_log = _error_log_order(self.plan.nodes)
         self.node_numbers = {id(node): i for i, node in enumerate(self.plan.nodes)}  # operator ids in the error log
         self.global_log = next((x for x in self.plan.nodes if isinstance(x, n.ErrorLog) and not x.local), None)
@@ -132,6 +133,8 @@ class Runner:
             self._spark = spark
             self._watch(spark)
             location = self._open(spark)
+            if reusable_plan(self.plan, keep_errors=not self.options.terminate_on_error) and can_keep(spark):
+                self._inputs = StepInputs()
             sinks = [out.sink for out in self.plan.outputs]
             for sink in sinks:
                 sink.open()
@@ -333,14 +336,57 @@ class Runner:
                           one_task=not distributed and rows_here <= ONE_BATCH_ROWS
                           and self.partitions <= ONE_TASK_PARTITIONS)
         counters = {name: spark.sparkContext.accumulator({}, _PieceRows()) for name in distributed}
-        wakes = _holds_back if final else _forgets_marked if ctx.forgetting else (lambda node: False)
+        # a small step of input may run the plan of an earlier step (``engine.programs``)
+        inputs = self._inputs if kind == "input" and ctx.one_task else None
+        collection = None
+        if inputs is not None:
+            shape = shape_of(tables)
+            inputs.write(step, {name: t for name, t in tables.items() if t.num_rows})
+            collection = inputs.get(shape)
+        if collection is None:
+            collection = self._build(ctx, tables, counters, inputs)
+            step_bound = ctx.persisted or ctx.logged or ctx.reads_time
+            if inputs is not None and not step_bound and collection.exchanges_nothing():
+                inputs.keep(shape, collection)
+        parts = collect_parts(tables, self.partitions) if ctx.large else None
+        deliveries = [_Delivery(out, label, time, final, parts is not None, self.stats)
+                      for out, label in zip(self.plan.outputs, self.output_labels)]
+        errors = []
+        try:
+            for *collected, logged in _failing_as_computation(_collected(collection, parts)):
+                for delivery, table in zip(deliveries, collected):
+                    delivery.add(table)
+                if logged is not None:
+                    errors.append(logged)
+                pa.default_memory_pool().release_unused()  # what a piece's consolidation and formatting freed
+        finally:
+            for frame in ctx.persisted:
+                frame.unpersist()
+            if inputs is not None:
+                inputs.delete(step, list(tables))
+        _log_errors(pa.concat_tables(errors) if errors else None)
+        rows = {}
+        for name, counter in counters.items():
+            rows[name] = sum(count for count, _ in counter.value.values())
+            for _, skipped in counter.value.values():
+                distributed[name].skipped(skipped)
+        return deliveries, rows
+
+    def _build(
+        self, ctx: StepContext, tables: dict[str, pa.Table | ExecutorRead], counters: dict[str, Accumulator],
+        inputs: StepInputs | None,
+    ) -> Collection:
+        """The step's plan: the frames of the sinks and of the error log, to collect.
+        With ``inputs``, the sources' rows are read from the step's files (a plan that
+        later steps may run again), else given to Spark as they are."""
+        spark = ctx.spark
+        wakes = _holds_back if ctx.final else _forgets_marked if ctx.forgetting else (lambda node: False)
         frames: dict[int, DataFrame] = {}
         nonempty: set[int] = set()
         consumers = self.plan.consumers()
-        cached = ctx.persisted
         for node in self.order:
             if isinstance(node, n.ErrorLog):
-                entries = self._log_entries(ctx, time, node)
+                entries = self._log_entries(ctx, ctx.time, node)
                 if entries is None:
                     continue
                 ctx.inputs[id(node)] = entries
@@ -354,39 +400,21 @@ class Runner:
                         schema = schema.add(name, T.ArrayType(T.StringType()))
                 if isinstance(table, ExecutorRead):
                     ctx.inputs[id(node)] = _read_on_executors(spark, table, schema, counters[node.source.name])
+                elif inputs is not None:
+                    ctx.inputs[id(node)] = inputs.frame(spark, node.source.name, schema)
                 else:
                     ctx.inputs[id(node)] = _input_frame(spark, table, schema)
             elif not any(id(i) in nonempty for i in node.inputs) and not wakes(node):
                 continue  # no input changed: no output changes, and state stays as it is
             nonempty.add(id(node))
-            inputs = [frames[id(i)] if id(i) in frames else ctx.empty(i) for i in node.inputs]
-            frame = compile_node(node, inputs, ctx)
+            node_inputs = [frames[id(i)] if id(i) in frames else ctx.empty(i) for i in node.inputs]
+            frame = compile_node(node, node_inputs, ctx)
             if node.is_stateful and consumers.get(id(node), 0) > 1:
                 frame = frame.persist()  # evaluated once even when read twice
-                cached.append(frame)
+                ctx.persisted.append(frame)
             frames[id(node)] = frame
         sinks = [frames.get(id(out)) if id(out) in nonempty else None for out in self.plan.outputs]
-        parts = collect_parts(tables, self.partitions) if ctx.large else None
-        deliveries = [_Delivery(out, label, time, final, parts is not None, self.stats)
-                      for out, label in zip(self.plan.outputs, self.output_labels)]
-        errors = []
-        try:
-            for *collected, logged in _failing_as_computation(_collected(sinks + [self._log_entries(ctx, time)], parts)):
-                for delivery, table in zip(deliveries, collected):
-                    delivery.add(table)
-                if logged is not None:
-                    errors.append(logged)
-                pa.default_memory_pool().release_unused()  # what a piece's consolidation and formatting freed
-        finally:
-            for frame in cached:
-                frame.unpersist()
-        _log_errors(pa.concat_tables(errors) if errors else None)
-        rows = {}
-        for name, counter in counters.items():
-            rows[name] = sum(count for count, _ in counter.value.values())
-            for _, skipped in counter.value.values():
-                distributed[name].skipped(skipped)
-        return deliveries, rows
+        return Collection(sinks + [self._log_entries(ctx, ctx.time)])
 
     def _log_entries(self, ctx: StepContext, time: int, error_log: n.ErrorLog | None = None) -> DataFrame | None:
         """The errors logged in this step: those of ``error_log``, or (None) every error;
@@ -490,6 +518,9 @@ class Runner:
             self.metadata.unlock()
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
+        if self._inputs is not None:
+            self._inputs.close()
+            self._inputs = None
 
 
 #: the shortest wait between two looks for new input
@@ -667,31 +698,13 @@ def _failing_as_computation(pieces: Iterator[list[pa.Table | None]]) -> Iterator
         raise computation_error(error) from None
 
 
-def _collected(frames: list[DataFrame | None], parts: int | None = None) -> Iterator[list[pa.Table | None]]:
+def _collected(collection: Collection, parts: int | None = None) -> Iterator[list[pa.Table | None]]:
     """Every frame's changes, in one Spark job (with ``parts``, in up to that many pieces,
-    see ``_pieces``): per piece, a table per frame (None: no frame).  Sinks of one table
-    read one frame: it is collected once (in a union twice, Spark would compute it twice)."""
-    tagged, first = [], {}
-    for k, frame in enumerate(frames):
-        if frame is not None and first.setdefault(id(frame), k) == k:
-            data = [col(c).alias(f"_{k}_{c}") for c in frame.columns if c not in (ID, DIFF)]
-            tagged.append(frame.select(F.lit(k).alias("_sink"), col(ID), col(DIFF), *data))
-    if not tagged:
+    see ``_pieces``): per piece, a table per frame (None: no frame)."""
+    if collection.union is None:
         return
-    union = tagged[0]
-    for frame in tagged[1:]:
-        union = union.unionByName(frame, allowMissingColumns=True)
-    for piece in [union.toArrow()] if parts is None else _pieces(union, parts):
-        out: list[pa.Table | None] = []
-        for k, frame in enumerate(frames):
-            if frame is None:
-                out.append(None)
-                continue
-            tag = first[id(frame)]
-            rows = piece if len(tagged) == 1 else piece.filter(pc.equal(piece.column("_sink"), tag))
-            names = [c for c in frame.columns if c not in (ID, DIFF)]
-            out.append(rows.select([ID, *[f"_{tag}_{c}" for c in names], DIFF]).rename_columns([ID, *names, DIFF]))
-        yield out
+    for piece in [collection.union.toArrow()] if parts is None else _pieces(collection.union, parts):
+        yield collection.split(piece)
 
 
 #: a large step's output is collected in at most this many pieces per state partition,

@@ -1,0 +1,173 @@
+"""Step programs: the Spark plan of a small step, built once and run again by the later
+steps of the same shape.
+
+A streaming step of 1,000 rows spent a third of its time building its DataFrames (some
+300 py4j calls) and Spark another tenth analysing and planning them, for a plan that is
+the same at every step: only the input rows change, and stateful tasks read their step
+from the job (``computing_step``).  So, where a step's plan holds nothing of the step
+itself, its input is not handed to Spark as rows (a ``LocalRelation``, which Spark folds
+into the plan) but written to a file that a task reads (``StepInputs``), and the
+collected union of the sinks (``Collection``) is kept by shape and run again.
+
+A plan is kept only when running it again computes the next step's changes:
+
+* on a local Spark (the driver's files are the executors' files) and a classic session;
+* a step of input (not the end of the input, not a forgetting step) of few rows, whose
+  stateful operators work in the task that reads them (``StepContext.one_task``);
+* every node of a kind whose compiled frame holds nothing of the step (``REUSABLE``);
+  no expression reads the step's time (the processing time of ``inactivity_detection``);
+* nothing persisted or logged for the step (error logs, frames read twice);
+* no exchange in the physical plan: Spark keeps a shuffle's output with the plan, and
+  would serve the first step's.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyarrow import ipc
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from sparkway.core.changes import DIFF, ID, arrow_schema_of_spark
+from sparkway.engine.expressions import col
+from sparkway.engine.spark import is_remote, map_in_arrow, task_step
+from sparkway.plan import nodes as n
+
+#: the kinds of nodes whose compiled frames are the same at every step (given the shape)
+REUSABLE = (
+    n.Input, n.Select, n.Filter, n.Flatten, n.Reindex, n.Concat, n.Reduce, n.Join, n.SessionWindow,
+    n.Deduplicate, n.Output,
+)
+#: plans kept per run (a program's shapes: which of its sources had input)
+PROGRAMS_KEPT = 16
+
+
+def reusable_plan(plan: n.Plan, keep_errors: bool) -> bool:
+    """Whether ``plan``'s steps may be kept at all (see the module's conditions): every
+    node of a reusable kind, no error kept or logged, no stateful node read twice."""
+    consumers = plan.consumers()
+    return not keep_errors and all(
+        isinstance(node, REUSABLE) and not (node.is_stateful and consumers.get(id(node), 0) > 1)
+        for node in plan.nodes
+    )
+
+
+def can_keep(spark: SparkSession) -> bool:
+    """A classic Spark session with a local master: tasks read the driver's files."""
+    return not is_remote(spark) and spark.sparkContext.master.startswith("local")
+
+
+class Collection:
+    """The changes of several frames (the sinks' and the error log's), collected in one
+    Spark job (``union``); made once per plan, run by every step of its shape."""
+
+    def __init__(self, frames: list[DataFrame | None]) -> None:
+        self.frames = frames
+        # a frame read by several sinks is collected once, at its first position (in a
+        # union twice, Spark would compute it twice)
+        self.first: dict[int, int] = {}
+        self.names: dict[int, list[str]] = {}  # per position, the frame's data columns
+        tagged = []
+        for k, frame in enumerate(frames):
+            if frame is not None and self.first.setdefault(id(frame), k) == k:
+                self.names[k] = [c for c in frame.columns if c not in (ID, DIFF)]
+                data = [col(c).alias(f"_{k}_{c}") for c in self.names[k]]
+                tagged.append(frame.select(F.lit(k).alias("_sink"), col(ID), col(DIFF), *data))
+        self.tagged = len(tagged)
+        self.union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), tagged) if tagged else None
+
+    def exchanges_nothing(self) -> bool:
+        """Whether the physical plan has no shuffle or cached relation (whose output Spark
+        keeps with the plan): one that can run again for another step's input."""
+        if self.union is None:
+            return True
+        plan = self.union._jdf.queryExecution().executedPlan().toString()
+        return not any(word in plan for word in ("Exchange", "AdaptiveSparkPlan", "InMemory", "Subquery"))
+
+    def split(self, piece: pa.Table) -> list[pa.Table | None]:
+        """A collected piece, as a table per frame (None: no frame)."""
+        out: list[pa.Table | None] = []
+        for frame in self.frames:
+            if frame is None:
+                out.append(None)
+                continue
+            tag = self.first[id(frame)]
+            rows = piece if self.tagged == 1 else piece.filter(pc.equal(piece.column("_sink"), tag))
+            names = self.names[tag]
+            out.append(rows.select([ID, *[f"_{tag}_{c}" for c in names], DIFF]).rename_columns([ID, *names, DIFF]))
+        return out
+
+
+class StepInputs:
+    """Kept plans and their inputs: a step writes each source's rows to a file of the
+    step, which the plan's input task reads (``frame``), and the files of a step are
+    deleted when it ends.  Plans are kept by shape, the most recent ``PROGRAMS_KEPT``."""
+
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="sparkway-inputs-")
+        self.kept: collections.OrderedDict[tuple, Collection] = collections.OrderedDict()
+
+    def write(self, step: int, tables: dict[str, pa.Table]) -> None:
+        for name, table in tables.items():
+            path = _input_path(self.folder, name, step)
+            tmp = f"{path}.{uuid.uuid4().hex}"
+            with ipc.new_file(tmp, table.schema) as writer:
+                writer.write_table(table)
+            os.replace(tmp, path)
+
+    def frame(self, spark: SparkSession, name: str, schema: T.StructType) -> DataFrame:
+        """The rows of source ``name`` in the step that runs it (one task)."""
+        read = functools.partial(_read_input, self.folder, name, arrow_schema_of_spark(schema))
+        return map_in_arrow(spark.range(1, numPartitions=1), read, schema, (0, 0))  # never remote: no step
+
+    def delete(self, step: int, names: list[str]) -> None:
+        for name in names:
+            try:
+                os.remove(_input_path(self.folder, name, step))
+            except FileNotFoundError:
+                pass
+
+    def get(self, shape: tuple) -> Collection | None:
+        if shape in self.kept:
+            self.kept.move_to_end(shape)
+        return self.kept.get(shape)
+
+    def keep(self, shape: tuple, collection: Collection) -> None:
+        self.kept[shape] = collection
+        if len(self.kept) > PROGRAMS_KEPT:
+            self.kept.popitem(last=False)
+
+    def close(self) -> None:
+        self.kept.clear()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def shape_of(tables: dict[str, pa.Table]) -> tuple:
+    """What a kept plan depends on in a step's input: which sources have rows, and
+    their columns (a source may add error columns in some steps)."""
+    return tuple(sorted((name, tuple(t.schema.names)) for name, t in tables.items() if t.num_rows))
+
+
+def _input_path(folder: str, name: str, step: int) -> str:
+    return os.path.join(folder, f"{name.replace(os.sep, '_')}-{step}.arrow")
+
+
+def _read_input(
+    folder: str, name: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch], step: tuple[int, int] | None,
+) -> Iterator[pa.RecordBatch]:
+    for _ in batches:  # the one row of spark.range(1)
+        pass
+    number, _ = task_step()
+    with pa.OSFile(_input_path(folder, name, number)) as source:
+        table = ipc.open_file(source).read_all()
+    yield from table.cast(schema).to_batches()  # as createDataFrame casts a table to its schema

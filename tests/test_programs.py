@@ -1,0 +1,114 @@
+"""Step programs (``engine.programs``): the plan of a small step is built once and run
+again by later steps of the same shape, with the same changes as plans built anew."""
+
+from __future__ import annotations
+
+import pytest
+
+import sparkway as pw
+from sparkway.api import graph
+from sparkway.engine import runner
+from sparkway.engine.programs import Collection
+from sparkway.stdlib.time_utils import _processed_at
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One element per step plan the runner builds."""
+    made: list[int] = []
+
+    def counted(frames):
+        made.append(1)
+        return Collection(frames)
+
+    monkeypatch.setattr(runner, "Collection", counted)
+    return made
+
+
+def _changes(table: pw.Table) -> list[tuple]:
+    """Every change of ``table``: (time, values, +1 or -1), sorted."""
+    seen: list[tuple] = []
+    pw.io.subscribe(table, lambda key, row, time, is_addition: seen.append(
+        (time, tuple(sorted(row.items())), 1 if is_addition else -1)))
+    pw.run(monitoring_level=pw.MonitoringLevel.NONE)
+    return sorted(seen)
+
+
+def _sums_and_sessions() -> tuple[pw.Table, pw.Table]:
+    graph.clear()
+    visits = pw.debug.table_from_markdown("""
+        user | at | __time__
+        ann  | 1  | 2
+        bob  | 2  | 4
+        ann  | 3  | 6
+        bob  | 9  | 8
+        ann  | 4  | 10
+    """)
+    totals = visits.groupby(visits.user).reduce(visits.user, total=pw.reducers.sum(visits.at))
+    sessions = visits.windowby(visits.at, window=pw.temporal.session(max_gap=2), instance=visits.user).reduce(
+        user=pw.this._pw_instance, start=pw.this._pw_window_start, visits=pw.reducers.count())
+    return totals, sessions
+
+
+def test_steps_of_one_shape_run_the_plan_the_first_step_built(builds: list[int], monkeypatch) -> None:
+    totals, sessions = _sums_and_sessions()
+    kept = _changes(totals), _changes(sessions)
+    assert len(builds) == 2, f"{len(builds)} plans built for two runs of five steps of one shape"
+    monkeypatch.setattr(runner, "can_keep", lambda spark: False)
+    builds.clear()
+    totals, sessions = _sums_and_sessions()
+    built = _changes(totals), _changes(sessions)
+    assert len(builds) == 10
+    assert kept == built
+    assert [c for c in kept[0] if c[0] == 10] == [
+        (10, (("total", 4), ("user", "ann")), -1), (10, (("total", 8), ("user", "ann")), 1)]
+    # ann's visit at 4 joins her session of 3 (gap 1) at time 10
+    assert ((10, (("start", 3), ("user", "ann"), ("visits", 2)), 1)) in kept[1]
+
+
+def test_each_shape_of_input_has_a_plan_of_its_own(builds: list[int]) -> None:
+    graph.clear()
+    left = pw.debug.table_from_markdown("""
+        k | v | __time__
+        a | 1 | 2
+        a | 2 | 6
+        b | 3 | 8
+    """)
+    right = pw.debug.table_from_markdown("""
+        k | v | __time__
+        b | 4 | 4
+        a | 5 | 8
+    """)
+    both = left.concat_reindex(right)
+    sums = both.groupby(both.k).reduce(both.k, s=pw.reducers.sum(both.v))
+    changes = _changes(sums)
+    assert len(builds) == 3, "the steps read: the left table, the right one, both"
+    final = {}
+    for _, row, diff in changes:
+        if diff > 0:
+            final[dict(row)["k"]] = dict(row)["s"]
+    assert final == {"a": 8, "b": 7}
+
+
+def test_a_plan_that_holds_its_step_s_time_is_built_at_every_step(builds: list[int]) -> None:
+    graph.clear()
+    rows = pw.debug.table_from_markdown("""
+        v | __time__
+        1 | 2
+        2 | 4
+        3 | 6
+    """)
+    stamped = rows.select(rows.v, at=_processed_at())
+    changes = _changes(stamped)
+    assert len(builds) == 3
+    assert len({dict(row)["at"] for _, row, _ in changes}) == 3, "each step's own time"
+
+
+def test_a_plan_with_a_shuffle_is_not_run_again(spark) -> None:
+    """Spark keeps a shuffle's output with its plan: a second run would read the first's."""
+    plain = spark.range(4).selectExpr("id as _id", "1L as _diff")
+    shuffled = spark.range(4).repartition(2).selectExpr("id as _id", "1L as _diff")
+    assert Collection([plain]).exchanges_nothing()
+    assert not Collection([shuffled]).exchanges_nothing()
