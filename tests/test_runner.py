@@ -114,10 +114,11 @@ def test_a_large_step_s_output_is_collected_in_pieces_that_follow_its_input() ->
     def files(size: int) -> ExecutorRead:
         return ExecutorRead([], lambda piece: (pa.table({}), {}), pa.schema([]), lambda skipped: None, size)
 
-    assert collect_parts({"logs": files(40 << 20)}, 2) == 2  # a piece per state partition at least
-    assert collect_parts({"logs": files(210 << 20)}, 2) == 4  # 10M rows of the benchmark's history
+    assert collect_parts({"logs": files(10 << 20)}, 2) == 2  # a piece per state partition at least
+    assert collect_parts({"logs": files(85 << 20)}, 2) == 6  # 5M keys of the latency benchmark's history
+    assert collect_parts({"logs": files(210 << 20)}, 2) == 14  # 10M rows of the benchmark's history
     assert collect_parts({"logs": files(2 << 30), "more": files(1 << 30)}, 2) == 16  # at most 8 per partition
-    assert collect_parts({"logs": files(200 << 20), "rows": pa.table({"x": np.zeros(10_000_000, np.int64)})}, 4) == 5
+    assert collect_parts({"logs": files(200 << 20), "rows": pa.table({"x": np.zeros(10_000_000, np.int64)})}, 4) == 18
 
 
 def test_a_large_step_s_output_goes_to_file_sinks_a_piece_at_a_time_and_to_others_whole(
