@@ -28,7 +28,6 @@ import functools
 import os
 import shutil
 import tempfile
-import uuid
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -118,12 +117,10 @@ class StepInputs:
         self.kept: collections.OrderedDict[tuple, Collection] = collections.OrderedDict()
 
     def write(self, step: int, tables: dict[str, pa.Table]) -> None:
+        """Written in place: the step's job starts after, and no other run reads the folder."""
         for name, table in tables.items():
-            path = _input_path(self.folder, name, step)
-            tmp = f"{path}.{uuid.uuid4().hex}"
-            with ipc.new_file(tmp, table.schema) as writer:
+            with ipc.new_file(_input_path(self.folder, name, step), table.schema) as writer:
                 writer.write_table(table)
-            os.replace(tmp, path)
 
     def frame(self, spark: SparkSession, name: str, schema: T.StructType) -> DataFrame:
         """The rows of source ``name`` in the step that runs it (one task)."""
