@@ -492,6 +492,9 @@ def test_a_paused_s3_lease_holder_is_refused_then_taken_over_and_writes_nothing_
     first = programs(first_script, tmp_path, python_env, "first")
     first.wait_until(lambda: word_changes(tmp_path / "first.jsonlines") == snapshot_diff(collections.Counter(), first_counts),
                      180, "the first program's output")
+    # its sink is written before the step's commit: paused in between, the second program
+    # would rightly do the step again, so pause it once the step is committed (logged after)
+    first.wait_until(lambda: "Step 1 (" in first.stderr_text(), 60, "the first program to commit its step")
     os.killpg(first.pid, signal.SIGSTOP)  # a frozen machine: the driver, its JVM and workers
     paused_at = time.monotonic()
     try:
