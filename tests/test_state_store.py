@@ -210,29 +210,6 @@ def test_the_state_of_a_run_without_persistence_is_written_whole_but_not_fsynced
     assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) == ["manifest", "manifest/1.json", "runs", "runs/1.arrow"]
 
 
-def test_object_store_spool_files_of_ended_processes_are_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A write to an object store goes through a local spool file, which a crash leaves
-    behind: the next process that spools deletes those whose process has ended."""
-    import os
-    import subprocess
-    import sys
-
-    from sparkway.persistence import storage
-
-    monkeypatch.setattr(storage, "SPOOL", str(tmp_path / "spool"))
-    storage._remove_stale_spool.cache_clear()
-    (tmp_path / "spool").mkdir()
-    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    dead = tmp_path / "spool" / f"{int(ended.stdout)}-crashed.arrow"
-    alive = tmp_path / "spool" / f"{os.getppid()}-running.arrow"  # the process that runs pytest's parent
-    for path in (dead, alive):
-        path.write_bytes(b"half an upload")
-    fresh = storage.spool_file()
-    assert not dead.exists() and alive.exists()
-    assert os.path.dirname(fresh) == str(tmp_path / "spool") and os.path.basename(fresh).startswith(f"{os.getpid()}-")
-    storage._remove_stale_spool.cache_clear()
-
-
 def test_opening_the_working_copies_deletes_the_temporary_files_a_crash_left(tmp_path: Path) -> None:
     from sparkway.persistence.working_copies import working_copy
 

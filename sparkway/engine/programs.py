@@ -26,8 +26,6 @@ from __future__ import annotations
 import collections
 import functools
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -40,6 +38,7 @@ from pyspark.sql import types as T
 from sparkway.core.changes import DIFF, ID, arrow_schema_of_spark
 from sparkway.engine.expressions import col
 from sparkway.engine.spark import is_remote, map_in_arrow, task_step
+from sparkway.persistence.scratch import ScratchFolder
 from sparkway.plan import nodes as n
 
 #: the kinds of nodes whose compiled frames are the same at every step (given the shape)
@@ -113,7 +112,8 @@ class StepInputs:
     deleted when it ends.  Plans are kept by shape, the most recent ``PROGRAMS_KEPT``."""
 
     def __init__(self) -> None:
-        self.folder = tempfile.mkdtemp(prefix="sparkway-inputs-")
+        self.scratch = ScratchFolder("inputs")
+        self.folder = self.scratch.path
         self.kept: collections.OrderedDict[tuple, Collection] = collections.OrderedDict()
 
     def write(self, step: int, tables: dict[str, pa.Table]) -> None:
@@ -146,7 +146,7 @@ class StepInputs:
 
     def close(self) -> None:
         self.kept.clear()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        self.scratch.remove()
 
 
 def shape_of(tables: dict[str, pa.Table]) -> tuple:

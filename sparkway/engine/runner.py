@@ -13,10 +13,8 @@ import functools
 import itertools
 import logging
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time as _time
 from dataclasses import dataclass
@@ -49,6 +47,7 @@ from sparkway.monitoring.stats import RunStats
 from sparkway.persistence.config import Config
 from sparkway.persistence.faults import fault_point
 from sparkway.persistence.metadata import MetadataLog, brief_position
+from sparkway.persistence.scratch import ScratchFolder
 from sparkway.persistence.storage import BlobStorage
 from sparkway.persistence.working_copies import working_copy
 from sparkway.plan import nodes as n
@@ -107,7 +106,7 @@ class Runner:
         self._spark: SparkSession | None = None
         self.wakeup = threading.Event()  # set when a source has input, or on a stop request
         self.entries: dict[str, int] = {}  # per source, entries read in this and earlier runs
-        self._scratch: str | None = None
+        self._scratch: ScratchFolder | None = None  # the state of a run without persistence
         self._inputs: StepInputs | None = None  # with the plans later steps run again (``programs``)
         self.order, self.reads_log = _error_log_order(self.plan.nodes)
         self.node_numbers = {id(node): i for i, node in enumerate(self.plan.nodes)}  # operator ids in the error log
@@ -448,11 +447,11 @@ class Runner:
         config = self.options.persistence
         if config is None:
             self.partitions = self._default_partitions(spark)
-            self._scratch = tempfile.mkdtemp(prefix="sparkway-")
+            self._scratch = ScratchFolder("state")
             for source in self.sources:
                 source.open(None)
-            state = BlobStorage(os.path.join(self._scratch, "state"), synced=False)  # gone with the run
-            return StateLocation(state, os.path.join(self._scratch, "local"), 10**12)
+            state = BlobStorage(os.path.join(self._scratch.path, "state"), synced=False)  # gone with the run
+            return StateLocation(state, os.path.join(self._scratch.path, "local"), 10**12)
         assert self.metadata is not None
         snapshots = config.snapshot_storage.storage()
         description, partitions = self._describe(), self._default_partitions(spark)
@@ -517,7 +516,7 @@ class Runner:
         if self.metadata is not None:
             self.metadata.unlock()
         if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch.remove()
         if self._inputs is not None:
             self._inputs.close()
             self._inputs = None

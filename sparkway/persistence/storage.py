@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import json
 import os
-import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,38 +23,18 @@ import pyarrow.ipc as ipc
 
 from sparkway.errors import PersistenceError
 from sparkway.persistence.faults import fault_point
+from sparkway.persistence.scratch import ScratchFolder
 
 
-#: where writes to an object store are spooled before their one upload: a file per write,
-#: named by the process that writes it
-SPOOL = os.path.join(tempfile.gettempdir(), "sparkway-spool")
-
-
-def spool_file() -> str:
-    """A new file's path in ``SPOOL``.  The first call of a process deletes the files of
-    processes that no longer run (a crash kept them from deleting their own)."""
-    os.makedirs(SPOOL, exist_ok=True)
-    _remove_stale_spool()
-    return os.path.join(SPOOL, f"{os.getpid()}-{uuid.uuid4().hex}.arrow")
-
-
-@functools.cache
-def _remove_stale_spool() -> None:
-    for name in os.listdir(SPOOL):
-        owner = name.partition("-")[0]
-        if owner.isdigit() and not _running(int(owner)):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(os.path.join(SPOOL, name))
-
-
-def _running(pid: int) -> bool:
+@contextlib.contextmanager
+def spooled() -> Iterator[str]:
+    """A local file to write before its one upload to an object store, in a scratch
+    folder of its own, which is removed with it (or, after a crash, by a later process)."""
+    folder = ScratchFolder("spool")
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's
-        return True
-    return True
+        yield os.path.join(folder.path, "upload")
+    finally:
+        folder.remove()
 
 
 class BlobStorage:
@@ -174,8 +152,7 @@ class BlobStorage:
                 with ipc.new_file(f, schema, options=options) as writer:
                     yield writer
             return
-        tmp = spool_file()
-        with writing_through(target, tmp):
+        with spooled() as tmp, writing_through(target, tmp):
             with open(tmp, "wb") as f, ipc.new_file(f, schema, options=options) as writer:
                 yield writer
             self.fs.put_file(tmp, target)

@@ -27,6 +27,8 @@ their outcomes.
     before it logs or commits another step, and writes nothing to its sink.
 (e) a full disk: the storage on a small tmpfs; the run stops with a PersistenceError
     naming the file, and leaves no temporary file.
+(f) the scratch folders of a SIGKILLed run without persistence (its state, its step
+    inputs): the next run removes them.
 
 Every test records how many times it killed a program (``helpers.record_kills``); the
 terminal summary prints the total.
@@ -566,3 +568,47 @@ def test_a_full_disk_stops_the_run_naming_the_file_and_the_next_run_continues(
     proc = run_program(script, tmp_path, env)
     check_ok(proc)
     assert word_changes(tmp_path / "out.jsonlines") == snapshot_diff(collections.Counter(), word_counts(tmp_path / "inputs"))
+
+
+# ------------------------------------------------------------------ (f) scratch folders of a killed run
+
+
+SCRATCH_PROGRAM = '''
+import sparkway as pw
+
+
+class Words(pw.Schema):
+    word: str
+
+
+words = pw.io.csv.read("inputs/", schema=Words, mode={mode})
+counts = words.groupby(words.word).reduce(words.word, count=pw.reducers.count())
+pw.io.jsonlines.write(counts, {output})
+pw.run()
+'''
+
+
+def test_the_scratch_folders_of_a_killed_run_are_removed_by_the_next_run(tmp_path: Path, python_env, programs) -> None:
+    from sparkway.persistence.scratch import GRACE_S, LOCK
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**python_env, "TMPDIR": str(scratch)}
+    write_file(tmp_path / "inputs" / "a.csv", "word\nant\nbee\nant\n")
+    streaming = write_script(tmp_path, "streaming.py", SCRATCH_PROGRAM, mode="streaming", output="first.jsonlines")
+    first = programs(streaming, tmp_path, env)
+    first.wait_until(lambda: word_changes(tmp_path / "first.jsonlines") == snapshot_diff(collections.Counter(), word_counts(tmp_path / "inputs")),
+                     180, "the first program's output")
+    first.crash()  # SIGKILL: the program cannot remove its state and step inputs
+    record_kills("scratch")
+    left = sorted(p for p in scratch.iterdir() if (p / LOCK).exists())
+    assert any(p.name.startswith("sparkway-state-") for p in left), f"no scratch state of the killed run: {left}"
+    then = time.time() - 2 * GRACE_S  # as if it had been killed a while ago
+    for folder in left:
+        os.utime(folder / LOCK, (then, then))
+
+    static = write_script(tmp_path, "static.py", SCRATCH_PROGRAM, mode="static", output="second.jsonlines")
+    check_ok(run_program(static, tmp_path, env))
+
+    assert not [p for p in left if p.exists()], "the killed run's scratch folders were left"
+    assert not [p.name for p in scratch.iterdir() if p.name.startswith("sparkway-")], "the second run left scratch folders"
