@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -32,6 +33,7 @@ from pyspark.sql import types as T
 from sparkway.engine.cache import cds_folder
 from sparkway.engine.failures import spark_not_started
 from sparkway.errors import SparkError
+from sparkway.persistence.scratch import LOCK, ScratchFolder
 
 DEFAULT_MASTER = "local[2]"
 log = logging.getLogger("sparkway")
@@ -175,11 +177,15 @@ def get_spark(master: str | None = None, ui: bool = False, long_running: bool = 
         conf = conf.set("spark.executor.memory", "768m")
     conf = conf.setAll(user_conf().items())  # the user's settings win
     if SparkContext._active_spark_context is None:  # pyspark's record of its running context
+        temporary = _jvm_temporary_folder(conf)
         try:
             context = SparkContext(conf=conf, gateway=_launch_jvm(conf))
         except Exception as error:
             raise spark_not_started(error) from None
         _quiet_accumulator_server(context)
+        if temporary is not None:  # the JVM deletes it when it exits (the lock file first)
+            for path in (temporary.path, os.path.join(temporary.path, LOCK)):
+                context._jvm.java.io.File(path).deleteOnExit()
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     _quiet_task_failures(spark)
@@ -396,6 +402,24 @@ def user_conf() -> dict[str, str]:
 #: what the JVM prints to stderr at every start that no user can act on: Spark's launcher
 #: adds the module, for vectorized code on Java versions that have it
 JVM_NOTICES = (b"WARNING: Using incubator modules: jdk.incubator.vector",)
+
+
+#: the scratch folders of the JVMs this process started (open: their lock is held)
+_JVM_TEMPORARY_FOLDERS: list[ScratchFolder] = []
+
+
+def _jvm_temporary_folder(conf: SparkConf) -> ScratchFolder | None:
+    """A scratch folder for the temporary files of the JVM about to start (Spark's local
+    directories: shuffle and spill files, a run's files and artifacts), as its
+    ``java.io.tmpdir``, unless the user's options name one: a JVM killed with its
+    program leaves them behind, and a later sparkway process deletes them."""
+    options = conf.get("spark.driver.extraJavaOptions", "") or ""
+    if "-Djava.io.tmpdir=" in options:
+        return None
+    folder = ScratchFolder("spark")
+    _JVM_TEMPORARY_FOLDERS.append(folder)
+    conf.set("spark.driver.extraJavaOptions", f"{options} -Djava.io.tmpdir={shlex.quote(folder.path)}".strip())
+    return folder
 
 
 def _launch_jvm(conf: SparkConf) -> Any:

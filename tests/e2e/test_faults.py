@@ -28,7 +28,7 @@ their outcomes.
 (e) a full disk: the storage on a small tmpfs; the run stops with a PersistenceError
     naming the file, and leaves no temporary file.
 (f) the scratch folders of a SIGKILLed run without persistence (its state, its step
-    inputs): the next run removes them.
+    inputs, its JVM's files): the next run removes them.
 
 Every test records how many times it killed a program (``helpers.record_kills``); the
 terminal summary prints the total.
@@ -603,6 +603,8 @@ def test_the_scratch_folders_of_a_killed_run_are_removed_by_the_next_run(tmp_pat
     record_kills("scratch")
     left = sorted(p for p in scratch.iterdir() if (p / LOCK).exists())
     assert any(p.name.startswith("sparkway-state-") for p in left), f"no scratch state of the killed run: {left}"
+    spark_files = [c.name for p in left if p.name.startswith("sparkway-spark-") for c in p.iterdir()]
+    assert any(name.startswith("blockmgr-") for name in spark_files), f"the JVM's files are elsewhere: {left}"
     then = time.time() - 2 * GRACE_S  # as if it had been killed a while ago
     for folder in left:
         os.utime(folder / LOCK, (then, then))
@@ -611,4 +613,7 @@ def test_the_scratch_folders_of_a_killed_run_are_removed_by_the_next_run(tmp_pat
     check_ok(run_program(static, tmp_path, env))
 
     assert not [p for p in left if p.exists()], "the killed run's scratch folders were left"
-    assert not [p.name for p in scratch.iterdir() if p.name.startswith("sparkway-")], "the second run left scratch folders"
+    deadline = time.monotonic() + 30  # the second run's JVM deletes its folder as it exits, after the program
+    while [p for p in scratch.iterdir() if p.name.startswith("sparkway-")] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [p.name for p in scratch.iterdir()], "the second run left temporary files"
