@@ -143,6 +143,11 @@ def get_spark(master: str | None = None, ui: bool = False, long_running: bool = 
     # 2.2 GB instead of 2.6, as fast (bench/README.md)
     jit = "" if long_running else "-XX:TieredStopAtLevel=1"
     jvm = f"-XX:+UseSerialGC {jit} -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=20"
+    # the driver's young generation (in local mode, the executor's too) is at most 64 MB,
+    # not a third of the heap: its eden, which allocation sweeps whole between two
+    # collections, was resident in full; at 10M rows of sessions the JVM peaked at 1.84 GB
+    # instead of 2.12, as fast (bench/README.md)
+    young = "-Xmn64m"
     log_config = f"-Dlog4j2.configurationFile={os.path.join(os.path.dirname(__file__), 'log4j2.properties')}"
     conf = (
         SparkConf().setMaster(master)
@@ -156,7 +161,7 @@ def get_spark(master: str | None = None, ui: bool = False, long_running: bool = 
         .set("spark.ui.enabled", str(ui or os.environ.get("SPARKWAY_SPARK_UI", "0") not in ("", "0")).lower())
         .set("spark.ui.showConsoleProgress", "false")
         .set("spark.speculation", "false")
-        .set("spark.driver.extraJavaOptions", f"{jvm} {log_config} {class_data_sharing_options()}")
+        .set("spark.driver.extraJavaOptions", f"{jvm} {young} {log_config} {class_data_sharing_options()}")
         .set("spark.executor.extraJavaOptions", jvm)
         .set("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
         .set("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
