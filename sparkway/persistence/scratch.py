@@ -1,5 +1,6 @@
 """Scratch folders: a process's temporary files on local disk (the state of a run without
-persistence, the input files of kept plans, the spool of uploads to an object store).
+persistence, the input files of kept plans, the spool of an upload to an object store,
+the files of the JVM a program starts).
 
 A scratch folder is ``<tmp>/sparkway-<kind>-<random>`` and holds ``owner.lock``, which its
 process keeps locked (``flock``) while it uses the folder.  The process deletes the folder
