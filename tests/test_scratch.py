@@ -91,6 +91,32 @@ def test_an_upload_to_an_object_store_is_spooled_in_a_scratch_folder_removed_wit
     assert not folder.exists()
 
 
+JVM_OWNER = """
+import os
+from sparkway.engine import spark
+session = spark.get_spark()
+folder = spark._JVM_TEMPORARY_FOLDERS[0].path
+numbers = session.range(10)
+numbers.groupBy((numbers.id % 2).alias("k")).count().collect()  # a shuffle's files
+os.makedirs(os.path.join(folder, "left_by_spark", "inside"))  # as Spark Connect's model cache is
+open(os.path.join(folder, "left_by_spark", "inside", "file"), "w").write("x")
+print(folder, flush=True)
+"""
+
+
+def test_the_jvm_keeps_its_temporary_files_in_a_scratch_folder_deleted_as_it_exits(tmp_root: Path, python_env) -> None:
+    proc = subprocess.run([sys.executable, "-c", JVM_OWNER], env={**python_env, "TMPDIR": str(tmp_root)},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    folder = Path(proc.stdout.split()[-1])
+    assert folder.parent == tmp_root and folder.name.startswith("sparkway-spark-")
+    deadline = time.monotonic() + 30  # the JVM exits after its Python process
+    while folder.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not folder.exists(), sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+    assert not list(tmp_root.iterdir())
+
+
 @pytest.mark.usefixtures("spark")
 def test_a_run_without_persistence_keeps_its_state_in_a_scratch_folder_it_removes(tmp_root: Path) -> None:
     seen: list[list[str]] = []

@@ -33,7 +33,7 @@ from pyspark.sql import types as T
 from sparkway.engine.cache import cds_folder
 from sparkway.engine.failures import spark_not_started
 from sparkway.errors import SparkError
-from sparkway.persistence.scratch import LOCK, ScratchFolder
+from sparkway.persistence.scratch import ScratchFolder
 
 DEFAULT_MASTER = "local[2]"
 log = logging.getLogger("sparkway")
@@ -188,9 +188,8 @@ def get_spark(master: str | None = None, ui: bool = False, long_running: bool = 
         except Exception as error:
             raise spark_not_started(error) from None
         _quiet_accumulator_server(context)
-        if temporary is not None:  # the JVM deletes it when it exits (the lock file first)
-            for path in (temporary.path, os.path.join(temporary.path, LOCK)):
-                context._jvm.java.io.File(path).deleteOnExit()
+        if temporary is not None:
+            _delete_as_the_jvm_exits(context, temporary.path)
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     _quiet_task_failures(spark)
@@ -425,6 +424,17 @@ def _jvm_temporary_folder(conf: SparkConf) -> ScratchFolder | None:
     _JVM_TEMPORARY_FOLDERS.append(folder)
     conf.set("spark.driver.extraJavaOptions", f"{options} -Djava.io.tmpdir={shlex.quote(folder.path)}".strip())
     return folder
+
+
+def _delete_as_the_jvm_exits(context: SparkContext, path: str) -> None:
+    """The JVM deletes folder ``path`` and all in it as it exits, after Spark's own
+    clean-up, which leaves some of its files (Spark Connect's model cache).  Where this
+    Spark lacks that hook, the folder stays until a later process deletes it."""
+    jvm = context._jvm
+    try:
+        jvm.org.apache.spark.util.ShutdownHookManager.registerShutdownDeleteDir(jvm.java.io.File(path))
+    except Exception as error:  # noqa: BLE001 - an internal API of Spark's
+        log.debug("The JVM will not delete its temporary folder %s: %s", path, error)
 
 
 def _launch_jvm(conf: SparkConf) -> Any:
