@@ -113,24 +113,23 @@ class StepInputs:
 
     def __init__(self) -> None:
         self.scratch = ScratchFolder("inputs")
-        self.folder = self.scratch.path
         self.kept: collections.OrderedDict[tuple, Collection] = collections.OrderedDict()
 
     def write(self, step: int, tables: dict[str, pa.Table]) -> None:
         """Written in place: the step's job starts after, and no other run reads the folder."""
         for name, table in tables.items():
-            with ipc.new_file(_input_path(self.folder, name, step), table.schema) as writer:
+            with ipc.new_file(_input_path(self.scratch.path, name, step), table.schema) as writer:
                 writer.write_table(table)
 
     def frame(self, spark: SparkSession, name: str, schema: T.StructType) -> DataFrame:
         """The rows of source ``name`` in the step that runs it (one task)."""
-        read = functools.partial(_read_input, self.folder, name, arrow_schema_of_spark(schema))
+        read = functools.partial(_read_input, self.scratch.path, name, arrow_schema_of_spark(schema))
         return map_in_arrow(spark.range(1, numPartitions=1), read, schema, (0, 0))  # never remote: no step
 
     def delete(self, step: int, names: list[str]) -> None:
         for name in names:
             try:
-                os.remove(_input_path(self.folder, name, step))
+                os.remove(_input_path(self.scratch.path, name, step))
             except FileNotFoundError:
                 pass
 
