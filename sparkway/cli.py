@@ -122,25 +122,22 @@ def _run(args: argparse.Namespace) -> int:
 # -- server -------------------------------------------------------------------------------
 
 def _server(args: argparse.Namespace) -> int:
-    import signal
     import threading
 
+    from sparkway.engine.signals import StopSignals
     from sparkway.engine.spark import serve
 
     if not _use_spark_options(args, "server"):
         return 2
     stop = threading.Event()
-
-    def stop_on_signals() -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
-
-    stop_on_signals()  # a Ctrl-C while Spark starts stops the server once it is up
+    signals = StopSignals(lambda name, nth: stop.set())
+    signals.install()  # a Ctrl-C while Spark starts stops the server once it is up
     spark = serve(args.host, args.port)
-    stop_on_signals()  # again: the new SparkContext put its own SIGINT handler
+    signals.install()  # again: the new SparkContext put its own SIGINT handler
     print(f"sparkway server: programs attach with SPARKWAY_SPARK_MASTER=sc://{args.host}:{args.port} "
           "(Ctrl-C stops it)", flush=True)
     stop.wait()
+    signals.restore()
     spark.stop()
     return 0
 

@@ -13,12 +13,11 @@ import functools
 import itertools
 import logging
 import os
-import signal
 import sys
 import threading
 import time as _time
 from dataclasses import dataclass
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -41,6 +40,7 @@ from sparkway.engine.cache import state_cache
 from sparkway.engine.spark import (
     computing_step, default_parallelism, get_spark, is_remote, jvm_process, running_stages, spark_ui_url,
 )
+from sparkway.engine.signals import StopSignals
 from sparkway.engine.synchronization import Synchronizer
 from sparkway.errors import PlanError
 from sparkway.monitoring.stats import RunStats
@@ -100,8 +100,8 @@ class Runner:
         self.last_time = 0
         self.metadata: MetadataLog | None = None
         self.partitions = 0  # state partitions, fixed by the first run of a persistent program
-        self.stop_requested = threading.Event()
-        self.abandoning = threading.Event()  # a second stop request: the step is given up
+        self.signals = StopSignals(self._on_stop_signal)
+        self.abandoning = threading.Event()  # a second stop signal: the step is given up
         self.ended = threading.Event()
         self._spark: SparkSession | None = None
         self.wakeup = threading.Event()  # set when a source has input, or on a stop request
@@ -120,7 +120,7 @@ class Runner:
         for source in self.sources:
             source.wakeup = self.wakeup
             source.keep_errors = not self.options.terminate_on_error
-        previous = _install_signal_handlers(self._request_stop)  # a stop while Spark starts too
+        self.signals.install()  # a stop while Spark starts too
         log.info("Preparing the sparkway computation")
         try:
             self._lock()  # before Spark starts: a second process fails at once
@@ -128,7 +128,7 @@ class Runner:
                               long_running=not all(source.bounded for source in self.sources))
             # again: a new SparkContext installs its own SIGINT handler (raising
             # KeyboardInterrupt) over the graceful stop
-            _install_signal_handlers(self._request_stop)
+            self.signals.install()
             self._spark = spark
             self._watch(spark)
             location = self._open(spark)
@@ -155,14 +155,14 @@ class Runner:
             raise ended from None
         finally:
             failing = sys.exc_info()[0] is not None  # an exception on its way out
-            self.stats.ended("failed" if failing else "stopped" if self.stop_requested.is_set() else "finished")
-            _restore_signal_handlers(previous)
+            self.stats.ended("failed" if failing else "stopped" if self.signals.received else "finished")
+            self.signals.restore()
             self.ended.set()
             self._close()
 
     def _loop(self, spark: SparkSession, location: StateLocation) -> None:
         """Steps, as input comes, until the sources are finished or a stop is requested."""
-        while not self.stop_requested.is_set():
+        while not self.signals.received:
             self.wakeup.clear()
             looked = _time.monotonic()
             segments = {s.name: s.discover() for s in self.sources}
@@ -200,18 +200,16 @@ class Runner:
                 if self.ended.wait(0.5):
                     return
 
-        # from a thread: the signal may have come while the main thread waits in a call
-        # to the JVM, whose connection a call from the handler would interleave with
+        # from a thread of its own: the signals' thread stays free for the next one
         threading.Thread(target=cancel, name="sparkway-abandon", daemon=True).start()
 
-    def _request_stop(self, signal_name: str) -> None:
-        """SIGINT or SIGTERM: the run ends after the current step; a second one abandons
-        the step."""
-        if self.stop_requested.is_set():
+    def _on_stop_signal(self, signal_name: str, nth: int) -> None:
+        """SIGINT or SIGTERM (on the signals' thread): the run ends after the current
+        step, which the loop sees in ``signals.received``; a second one abandons the step."""
+        if nth > 1:
             self._abandon()
             return
         log.info("Received %s: finishing the current step, then stopping (again: abandon the step)", signal_name)
-        self.stop_requested.set()
         self.wakeup.set()
 
     def _watch(self, spark: SparkSession) -> None:
@@ -759,23 +757,3 @@ def _output_batch(out: n.Output, table: pa.Table | None, time: int) -> OutputBat
         merged = merged.take(pc.sort_indices(merged, sort_keys=[(DIFF, "ascending")]))  # retractions first
     errors = merged.column(ERRORS) if ERRORS in merged.column_names else None
     return OutputBatch(merged.select(columns), time, merged.column(DIFF).combine_chunks(), merged.column(ID), errors)
-
-
-def _install_signal_handlers(request_stop: Callable[[str], None]) -> dict[int, Any]:
-    """SIGINT and SIGTERM call ``request_stop`` with their name (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-
-    def handler(signum: int, frame: Any) -> None:
-        request_stop(signal.Signals(signum).name)
-
-    previous = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        previous[sig] = signal.getsignal(sig)
-        signal.signal(sig, handler)
-    return previous
-
-
-def _restore_signal_handlers(previous: dict[int, Any]) -> None:
-    for sig, handler in previous.items():
-        signal.signal(sig, handler)
