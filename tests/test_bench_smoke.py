@@ -102,3 +102,14 @@ def test_commit_bytes_runs_end_to_end(python_env: dict[str, str]) -> None:
     rows = [line.replace(",", "").split() for line in done.stdout.splitlines()[1:]]
     assert [row[0] for row in rows] == ["40", "400"]
     assert float(rows[1][2]) < float(rows[1][1]) / 20, done.stdout
+
+
+@pytest.mark.subprocess
+def test_spark_floor_runs_end_to_end(python_env: dict[str, str]) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "spark_floor.py"), "--runs", "1", "--quiet-wait", "0"],
+                          env=python_env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = {cells[1].strip(): float(cells[3]) for line in done.stdout.splitlines()
+            if line.startswith("| ") and (cells := line.split("|"))[3].strip().replace(".", "").isdigit()}
+    figures = {"api", "spark start", "first python job", "first sql job"}
+    assert figures <= rows.keys() and all(rows[name] > 0 for name in figures), done.stdout
