@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyspark
-from pyspark import RDD, SparkConf, SparkContext
+from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
@@ -524,18 +524,15 @@ def start_python_workers(spark: SparkSession) -> threading.Thread:
 def warm_python_workers(spark: SparkSession) -> set[int]:
     """Runs one Python task per task slot, so that Spark starts its Python daemon, which
     imports the engine (``worker_daemon``, half a second), and forks a worker per slot.
-    Returns the process ids of the daemons seen."""
-    return set(_warm_up_tasks(spark.sparkContext).collect())
+    Returns the process ids of the daemons seen.
 
-
-def _warm_up_tasks(context: SparkContext) -> RDD:
-    """A Python task per task slot, of an RDD: its job starts at once, where a query's
-    would wait for the cold JVM to plan it (a fresh process's first Python job ends 0.3 s
-    sooner).  Spark keys its Python daemons by the workers' environment, to which SQL's
-    Python tasks add SPARK_SIMPLIFIED_TRACEBACK (on by default): the tasks' function
-    gets it too, so that their workers are those of the steps' kernels.  (A query's
-    Python function made meanwhile in another thread may get it as well: SQL adds it
-    anyway.)"""
+    The tasks are an RDD's: its job starts at once, where a query's would wait for the
+    cold JVM to plan it (a fresh rerun's step ends 0.3-0.6 s sooner).  Spark keys its
+    Python daemons by the workers' environment, to which SQL's Python tasks add
+    SPARK_SIMPLIFIED_TRACEBACK (on by default): the tasks' function gets it too, so that
+    their workers are those of the steps' kernels.  (A query's Python function made
+    meanwhile in another thread may get it as well: SQL adds it anyway.)"""
+    context = spark.sparkContext
     slots = context.defaultParallelism
     tasks = context.parallelize(range(slots), slots).map(_daemon_of_worker)
     environment = context.environment
@@ -544,7 +541,7 @@ def _warm_up_tasks(context: SparkContext) -> RDD:
         tasks._jrdd  # makes the tasks' Python function, with that environment
     finally:
         context.environment = environment
-    return tasks
+    return set(tasks.collect())
 
 
 def _daemon_of_worker(_: int) -> int:
