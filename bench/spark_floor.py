@@ -25,18 +25,19 @@ cores other processes used meanwhile.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from machine import Monitor, wait_quiet  # noqa: E402
+from run import ROOT, child_env  # noqa: E402
 
 
 def child(mode: str) -> None:
@@ -63,8 +64,8 @@ def _same(batches):
     yield from batches
 
 
-def run(mode: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=ROOT, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+def run(mode: str, cache: str) -> dict:
+    env = child_env(cache)
     if mode == "sql":
         env["SPARKWAY_WARM_WORKERS"] = "0"
     monitor = Monitor()
@@ -86,13 +87,14 @@ def main() -> None:
     if args.child:
         child(args.child)
         return
-    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(ROOT, "sparkway")], check=True)
+    compileall.compile_dir(os.path.join(ROOT, "sparkway"), quiet=1)  # as an installed package has it
     wait_quiet(args.quiet_wait)
     results: dict[str, list[float]] = {}
-    for _ in range(args.runs):
-        for mode in ("python", "sql"):  # interleaved: a slow minute of the machine hits both
-            for name, value in run(mode).items():
-                results.setdefault(name, []).append(value)
+    with tempfile.TemporaryDirectory(prefix="spark-floor-") as cache:
+        for _ in range(args.runs):
+            for mode in ("python", "sql"):  # interleaved: a slow minute of the machine hits both
+                for name, value in run(mode, cache).items():
+                    results.setdefault(name, []).append(value)
     print(f"{args.runs} fresh processes per kind, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
     print("| figure (s) | min | median | max |\n| :--- | ---: | ---: | ---: |")
     for name, values in results.items():
