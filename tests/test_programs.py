@@ -68,6 +68,38 @@ def test_steps_of_one_shape_run_the_plan_the_first_step_built(builds: list[int],
     assert ((10, (("start", 3), ("user", "ann"), ("visits", 2)), 1)) in kept[1]
 
 
+def _late_and_early_windows() -> pw.Table:
+    """Sliding windows whose behavior holds rows back (``delay``: a buffer gate) and
+    drops late ones (``cutoff``: a forget gate), over a stream of one row per time."""
+    graph.clear()
+    rows = pw.debug.table_from_markdown("""
+        t  | v | __time__
+        1  | 1 | 2
+        4  | 2 | 4
+        2  | 3 | 6
+        9  | 4 | 8
+        3  | 5 | 10
+        12 | 6 | 12
+        5  | 7 | 14
+        13 | 8 | 16
+    """)
+    return rows.windowby(
+        rows.t, window=pw.temporal.sliding(duration=4, hop=2),
+        behavior=pw.temporal.common_behavior(delay=1, cutoff=3, keep_results=True),
+    ).reduce(pw.this._pw_window_end, top=pw.reducers.max(pw.this.v), rows=pw.reducers.count())
+
+
+def test_time_gates_run_the_plan_the_first_step_built(builds: list[int], monkeypatch) -> None:
+    kept = _changes(_late_and_early_windows())
+    kept_builds = len(builds)
+    monkeypatch.setattr(runner, "can_keep", lambda spark: False)
+    builds.clear()
+    built = _changes(_late_and_early_windows())
+    assert kept_builds < len(builds) == 9, f"{kept_builds} plans kept against {len(builds)} built"
+    assert kept == built
+    assert {dict(row)["_pw_window_end"] for _, row, diff in kept if diff > 0} >= {4, 6, 14}
+
+
 def test_each_shape_of_input_has_a_plan_of_its_own(builds: list[int]) -> None:
     graph.clear()
     left = pw.debug.table_from_markdown("""

@@ -41,10 +41,12 @@ from sparkway.engine.spark import is_remote, map_in_arrow, task_step
 from sparkway.persistence.scratch import ScratchFolder
 from sparkway.plan import nodes as n
 
-#: the kinds of nodes whose compiled frames are the same at every step (given the shape)
+#: the kinds of nodes whose compiled frames are the same at every step of input (given
+#: the shape): a time gate's differs only at the end of the input and in a forgetting
+#: step, neither of which runs a kept plan
 REUSABLE = (
     n.Input, n.Select, n.Filter, n.Flatten, n.Reindex, n.Concat, n.Reduce, n.Join, n.SessionWindow,
-    n.Deduplicate, n.Output,
+    n.Deduplicate, n.KeyedMerge, n.StreamToTable, n.TimeGate, n.Output,
 )
 #: plans kept per run (a program's shapes: which of its sources had input)
 PROGRAMS_KEPT = 16
