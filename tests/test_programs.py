@@ -100,6 +100,42 @@ def test_time_gates_run_the_plan_the_first_step_built(builds: list[int], monkeyp
     assert {dict(row)["_pw_window_end"] for _, row, diff in kept if diff > 0} >= {4, 6, 14}
 
 
+def _merged_rows() -> pw.Table:
+    """A keyed merge: rows replaced by the ones of another table with their id
+    (``update_rows``)."""
+    graph.clear()
+    base = pw.debug.table_from_markdown("""
+        k | v  | __time__
+        a | 1  | 2
+        b | 2  | 2
+        c | 3  | 4
+    """, id_from=["k"])
+    newer = pw.debug.table_from_markdown("""
+        k | v  | __time__
+        a | 10 | 4
+        b | 20 | 6
+        d | 40 | 8
+        c | 30 | 10
+    """, id_from=["k"])
+    merged = base.update_rows(newer)
+    return merged.select(merged.k, merged.v, again=merged.v * 2)
+
+
+def test_keyed_merges_run_the_plan_the_first_step_built(builds: list[int], monkeypatch) -> None:
+    kept = _changes(_merged_rows())
+    kept_builds = len(builds)
+    monkeypatch.setattr(runner, "can_keep", lambda spark: False)
+    builds.clear()
+    built = _changes(_merged_rows())
+    assert kept_builds < len(builds), f"{kept_builds} plans kept against {len(builds)} built"
+    assert kept == built
+    final = {}
+    for _, row, diff in kept:
+        if diff > 0:
+            final[dict(row)["k"]] = (dict(row)["v"], dict(row)["again"])
+    assert final == {"a": (10, 20), "b": (20, 40), "c": (30, 60), "d": (40, 80)}
+
+
 def test_each_shape_of_input_has_a_plan_of_its_own(builds: list[int]) -> None:
     graph.clear()
     left = pw.debug.table_from_markdown("""
