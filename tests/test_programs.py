@@ -3,6 +3,8 @@ again by later steps of the same shape, with the same changes as plans built ane
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 import sparkway as pw
@@ -34,6 +36,11 @@ def _changes(table: pw.Table) -> list[tuple]:
         (time, tuple(sorted(row.items())), 1 if is_addition else -1)))
     pw.run(monitoring_level=pw.MonitoringLevel.NONE)
     return sorted(seen)
+
+
+def _latest(changes: list[tuple], key: str) -> dict:
+    """The last row inserted under each value of ``key``, by time."""
+    return {dict(row)[key]: dict(row) for _, row, diff in changes if diff > 0}
 
 
 def _sums_and_sessions() -> tuple[pw.Table, pw.Table]:
@@ -89,14 +96,20 @@ def _late_and_early_windows() -> pw.Table:
     ).reduce(pw.this._pw_window_end, top=pw.reducers.max(pw.this.v), rows=pw.reducers.count())
 
 
-def test_time_gates_run_the_plan_the_first_step_built(builds: list[int], monkeypatch) -> None:
-    kept = _changes(_late_and_early_windows())
+def _kept_and_built(program: Callable[[], pw.Table], builds: list[int], monkeypatch) -> tuple[list, int]:
+    """The changes of ``program``'s output with plans kept, which must equal those with a
+    plan built at every step, and how many more plans the latter built."""
+    kept = _changes(program())
     kept_builds = len(builds)
     monkeypatch.setattr(runner, "can_keep", lambda spark: False)
     builds.clear()
-    built = _changes(_late_and_early_windows())
-    assert kept_builds < len(builds) == 9, f"{kept_builds} plans kept against {len(builds)} built"
-    assert kept == built
+    assert _changes(program()) == kept
+    return kept, len(builds) - kept_builds
+
+
+def test_time_gates_run_the_plan_the_first_step_built(builds: list[int], monkeypatch) -> None:
+    kept, saved = _kept_and_built(_late_and_early_windows, builds, monkeypatch)
+    assert len(builds) == 9 and saved > 0, f"{saved} of {len(builds)} plans not built again"
     assert {dict(row)["_pw_window_end"] for _, row, diff in kept if diff > 0} >= {4, 6, 14}
 
 
@@ -122,18 +135,10 @@ def _merged_rows() -> pw.Table:
 
 
 def test_keyed_merges_run_the_plan_the_first_step_built(builds: list[int], monkeypatch) -> None:
-    kept = _changes(_merged_rows())
-    kept_builds = len(builds)
-    monkeypatch.setattr(runner, "can_keep", lambda spark: False)
-    builds.clear()
-    built = _changes(_merged_rows())
-    assert kept_builds < len(builds), f"{kept_builds} plans kept against {len(builds)} built"
-    assert kept == built
-    final = {}
-    for _, row, diff in kept:
-        if diff > 0:
-            final[dict(row)["k"]] = (dict(row)["v"], dict(row)["again"])
-    assert final == {"a": (10, 20), "b": (20, 40), "c": (30, 60), "d": (40, 80)}
+    kept, saved = _kept_and_built(_merged_rows, builds, monkeypatch)
+    assert saved > 0, f"all {len(builds)} plans built again"
+    assert {k: (row["v"], row["again"]) for k, row in _latest(kept, "k").items()} == {
+        "a": (10, 20), "b": (20, 40), "c": (30, 60), "d": (40, 80)}
 
 
 def test_each_shape_of_input_has_a_plan_of_its_own(builds: list[int]) -> None:
@@ -153,11 +158,7 @@ def test_each_shape_of_input_has_a_plan_of_its_own(builds: list[int]) -> None:
     sums = both.groupby(both.k).reduce(both.k, s=pw.reducers.sum(both.v))
     changes = _changes(sums)
     assert len(builds) == 3, "the steps read: the left table, the right one, both"
-    final = {}
-    for _, row, diff in changes:
-        if diff > 0:
-            final[dict(row)["k"]] = dict(row)["s"]
-    assert final == {"a": 8, "b": 7}
+    assert {k: row["s"] for k, row in _latest(changes, "k").items()} == {"a": 8, "b": 7}
 
 
 def test_a_plan_that_holds_its_step_s_time_is_built_at_every_step(builds: list[int]) -> None:
