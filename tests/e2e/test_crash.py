@@ -28,6 +28,7 @@ the kill, is left out):
 from __future__ import annotations
 
 import collections
+import os
 import random
 import time
 from collections.abc import Callable
@@ -246,26 +247,40 @@ def crash_scenario(tmp_path: Path, env: dict[str, str], programs, *, kills: int,
         time.sleep(3)
         feeder.stop()
 
+        mismatch = ""  # why the outputs so far are not yet the batch result
+
         def converged() -> bool:
+            nonlocal mismatch
             current = collect(allow_torn=True)
             try:
                 check_all(tmp_path, {name: runs[name] + [current[name]] for name in SINKS})
-            except AssertionError:
+            except AssertionError as exc:
+                mismatch = str(exc)
                 return False
             return True
 
-        final.wait_until(converged, max(60.0, budget_s - (time.monotonic() - started)),
-                         "the final run to catch up with every input file")
+        try:
+            final.wait_until(converged, max(60.0, budget_s - (time.monotonic() - started)),
+                             "the final run to catch up with every input file")
+        except AssertionError as exc:
+            raise AssertionError(f"the last check of the outputs: {mismatch}\n{exc}") from None
         code = final.terminate()
         assert code == 0, f"SIGTERM did not end the final run gracefully: {describe(final)}"
         for name, changes in collect(allow_torn=False).items():
             runs[name].append(changes)
     except AssertionError as exc:
-        raise AssertionError(f"{exc}\n(seed {seed}; {'; '.join(history)})") from None
+        # the seed and the history first: the program's stderr, at the end, is long
+        raise AssertionError(f"(seed {seed}; {'; '.join(history)})\n{exc}") from None
     finally:
         if feeder.is_alive():
             feeder.stop()
     return {"runs": runs, "history": history, "files": feeder.count, "seconds": time.monotonic() - started}
+
+
+def crash_seed() -> int:
+    """A random seed of a scenario's files and kills, or ``CRASH_SEED`` (the seed a
+    failure printed, to run its schedule again)."""
+    return int(os.environ.get("CRASH_SEED") or random.randrange(10**6))
 
 
 def run_crash_test(tmp_path: Path, env: dict[str, str], programs, *, kills: int, budget_s: float,
@@ -274,7 +289,7 @@ def run_crash_test(tmp_path: Path, env: dict[str, str], programs, *, kills: int,
     """``backend``: the program's persistence backend, as Python source; ``moment`` and
     ``more_sinks``: see ``crash_scenario``; ``runs_with_output``: how many runs at least
     must have output something (by default half the kills)."""
-    seed = random.randrange(10**6)
+    seed = crash_seed()
     result = crash_scenario(tmp_path, env, programs, kills=kills, seed=seed, budget_s=budget_s, backend=backend,
                             moment=moment, more_sinks=more_sinks)
     context = (f"seed {seed}; {'; '.join(result['history'])}; {result['files']} files; "
@@ -350,7 +365,7 @@ def exactly_once_sinks_scenario(
     then run to the end: the snapshot equals the batch word count, and the stream holds
     every change once (``stream_changes()``: (row, time, diff) in time order; ``also``
     checks more of it)."""
-    seed = random.randrange(10**6)
+    seed = crash_seed()
     rng = random.Random(seed)
     started = time.monotonic()
     feeder = WordFeeder(tmp_path, random.Random(seed + 1))
@@ -386,7 +401,8 @@ def exactly_once_sinks_scenario(
         check_stream("changes", [changes], expected, one_per=lambda row: row[0])
         also(changes)
     except AssertionError as exc:
-        raise AssertionError(f"{exc}\n(seed {seed}; {'; '.join(history)})") from None
+        # the seed and the history first: the program's stderr, at the end, is long
+        raise AssertionError(f"(seed {seed}; {'; '.join(history)})\n{exc}") from None
     finally:
         if feeder.is_alive():
             feeder.stop()
