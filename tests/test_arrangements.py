@@ -16,6 +16,7 @@ from sparkway.errors import PersistenceError
 from sparkway.persistence.storage import BlobStorage
 from sparkway.state.arrangement import ArrangementStore, consolidated, consolidated_union, positions_of
 from sparkway.state.store import StateLocation
+from sparkway.state.versions import Fence
 
 
 def _store(tmp_path: Path) -> ArrangementStore:
@@ -287,3 +288,33 @@ def test_a_full_disk_under_the_local_copy_is_an_error_naming_the_file(small_disk
         with _local_writer(str(path), noise.schema) as writer:
             writer.write_table(noise)
     assert [p.name for p in (small_disk / "cache").iterdir()] == [], "no half-written copy, no temporary file"
+
+
+def test_a_late_task_of_an_earlier_run_cannot_set_the_arrangements_back(tmp_path: Path) -> None:
+    """A task of a run whose driver died alone commits step 2 after the next run has
+    replayed step 2 and committed step 3: its LATEST and pruning would make step 4
+    start from step 2's runs."""
+    checkpoint = BlobStorage(str(tmp_path / "checkpoint"))
+
+    def store(fence: Fence) -> ArrangementStore:
+        return StateLocation(checkpoint.child("operators"), str(tmp_path / "local"), 0, fence).arrangements("op", 0)
+
+    run_a = Fence.take(checkpoint)
+    first = store(run_a)
+    first.begin(1)
+    # five rows first, one per step after: no step merges runs
+    first.commit({0: consolidated(_rows([(7, i, 1, 1, "x") for i in range(10, 15)]))})
+    late = store(run_a)
+    late.begin(2)
+    late.add({0: consolidated(_rows([(7, 2, 1, 2, "y")]))})
+    run_b = Fence.take(checkpoint)
+    for step, changes in [(2, [(7, 2, 1, 2, "y")]), (3, [(7, 3, 1, 3, "z")])]:
+        s = store(run_b)
+        s.begin(step)
+        s.commit({0: consolidated(_rows(changes))})
+    with pytest.raises(PersistenceError, match="a newer run owns the persistence storage"):
+        late.commit()
+    now = store(run_b)
+    now.begin(4)
+    held = now.lookup(0, np.array([7], dtype=np.int64))
+    assert sorted(held.column("_v0").to_pylist()) == ["x"] * 5 + ["y", "z"]

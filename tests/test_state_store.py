@@ -11,6 +11,7 @@ import pytest
 from sparkway.errors import PersistenceError
 from sparkway.persistence.storage import BlobStorage
 from sparkway.state.store import StateLocation
+from sparkway.state.versions import Fence
 
 
 def _location(tmp_path: Path, interval_ms: int = 0) -> StateLocation:
@@ -246,3 +247,23 @@ def test_the_end_of_a_rebuild_is_durable(tmp_path: Path, monkeypatch: pytest.Mon
     # the folder twice: after plan.json's rename, then after the mark's removal
     assert [path for path in synced if not path.startswith(str(tmp_path / "storage" / "plan.json"))] == [
         str(tmp_path / "storage")] * 2, synced
+
+
+def test_a_late_task_of_an_earlier_run_cannot_set_the_state_back(tmp_path: Path) -> None:
+    """The driver of run A died alone; its task on another executor finishes step 2
+    after run B has replayed step 2 and committed step 3: its LATEST would make step 4
+    start from step 2's state, losing step 3."""
+    checkpoint = BlobStorage(str(tmp_path / "checkpoint"))
+    run_a = StateLocation(checkpoint.child("operators"), str(tmp_path / "executor-a"), 0, Fence.take(checkpoint))
+    _apply(run_a, 1, {b"a": b"1"})
+    late = run_a.partition("op", 0)
+    late.begin(2)
+    run_b = StateLocation(checkpoint.child("operators"), str(tmp_path / "executor-b"), 0, Fence.take(checkpoint))
+    _apply(run_b, 2, {b"a": b"2"})
+    _apply(run_b, 3, {b"a": b"3"})
+    try:
+        with pytest.raises(PersistenceError, match="a newer run owns the persistence storage"):
+            late.commit({b"a": b"2"})
+    finally:
+        late.close()
+    assert _read(run_b, 4, [b"a"]) == [b"3"]

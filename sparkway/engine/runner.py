@@ -52,6 +52,7 @@ from sparkway.persistence.storage import BlobStorage
 from sparkway.persistence.working_copies import working_copy
 from sparkway.plan import nodes as n
 from sparkway.state.store import StateLocation
+from sparkway.state.versions import Fence
 
 log = logging.getLogger("sparkway")
 
@@ -488,7 +489,9 @@ class Runner:
                     log.info("%s: restored after %d entries; continuing from %s",
                              source.label, self.entries[source.name], brief_position(position))
         local = working_copy(state_cache(), snapshots, record["incarnation"])
-        return StateLocation(snapshots.child("operators"), local, config.snapshot_interval_ms)
+        # taken after a rebuild's clearing, while holding the storage
+        fence = Fence.take(snapshots)
+        return StateLocation(snapshots.child("operators"), local, config.snapshot_interval_ms, fence)
 
     def _replay_pending(self, spark: SparkSession, location: StateLocation) -> None:
         if self.metadata is None:

@@ -45,7 +45,7 @@ from pyarrow import ipc
 from sparkway.errors import PersistenceError
 from sparkway.persistence.faults import fault_point
 from sparkway.persistence.storage import BlobStorage, writing_through
-from sparkway.state.versions import base_before, read_latest, write_latest
+from sparkway.state.versions import Fence, base_before, read_latest, write_latest
 
 GID, ROW_ID, VALUE_HASH, COUNT, TIME = "_gid", "_id", "_vh", "_count", "_time"
 KEYS = [GID, ROW_ID, VALUE_HASH]
@@ -156,8 +156,9 @@ class ArrangementStore:
     history) never holds its whole run in memory.
     """
 
-    def __init__(self, checkpoint: BlobStorage, cache_dir: str) -> None:
+    def __init__(self, checkpoint: BlobStorage, cache_dir: str, fence: Fence | None = None) -> None:
         self.checkpoint = checkpoint
+        self.fence = fence
         self.cache_dir = cache_dir  # uncompressed local copies of the runs
         self.step = -1
         self.base: int | None = None
@@ -226,6 +227,8 @@ class ArrangementStore:
                 merged = self._merge(held[-2][0], held[-1][0], f"{self.step:016d}-{index}-m{merges}", summed)
                 held[-2:] = [list(merged)] if merged[1] else []
         fault_point("arrangement.runs.written")
+        if self.fence is not None:  # before the manifest: pruning follows it
+            self.fence.check()
         self.checkpoint.write_bytes(_manifest_name(self.step), json.dumps({"runs": runs}).encode())
         fault_point("arrangement.manifest.written")
         write_latest(self.checkpoint, self.step, self.base)

@@ -34,7 +34,7 @@ from rocksdict import Options, Rdict, WriteBatch
 from sparkway.persistence.faults import fault_point
 from sparkway.persistence.storage import BlobStorage
 from sparkway.state.arrangement import ArrangementStore
-from sparkway.state.versions import base_before, read_latest, write_latest
+from sparkway.state.versions import Fence, base_before, read_latest, write_latest
 
 _META_VERSION = b"\x00meta:version"
 _META_BASE = b"\x00meta:base"
@@ -52,17 +52,20 @@ class StateLocation:
     checkpoint: BlobStorage  # durable: changelogs, snapshots, LATEST
     local_root: str  # working copies on the executor's disk
     snapshot_interval_ms: int
+    fence: Fence | None = None  # persisted state: its tasks stop once a newer run owns it
 
     def partition(self, operator: str, part: int) -> "PartitionStore":
         return PartitionStore(
             self.checkpoint.child(f"{operator}/{part:05d}"),
             os.path.join(self.local_root, operator, f"{part:05d}"),
             self.snapshot_interval_ms,
+            self.fence,
         )
 
     def arrangements(self, operator: str, part: int) -> ArrangementStore:
         return ArrangementStore(
             self.checkpoint.child(f"{operator}/{part:05d}"), os.path.join(self.local_root, operator, f"{part:05d}", "runs"),
+            self.fence,
         )
 
 
@@ -73,8 +76,10 @@ def _version_name(version: int) -> str:
 class PartitionStore:
     """Use as: ``begin(step)``, ``get_many(keys)``, ``commit(updates)``, ``close()``."""
 
-    def __init__(self, checkpoint: BlobStorage, local_dir: str, snapshot_interval_ms: int) -> None:
+    def __init__(self, checkpoint: BlobStorage, local_dir: str, snapshot_interval_ms: int,
+                 fence: Fence | None = None) -> None:
         self.checkpoint = checkpoint
+        self.fence = fence
         self.local_dir = local_dir
         self.snapshot_interval_ms = snapshot_interval_ms
         self.db: Rdict | None = None
@@ -129,6 +134,8 @@ class PartitionStore:
         take_snapshot = self._snapshot_due(written)
         batch.put(_META_CHANGELOG_BYTES, str(0 if take_snapshot else written).encode())
         # LATEST is written last on the durable side: until then a retry sees the old base.
+        if self.fence is not None:
+            self.fence.check()
         write_latest(self.checkpoint, self.step, self.base)
         fault_point("state.latest.written")
         self.db.write(batch)

@@ -9,6 +9,8 @@ applied on.  Written last in a commit, it says which state a step starts from.
 from __future__ import annotations
 
 import json
+import uuid
+from dataclasses import dataclass
 
 from sparkway.errors import PersistenceError
 from sparkway.persistence.storage import BlobStorage, damaged
@@ -57,3 +59,43 @@ def base_before(latest: dict | None, step: int) -> int | None:
     if latest is None:
         return None
     return latest["base"] if latest["version"] >= step else latest["version"]
+
+
+@dataclass(frozen=True)
+class Fence:
+    """The run that owns a persistence storage, as its tasks see it.  When a program's
+    driver dies alone, its JVM and Python workers may finish a step's tasks after the
+    next run has taken the storage and gone further: a late ``LATEST`` of theirs would
+    set a partition back to an older version (and its pruning delete newer manifests),
+    so that the next step silently loses a step of changes.  Each run writes a token of
+    its own at the storage's root; a task checks it just before it writes ``LATEST``.
+
+    >>> import tempfile
+    >>> root = BlobStorage(tempfile.mkdtemp())
+    >>> old = Fence.take(root)
+    >>> new = Fence.take(root)
+    >>> new.check()
+    >>> old.check()  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sparkway.errors.PersistenceError: a newer run owns the persistence storage ...; this task of an earlier run stops without writing its state
+    """
+
+    storage: BlobStorage
+    token: str
+
+    FILE = "RUN"
+
+    @classmethod
+    def take(cls, storage: BlobStorage) -> "Fence":
+        """A new token, written for the tasks of this run to check (call it holding the storage's lock)."""
+        token = uuid.uuid4().hex
+        storage.write_bytes(cls.FILE, token.encode())
+        return cls(storage, token)
+
+    def check(self) -> None:
+        if self.storage.read_bytes(self.FILE).decode() != self.token:
+            raise PersistenceError(
+                f"a newer run owns the persistence storage {self.storage.root}; this task of an earlier run "
+                "stops without writing its state"
+            )
