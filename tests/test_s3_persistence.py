@@ -106,7 +106,7 @@ def test_metadata_and_snapshots_in_different_storages(tmp_path: Path, s3_bucket,
         assert on_s3 == {"plan.json", "steps", "commits", "positions"}  # positions: the file source's index
         assert (tmp_path / "local-storage" / "operators").is_dir()
     else:
-        assert on_s3 == {"operators", "sources"}
+        assert on_s3 == {"operators", "sources", "RUN"}  # RUN: the token of the run that owns the state
         assert (tmp_path / "local-storage" / "commits").is_dir()
 
 
