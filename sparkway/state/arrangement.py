@@ -227,11 +227,9 @@ class ArrangementStore:
                 merged = self._merge(held[-2][0], held[-1][0], f"{self.step:016d}-{index}-m{merges}", summed)
                 held[-2:] = [list(merged)] if merged[1] else []
         fault_point("arrangement.runs.written")
-        if self.fence is not None:  # before the manifest: pruning follows it
-            self.fence.check()
         self.checkpoint.write_bytes(_manifest_name(self.step), json.dumps({"runs": runs}).encode())
         fault_point("arrangement.manifest.written")
-        write_latest(self.checkpoint, self.step, self.base)
+        write_latest(self.checkpoint, self.step, self.base, self.fence)  # a late task stops here, before pruning
         fault_point("arrangement.latest.written")
         self._prune(runs)
         self.runs = runs

@@ -134,9 +134,7 @@ class PartitionStore:
         take_snapshot = self._snapshot_due(written)
         batch.put(_META_CHANGELOG_BYTES, str(0 if take_snapshot else written).encode())
         # LATEST is written last on the durable side: until then a retry sees the old base.
-        if self.fence is not None:
-            self.fence.check()
-        write_latest(self.checkpoint, self.step, self.base)
+        write_latest(self.checkpoint, self.step, self.base, self.fence)
         fault_point("state.latest.written")
         self.db.write(batch)
         if take_snapshot:

@@ -49,7 +49,11 @@ def _version_of(name: str) -> int:
     return int(stem) if stem.isdigit() else -1
 
 
-def write_latest(checkpoint: BlobStorage, version: int, base: int | None) -> None:
+def write_latest(checkpoint: BlobStorage, version: int, base: int | None, fence: "Fence | None") -> None:
+    """Switches the partition to ``version``, unless a newer run than ``fence``'s owns the
+    storage (see ``Fence``; None: state of a run without persistence)."""
+    if fence is not None:
+        fence.check()
     checkpoint.write_bytes("LATEST", json.dumps({"version": version, "base": base}).encode())
 
 
@@ -68,7 +72,7 @@ class Fence:
     next run has taken the storage and gone further: a late ``LATEST`` of theirs would
     set a partition back to an older version (and its pruning delete newer manifests),
     so that the next step silently loses a step of changes.  Each run writes a token of
-    its own at the storage's root; a task checks it just before it writes ``LATEST``.
+    its own at the storage's root; ``write_latest`` checks it first.
 
     >>> import tempfile
     >>> root = BlobStorage(tempfile.mkdtemp())
