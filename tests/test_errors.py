@@ -227,6 +227,41 @@ def test_a_failure_of_spark_itself_is_reported_with_spark_s_message() -> None:
     assert "o411" not in message and "DAGScheduler" not in message
 
 
+def test_py4j_s_traceback_of_a_connection_the_jvm_broke_goes_to_the_debug_log(spark, caplog) -> None:
+    """py4j logs a reset connection (its JVM killed) on the root logger at ERROR level
+    before raising: the program's stderr got that traceback under sparkway's one-line
+    SparkError.  Here py4j's own code meets a connection that breaks as a killed JVM's."""
+    from py4j.java_gateway import GatewayClient
+    from py4j.protocol import ERROR, ERROR_ON_RECEIVE, Py4JNetworkError
+
+    class ResetConnection:
+        def send_command(self, command: str) -> str:
+            raise Py4JNetworkError("Error while sending or receiving", ConnectionResetError(104, "reset"),
+                                   ERROR_ON_RECEIVE)
+
+        def close(self, reset: bool = False) -> None:
+            pass
+
+    client = GatewayClient()
+    client._get_connection = ResetConnection
+    debug_log = logging.getLogger("sparkway")
+    kept = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = kept.append
+    debug_log.addHandler(handler)
+    level, debug_log.level = debug_log.level, logging.DEBUG
+    try:
+        with caplog.at_level(logging.DEBUG):
+            answer = client.send_command("c\nt\ngetLocalProperty\ne\n")
+    finally:
+        debug_log.removeHandler(handler)
+        debug_log.level = level
+    assert answer == ERROR  # from which the caller raises its error
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert [r.getMessage() for r in kept] == ["py4j: Exception while sending command."]
+    assert kept[0].exc_info[0] is Py4JNetworkError
+
+
 def test_a_python_worker_that_dies_is_named_as_such() -> None:
     def leave(a: int) -> int:
         if a == 2:

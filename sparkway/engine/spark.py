@@ -24,6 +24,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import py4j
 import pyspark
 from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
@@ -193,6 +194,7 @@ def get_spark(master: str | None = None, ui: bool = False, long_running: bool = 
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     _quiet_task_failures(spark)
+    _quiet_lost_connections()
     if os.environ.get("SPARKWAY_WARM_WORKERS", "1") != "0":
         start_python_workers(spark)
     log.debug("Spark session on %s", master)
@@ -480,6 +482,28 @@ def _quiet_accumulator_server(context: SparkContext) -> None:
     if server is not None:
         server.handle_error = lambda request, address: log.debug(
             "PySpark's accumulator server lost the JVM", exc_info=True)
+
+
+class _LostConnectionReport(logging.Filter):
+    """py4j reports a connection the JVM broke (reset: the JVM ended) on Python's root
+    logger, as a traceback at ERROR level, before it raises the error to the caller: the
+    step then reports it as one ``SparkError``, and a finalizer deleting a Java object
+    ignores it.  The report goes to sparkway's debug log instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.pathname.startswith(_PY4J_FOLDER):
+            return True
+        log.debug("py4j: %s", record.getMessage(), exc_info=record.exc_info)
+        return False
+
+
+_PY4J_FOLDER = os.path.dirname(py4j.__file__) + os.sep
+
+
+def _quiet_lost_connections() -> None:
+    root = logging.getLogger()
+    if not any(isinstance(f, _LostConnectionReport) for f in root.filters):
+        root.addFilter(_LostConnectionReport())
 
 
 def _quiet_task_failures(spark: SparkSession) -> None:
