@@ -55,7 +55,10 @@ def test_the_live_view_shows_the_run_and_ctrl_c_ends_it(tmp_path: Path, python_e
 
         write_file(tmp_path / "inputs" / "b.csv", "word\ny\nz\n")
         # y: 1 -> 2 (a retraction and an insertion), z new: three more changes
-        screen = term.wait_for(lambda s: _row(s, "counts.csv")[2:3] == ["5"], 120, "b.csv's changes written")
+        # "last step" is the last finished step's: a picture drawn while step 2 writes
+        # shows its rows since start, and step 1's in "last step"
+        screen = term.wait_for(lambda s: "steps: 2" in s and _row(s, "counts.csv")[2:3] == ["5"], 120,
+                               "step 2 ended, b.csv's changes written")
         assert _row(screen, "CsvFilesystemReader-0")[:3] == ["2", "5", "5"]  # last step, last minute, since start
         assert _row(screen, "counts.csv")[:3] == ["3", "5", "5"]
         assert re.search(r"Step 2 \(time \d+\): 2 rows in, 6 changes out", term.text_written()), "each step is logged"
