@@ -366,9 +366,11 @@ class Terminal:
         self.lock = threading.Lock()
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: the terminal's only process group, as in a shell
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))  # before it starts
             os.chdir(cwd)
-            os.execve(argv[0], argv, env)
-        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+            # the size is the terminal's, as in a shell: COLUMNS and LINES in the
+            # environment (pytest-xdist's test processes have 80 and 24) would win
+            os.execve(argv[0], argv, {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")})
         self.status: int | None = None
         threading.Thread(target=self._read, daemon=True).start()
 
