@@ -12,6 +12,8 @@ from services.kafka import kafka_broker  # noqa: F401
 from services.postgres import postgres, postgres_server  # noqa: F401
 from services.s3 import s3_bucket, s3_endpoint  # noqa: F401
 
+from e2e.helpers import KILLS
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # corpus programs import pathway (tests/test_corpus.py runs them with sparkway in its place)
@@ -71,3 +73,24 @@ def small_disk(tmp_path: Path):
         pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip() or mounted.returncode}): no full disk to try")
     yield disk
     subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A test process of pytest-xdist sends its kills to the controlling one."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["kills"] = dict(KILLS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    KILLS.update(getattr(node, "workeroutput", {}).get("kills", {}))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """How many programs the session's tests killed (the end-to-end tests that count
+    them); here, not in tests/e2e, since pytest-xdist's controlling process collects
+    nothing and loads only this conftest."""
+    if KILLS:
+        detail = ", ".join(f"{count} {kind}" for kind, count in sorted(KILLS.items()))
+        terminalreporter.write_line(f"programs killed: {sum(KILLS.values())} ({detail})")

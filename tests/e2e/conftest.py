@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import KILLS, Program
+from .helpers import Program
 
 
 @pytest.fixture
@@ -22,10 +22,3 @@ def programs():
     yield start
     for program in started:
         program.kill()
-
-
-def pytest_terminal_summary(terminalreporter) -> None:
-    """How many programs the session's tests killed (those that count them)."""
-    if KILLS:
-        detail = ", ".join(f"{count} {kind}" for kind, count in sorted(KILLS.items()))
-        terminalreporter.write_line(f"programs killed: {sum(KILLS.values())} ({detail})")
