@@ -14,9 +14,11 @@ export PYSPARK_PYTHON="$ROOT/.venv/bin/python"
 export SPARKWAY_COMPAT="${SPARKWAY_COMPAT:-1}"
 
 # two test processes, each with its own SparkSession: most end-to-end tests wait on the
-# programs they run, which the other process's tests use the time of (-n 0: one process)
+# programs they run, which the other process's tests use the time of (-n 0: one process);
+# an idle one takes tests queued for the other (worksteal), so that the long crash tests
+# do not end the run alone
 rc=0
-"$ROOT/.venv/bin/python" -m pytest -q -n 2 "$@" || rc=$?
+"$ROOT/.venv/bin/python" -m pytest -q -n 2 --dist worksteal "$@" || rc=$?
 if [ "$rc" -eq 5 ]; then
     echo "test.sh: pytest collected no tests; that counts as a failure" >&2
 fi
