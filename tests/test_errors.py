@@ -244,22 +244,13 @@ def test_py4j_s_traceback_of_a_connection_the_jvm_broke_goes_to_the_debug_log(sp
 
     client = GatewayClient()
     client._get_connection = ResetConnection
-    debug_log = logging.getLogger("sparkway")
-    kept = []
-    handler = logging.Handler(logging.DEBUG)
-    handler.emit = kept.append
-    debug_log.addHandler(handler)
-    level, debug_log.level = debug_log.level, logging.DEBUG
-    try:
-        with caplog.at_level(logging.DEBUG):
-            answer = client.send_command("c\nt\ngetLocalProperty\ne\n")
-    finally:
-        debug_log.removeHandler(handler)
-        debug_log.level = level
+    with caplog.at_level(logging.DEBUG), caplog.at_level(logging.DEBUG, logger="sparkway"):
+        answer = client.send_command("c\nt\ngetLocalProperty\ne\n")
     assert answer == ERROR  # from which the caller raises its error
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
-    assert [r.getMessage() for r in kept] == ["py4j: Exception while sending command."]
-    assert kept[0].exc_info[0] is Py4JNetworkError
+    debug = [r for r in caplog.records if r.name == "sparkway"]
+    assert [r.getMessage() for r in debug] == ["py4j: Exception while sending command."]
+    assert debug[0].exc_info[0] is Py4JNetworkError
 
 
 def test_a_python_worker_that_dies_is_named_as_such() -> None:
