@@ -126,13 +126,19 @@ def _server(args: argparse.Namespace) -> int:
 
     from sparkway.engine.signals import StopSignals
     from sparkway.engine.spark import serve
+    from sparkway.errors import SparkError
 
     if not _use_spark_options(args, "server"):
         return 2
     stop = threading.Event()
     signals = StopSignals(lambda name, nth: stop.set())
     signals.install()  # a Ctrl-C while Spark starts stops the server once it is up
-    spark = serve(args.host, args.port)
+    try:
+        spark = serve(args.host, args.port)
+    except SparkError as error:  # one line, as a program's Spark errors are
+        signals.restore()
+        print(f"sparkway server: {error}", file=sys.stderr)
+        return 1
     signals.install()  # again: the new SparkContext put its own SIGINT handler
     print(f"sparkway server: programs attach with SPARKWAY_SPARK_MASTER=sc://{args.host}:{args.port} "
           "(Ctrl-C stops it)", flush=True)

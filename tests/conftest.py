@@ -11,13 +11,15 @@ import pytest
 from services.kafka import kafka_broker  # noqa: F401
 from services.postgres import postgres, postgres_server  # noqa: F401
 from services.s3 import s3_bucket, s3_endpoint  # noqa: F401
+from services.spark_connect import spark_connect_server  # noqa: F401
+from services.standalone import executor_environment, standalone_cluster  # noqa: F401
 
 from e2e.helpers import KILLS
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # corpus programs import pathway (tests/test_corpus.py runs them with sparkway in its place)
-collect_ignore_glob = ["corpus/programs/*.py", "corpus/record.py"]
+collect_ignore_glob = ["corpus/programs/*.py", "corpus/record.py", "corpus/run_attached.py"]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 import sparkway as pw
 from sparkway.api import graph
 
-pytestmark = pytest.mark.usefixtures("spark")
+pytestmark = [pytest.mark.usefixtures("spark"), pytest.mark.releases]
 
 Row = tuple[str, int, int]  # k, v, ts
 KEYS = "abc"

@@ -99,6 +99,9 @@ def test_only_archives_inside_an_installed_pyspark_leave_the_path(tmp_path: Path
 
     assert without_installed_pyspark_archives(path) == ["/work/project", str(tmp_path / "site-packages")]
     assert without_installed_pyspark_archives([*cluster, *path[3:]]) == [*cluster, *path[3:]]
+    # an interpreter that cannot import that pyspark (an executor's packed environment,
+    # given the archives of the Spark that started it) keeps them
+    assert without_installed_pyspark_archives(path[:4]) == path[:4]
 
 
 def test_a_task_does_not_read_the_path_s_archives_again(spark) -> None:

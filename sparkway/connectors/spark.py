@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 from sparkway.connectors.base import ID_COLUMN, SNAPSHOT, STREAM_OF_CHANGES, OutputBatch, Segment, Sink, Source
 from sparkway.connectors.formats.arrow import output_table, stored_column
 from sparkway.connectors.formats.values import MAX_ROW_WARNINGS, stored_default
-from sparkway.core import changes, dtypes
+from sparkway.core import changes, dtypes, spark_releases
 from sparkway.core.changes import DIFF, ID
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import DType
@@ -220,7 +220,7 @@ class SparkSource(Source):
             rows = rows.withColumn(ID, F.xxhash64(F.col("_pw_hash"), occurrence)).drop("_pw_hash")
         else:
             rows = frame.select(*selected, F.lit(0).cast("long").alias(ID))
-        arrow = rows.toArrow()
+        arrow = spark_releases.collect_arrow(rows)
         columns: dict[str, pa.Array] = {ID: arrow.column(ID).combine_chunks().cast(pa.int64())}
         for name, column in self.schema.items():
             if name in missing:
@@ -322,7 +322,7 @@ class SparkTableSink(Sink):
             table = self._rows(batch)
             table = table.append_column("time", pa.array(np.full(rows, stamp, dtype=np.int64)))
             table = table.append_column("diff", batch.diffs.cast(pa.int64()))
-            spark.createDataFrame(table.cast(self.schema)).write.mode("append").saveAsTable(self.table_name)
+            spark_releases.frame_from_arrow(spark, table.cast(self.schema)).write.mode("append").saveAsTable(self.table_name)
         else:
             self._write_snapshot(batch)
         log.info("SparkTableWriter-%s: Done writing %d entries, time %d, to %r in %d ms", self.name, rows,
@@ -335,9 +335,9 @@ class SparkTableSink(Sink):
         ids = pa.array([pointer_text(v) for v in batch.ids.to_pylist()], pa.string())
         inserted = pc.greater(batch.diffs, 0)
         table = self._rows(batch).append_column(ID_COLUMN, ids).filter(inserted).cast(self.schema)
-        fresh = spark.createDataFrame(table)
+        fresh = spark_releases.frame_from_arrow(spark, table)
         if spark.catalog.tableExists(self.table_name):
-            changed = spark.createDataFrame(pa.table({ID_COLUMN: pc.unique(ids)}))
+            changed = spark_releases.frame_from_arrow(spark, pa.table({ID_COLUMN: pc.unique(ids)}))
             kept = spark.table(self.table_name).join(changed, ID_COLUMN, "left_anti").select(
                 *(_quoted(c) for c in self.schema.names))
             # a copy of the result, cut from the table it was read from, which is overwritten

@@ -15,7 +15,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from sparkway.core.dtypes import DType
 
@@ -60,12 +59,6 @@ def spark_schema(columns: dict[str, DType], *, with_id: bool = True, with_diff: 
     if with_diff:
         fields.append(T.StructField(DIFF, T.LongType(), False))
     return T.StructType(fields)
-
-
-def arrow_schema_of_spark(schema: T.StructType) -> pa.Schema:
-    """The Arrow schema of a Spark schema's rows as Spark hands them to Python (mapInArrow,
-    toArrow): time stamps in the session's time zone, UTC, and no large types."""
-    return to_arrow_schema(schema, timezone="UTC", prefers_large_types=False)
 
 
 def consolidate(rows: pa.Table, diffs: list[int] | pa.Array | pa.ChunkedArray) -> pa.Table:

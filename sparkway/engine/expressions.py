@@ -34,10 +34,9 @@ from pyspark import SparkContext
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.pandas.types import to_arrow_type
 
 from sparkway.core import dtypes as dt
-from sparkway.core import durations
+from sparkway.core import durations, spark_releases
 from sparkway.core.changes import ERRORS, ID
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import (
@@ -456,7 +455,7 @@ def _int_power() -> Callable[[Column, Column], Column]:
         inverse = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
         return pa.array(np.where(b < 0, inverse, positive), pa.int64(), mask=missing.to_numpy(zero_copy_only=False))
 
-    return F.arrow_udf(power, "long")
+    return spark_releases.arrow_udf(power, "long", [pa.int64(), pa.int64()])
 
 
 def _binop(e: BinOp, scope: Scope) -> Column:
@@ -478,7 +477,7 @@ def _binop(e: BinOp, scope: Scope) -> Column:
     if op == "+" and ta == dt.STR:
         return F.concat(a, b)
     if op == "*" and dt.STR in (ta, tb):
-        return F.repeat(a, b) if ta == dt.STR else F.repeat(b, a)
+        return F.call_function("repeat", a, b) if ta == dt.STR else F.call_function("repeat", b, a)
     if op in ("+", "-", "*", "/", "//", "%") and (ta in _TIMES or tb in _TIMES):
         return _time_arithmetic(op, a, b, ta, tb, scope)
     if op in ("/", "//", "%"):
@@ -527,7 +526,7 @@ def _matmul_udf(where: str):
                 )
             return dt.array_from_python(np.matmul(left, right))
 
-    return F.udf(multiply, dt.ANY_ARRAY.spark_type(), useArrow=True)
+    return spark_releases.python_udf(multiply, dt.ANY_ARRAY.spark_type())
 
 
 def _unop(e: UnOp, scope: Scope) -> Column:
@@ -686,7 +685,7 @@ def _object_item_udf(key_type: DType, default_type: DType, checked: bool, where:
                 raise
         return as_stored(item)
 
-    return F.udf(get, dt.ANY.spark_type(), useArrow=True)
+    return spark_releases.python_udf(get, dt.ANY.spark_type())
 
 
 def _array_item_udf(item_type: DType, checked: bool, where: str):
@@ -707,7 +706,7 @@ def _array_item_udf(item_type: DType, checked: bool, where: str):
                 raise
         return convert(_python_item(item, item_type))
 
-    return F.udf(get, item_type.spark_type(), useArrow=True)
+    return spark_releases.python_udf(get, item_type.spark_type())
 
 
 def _python_item(item: Any, item_type: DType) -> Any:
@@ -730,7 +729,7 @@ def array_items(array_type: DType, where: str) -> Callable[[Column], Column]:
         with failures_named(where):
             return [convert(_python_item(x, item_type)) for x in dt.array_to_python(stored)]
 
-    return F.udf(items, T.ArrayType(item_type.spark_type()), useArrow=True)
+    return spark_releases.python_udf(items, T.ArrayType(item_type.spark_type()))
 
 
 def _as_json_text(e: Expr, scope: Scope) -> Column:
@@ -769,7 +768,7 @@ def as_type(value: Column, pickled: bool, target: DType) -> Column:
     (pickled Python objects, e.g. a column of only None), read back into ``target``."""
     if pickled and target.spark_type() != T.BinaryType():
         convert = dt.from_python(target)
-        return F.udf(lambda b: None if b is None else convert(pickle.loads(b)), target.spark_type(), useArrow=True)(value)
+        return spark_releases.python_udf(lambda b: None if b is None else convert(pickle.loads(b)), target.spark_type())(value)
     spark_type = target.spark_type()
     # an atomic type by its SQL name: one py4j call, where a DataType object takes three
     return value.cast(spark_type.simpleString() if isinstance(spark_type, T.AtomicType) else spark_type)
@@ -798,7 +797,7 @@ def python_column(
                 udf_cache.set_active_root(root)
                 with failures_named(where):
                     return call(*values)
-            return F.udf(named, spark_type, useArrow=True)(*args)
+            return spark_releases.python_udf(named, spark_type)(*args)
 
         def named_unless(skipped: bool, *values: Any) -> Any:
             if skipped:
@@ -806,7 +805,7 @@ def python_column(
             udf_cache.set_active_root(root)
             with failures_named(where):
                 return call(*values)
-        return F.udf(named_unless, spark_type, useArrow=True)(F.coalesce(skip, F.lit(False)), *args)
+        return spark_releases.python_udf(named_unless, spark_type)(F.coalesce(skip, F.lit(False)), *args)
 
     def caught(skipped: bool, *values: Any) -> tuple[Any, str | None] | None:
         if skipped:
@@ -820,7 +819,7 @@ def python_column(
             return None, f"{type(error).__name__}: {error}"
 
     ddl = spark_type if isinstance(spark_type, str) else spark_type.simpleString()
-    out = F.udf(caught, f"struct<value: {ddl}, error: string>", useArrow=True)(
+    out = spark_releases.python_udf(caught, f"struct<value: {ddl}, error: string>")(
         F.coalesce(skip, F.lit(False)) if skip is not None else F.lit(False), *args
     )
     message = out.getField("error")
@@ -880,21 +879,23 @@ def _apply_batched(e: Apply, scope: Scope) -> Column:
     args = [compile_expr(a, scope) for a in e.args]
     skip = _any([scope.checks.flag(a) for a in e.args]) if scope.checks is not None else None
     name = getattr(fn, "__qualname__", repr(fn))
-    return python_batch_column(scope, call, result.spark_type(), args, name, skip)
+    types = [_type(a, scope).spark_type() for a in e.args]
+    return python_batch_column(scope, call, result.spark_type(), args, types, name, skip)
 
 
 def python_batch_column(
     scope: Scope, call: Callable[[list[bool], list[list[Any]]], list[Any]], spark_type: T.DataType,
-    args: list[Column], name: str = "", skip: Column | None = None,
+    args: list[Column], arg_types: list[T.DataType], name: str = "", skip: Column | None = None,
 ) -> Column:
     """An Arrow UDF calling ``call(skipped, columns)`` once per Arrow batch, with the
-    batch's values as Python lists; it returns one value per row, or a ``RowFailure``.
+    batch's values (of Spark types ``arg_types``) as Python lists; it returns one value
+    per row, or a ``RowFailure``.
 
     A failure fails the step as in ``python_column``; keeping Error values, it makes the
     row's value an Error (a whole batch's when ``call`` itself raises).
     """
     where = f"{scope.where}: {name}" if name else scope.where
-    value_type = to_arrow_type(spark_type, timezone="UTC")  # instants: the zone only labels them
+    value_type = spark_releases.arrow_type(spark_type)  # instants: the zone only labels them
     checked = scope.checks is not None
     skip = _any([skip, scope.not_called])
     root = scope.udf_cache_root
@@ -922,10 +923,11 @@ def python_batch_column(
 
     skip = scope.python_skips(skip)
     flag = F.coalesce(skip, F.lit(False)) if skip is not None else F.lit(False)
+    arrow_args = [pa.bool_()] + [spark_releases.arrow_type(t) for t in arg_types]
     if not checked:
-        return F.arrow_udf(run, spark_type)(flag, *args)
+        return spark_releases.arrow_udf(run, spark_type, arrow_args)(flag, *args)
     ddl = spark_type.simpleString()
-    out = F.arrow_udf(run, f"struct<value: {ddl}, error: string>")(flag, *args)
+    out = spark_releases.arrow_udf(run, f"struct<value: {ddl}, error: string>", arrow_args)(flag, *args)
     message = out.getField("error")
     scope.checks.fail(message.isNotNull(), message)
     scope.checks.calls_python = True
@@ -1013,11 +1015,12 @@ def float_text(value: Column) -> Column:
     negative = mantissa.startswith("-")
     digits = F.regexp_replace(F.regexp_replace(F.regexp_replace(mantissa, "-", ""), "[.]", ""), "0+$", "")
     digits = F.when(digits == "", F.lit("0")).otherwise(digits)
-    whole = F.substring(F.rpad(digits, F.greatest(exponent + 1, F.length(digits)), "0"), F.lit(1), exponent + 1)
-    fraction = F.substring(digits, exponent + 2, 1 << 20)
+    whole = F.call_function("substring", F.call_function("rpad", digits, F.greatest(exponent + 1, F.length(digits)), F.lit("0")),
+                            F.lit(1), exponent + 1)
+    fraction = F.call_function("substring", digits, exponent + 2, F.lit(1 << 20))
     positional = F.when(
         exponent >= 0, F.concat(whole, F.when(fraction == "", F.lit("")).otherwise(F.concat(F.lit("."), fraction)))
-    ).otherwise(F.concat(F.lit("0."), F.repeat(F.lit("0"), -exponent - 1), digits))
+    ).otherwise(F.concat(F.lit("0."), F.call_function("repeat", F.lit("0"), -exponent - 1), digits))
     text = F.concat(F.when(negative, F.lit("-")).otherwise(F.lit("")), positional)
     return (
         F.when(F.isnan(value), F.lit("NaN"))
@@ -1091,7 +1094,7 @@ def _to_string(args: list[Column], params: tuple, types: list[DType], scope: Sco
         text = _date_time_text(args[0], kind == dt.DATE_TIME_UTC)
     else:
         value = dt.to_python(kind)
-        text = F.udf(lambda v: None if v is None else text_of(value(v)), "string", useArrow=True)(args[0])
+        text = spark_releases.python_udf(lambda v: None if v is None else text_of(value(v)), "string")(args[0])
     return F.coalesce(text, F.lit("None"))
 
 
@@ -1103,7 +1106,7 @@ def _parse(cast_to: str, optional_from: int = 0):
             true_values, false_values = ([v.lower() for v in words] for words in params[1:])
             parsed = F.when(lowered.isin(*true_values), F.lit(True)).when(lowered.isin(*false_values), F.lit(False))
         else:
-            parsed = text.try_cast(cast_to)
+            parsed = spark_releases.try_cast(text, cast_to)
         if params and params[0]:
             return parsed
         failed = parsed.isNull() & args[0].isNotNull()
@@ -1275,21 +1278,21 @@ def _in_range(method: Callable[..., int], whole: Callable[[list[Column]], Column
         def call(text: str | None, sub: str | None) -> int | None:
             return None if text is None or sub is None else method(text, sub, start, end)
 
-        return F.udf(call, "long", useArrow=True)(args[0], args[1])
+        return spark_releases.python_udf(call, "long")(args[0], args[1])
 
     return build
 
 
 def _rfind(args: list[Column]) -> Column:
     """Python's ``str.rfind``: the first match in the reversed text, counted from the end."""
-    found = F.instr(F.reverse(args[0]), F.reverse(args[1]))
+    found = F.call_function("instr", F.reverse(args[0]), F.reverse(args[1]))
     last = F.char_length(args[0]) - F.char_length(args[1]) - found + 1
     return F.when(found == 0, F.lit(-1)).otherwise(last).cast("long")
 
 
 def _str_slice(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
     start, end = params
-    return F.udf(lambda s: None if s is None else s[start:end], "string", useArrow=True)(args[0])
+    return spark_releases.python_udf(lambda s: None if s is None else s[start:end], "string")(args[0])
 
 
 def _window_starts(args: list[Column], params: tuple, types: list[DType], scope: Scope) -> Column:
@@ -1348,12 +1351,12 @@ FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], Scope], Column]
     "str.count": _in_range(str.count, lambda a: F.when(a[1] == "", F.char_length(a[0]) + 1).otherwise(
         ((F.char_length(a[0]) - F.char_length(F.replace(a[0], a[1], F.lit("")))) / F.char_length(a[1]))
     ).cast("long")),
-    "str.find": _in_range(str.find, lambda a: (F.instr(a[0], a[1]) - 1).cast("long")),
+    "str.find": _in_range(str.find, lambda a: (F.call_function("instr", a[0], a[1]) - 1).cast("long")),
     "str.rfind": _in_range(str.rfind, _rfind),
     "str.swapcase": _udf1(str.swapcase, "string"),
     "str.title": _udf1(str.title, "string"),
     "str.removeprefix": lambda a, p, t, w: F.when(
-        F.startswith(a[0], a[1]), F.substring(a[0], F.char_length(a[1]) + 1, F.lit(2**31 - 1))).otherwise(a[0]),
+        F.startswith(a[0], a[1]), F.call_function("substring", a[0], F.char_length(a[1]) + 1, F.lit(2**31 - 1))).otherwise(a[0]),
     "str.removesuffix": lambda a, p, t, w: F.when(
         F.endswith(a[0], a[1]), F.left(a[0], F.char_length(a[0]) - F.char_length(a[1]))).otherwise(a[0]),
     "str.replace": lambda a, p, t, w: F.replace(a[0], a[1], a[2]) if len(a) == 3 else python_column(

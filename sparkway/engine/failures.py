@@ -25,6 +25,9 @@ _MARKED = re.compile(r"sparkway\.errors\.ComputationError: (.*)")
 # sparkway's other errors, raised by its own code in a task
 _OWN = re.compile(r"sparkway\.errors\.((?!ComputationError)\w+Error): (.*)")
 _RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] (.*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
+# Spark 3.5's raise_error, whose errors have no class: a plain RuntimeException, the
+# task's failure or its cause
+_RAISED_UNCLASSED = re.compile(r"(?:\): |Caused by: )java\.lang\.RuntimeException: (.*)$", re.MULTILINE)
 # the last line of a Python traceback (not a JVM exception's)
 _PYTHON = re.compile(r"^(?!org\.|java\.|scala\.|py4j\.)(\w[\w.]*(?:Error|Exception): .+)$", re.MULTILINE)
 # "...: ZeroDivisionError: ...": the exception type a message names (its message may be empty)
@@ -116,7 +119,7 @@ def _user_message(text: str, error_type: str) -> str:
     marked = _MARKED.findall(text)
     if marked:
         return marked[-1].strip()
-    raised = _RAISED.search(text)
+    raised = _RAISED.search(text) or _RAISED_UNCLASSED.search(text)
     if raised:
         return raised.group(1).strip()
     python = _PYTHON.findall(text)

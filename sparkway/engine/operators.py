@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkway.core import dtypes as dt
-from sparkway.core import durations
+from sparkway.core import durations, spark_releases
 from sparkway.core.changes import DIFF, ERRORS, ID, LOGGED, spark_schema
 from sparkway.core.dtypes import DType
 from sparkway.core.expression import ColumnRef, Expr
@@ -325,10 +325,8 @@ def _flatten(node: n.Flatten, frames: list[DataFrame], ctx: StepContext) -> Data
     item = col("_item")
     frame = frames[0]
     if source == dt.JSON:
-        # through Spark's variant, so that every element stays JSON text (a string
-        # element keeps its quotes, which from_json to array<string> would drop)
         scope = ctx.scope(node, node.input.columns)
-        array = F.try_variant_get(F.parse_json(values), "$", "array<variant>")
+        array = spark_releases.json_array_items(values)
         failed = values.isNotNull() & array.isNull()
         message = F.concat(F.lit("Pathway can't flatten this Json: "), values)  # Pathway's words
         if scope.checks is None:
@@ -336,7 +334,6 @@ def _flatten(node: n.Flatten, frames: list[DataFrame], ctx: StepContext) -> Data
         else:  # as Pathway, the row gives no rows and the error is logged
             scope.checks.logged.append((failed, message))
             frame, values = _skipping(node, ctx, frame, scope, None, "flatten"), array
-        item = F.to_json(item)
     elif source.is_array:
         values = array_items(source, node.label)(values)
     elif source == dt.STR:  # characters ("" has none)

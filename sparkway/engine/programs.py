@@ -35,7 +35,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkway.core.changes import DIFF, ID, arrow_schema_of_spark
+from sparkway.core.changes import DIFF, ID
+from sparkway.core.spark_releases import arrow_schema
 from sparkway.engine.expressions import col
 from sparkway.engine.spark import is_remote, map_in_arrow, task_step
 from sparkway.persistence.scratch import ScratchFolder
@@ -125,7 +126,7 @@ class StepInputs:
 
     def frame(self, spark: SparkSession, name: str, schema: T.StructType) -> DataFrame:
         """The rows of source ``name`` in the step that runs it (one task)."""
-        read = functools.partial(_read_input, self.scratch.path, name, arrow_schema_of_spark(schema))
+        read = functools.partial(_read_input, self.scratch.path, name, arrow_schema(schema))
         return map_in_arrow(spark.range(1, numPartitions=1), read, schema, (0, 0))  # never remote: no step
 
     def delete(self, step: int, names: list[str]) -> None:

@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from sparkway.connectors.base import ExecutorRead, OutputBatch, Source
-from sparkway.core import changes
+from sparkway.core import changes, spark_releases
 from sparkway.core.changes import DIFF, ERRORS, ID, LOGGED, consolidate, spark_schema
 from sparkway.engine.expressions import col
 from sparkway.engine import iterate  # noqa: F401 - registers the compiler of Iterate nodes
@@ -646,15 +646,9 @@ def _input_frame(spark: SparkSession, table: pa.Table, schema: T.StructType) -> 
     Arrow batch it is given, so a large input goes in batches of a few partitions per
     core rather than of ``ONE_BATCH_ROWS`` (a task per 10,000 rows)."""
     if table.num_rows <= ONE_BATCH_ROWS:  # one task; one Arrow batch for Python functions,
-        return spark.createDataFrame(table, schema=schema).coalesce(1)  # which Pathway calls with all rows of a time
-    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+        return spark_releases.frame_from_arrow(spark, table, schema).coalesce(1)  # which Pathway calls with all rows of a time
     rows = max(ONE_BATCH_ROWS, -(-table.num_rows // (4 * default_parallelism(spark))))
-    before = spark.conf.get(key)
-    spark.conf.set(key, str(rows))
-    try:
-        return spark.createDataFrame(table, schema=schema)
-    finally:
-        spark.conf.set(key, before)
+    return spark_releases.frame_from_arrow(spark, table, schema, rows_per_partition=rows)
 
 
 class _Delivery:
@@ -703,7 +697,7 @@ def _collected(collection: Collection, parts: int | None = None) -> Iterator[lis
     see ``_pieces``): per piece, a table per frame (None: no frame)."""
     if collection.union is None:
         return
-    for piece in [collection.union.toArrow()] if parts is None else _pieces(collection.union, parts):
+    for piece in [spark_releases.collect_arrow(collection.union)] if parts is None else _pieces(collection.union, parts):
         yield collection.split(piece)
 
 
@@ -734,7 +728,7 @@ def _pieces(frame: DataFrame, parts: int) -> Iterator[pa.Table]:
     that neither the JVM nor the driver holds the whole output (a first run over 100M
     rows of history makes 2 GB of sessions).  The spreading is a shuffle, so the step's
     stateful work runs once, whatever the number of fetches."""
-    schema = changes.arrow_schema_of_spark(frame.schema)
+    schema = spark_releases.arrow_schema(frame.schema)
 
     def as_blobs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         part = TaskContext.get().partitionId()

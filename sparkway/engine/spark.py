@@ -31,6 +31,7 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from sparkway.core import spark_releases
 from sparkway.engine.cache import cds_folder
 from sparkway.engine.failures import spark_not_started
 from sparkway.errors import SparkError
@@ -41,15 +42,36 @@ log = logging.getLogger("sparkway")
 
 
 def ensure_python_env() -> None:
-    """Spark's Python workers must run this interpreter, with our package importable."""
+    """Spark's Python workers run this interpreter unless ``PYSPARK_PYTHON`` names another."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # Workers of a cluster start in other folders: let them import this source tree too.
+
+
+def this_machine(master: str) -> bool:
+    """Whether ``master``'s executors run on this machine (local mode, local-cluster).
+
+    >>> this_machine("local[2]"), this_machine("local-cluster[2,1,1024]"), this_machine("spark://host:7077")
+    (True, True, False)
+    """
+    return master.startswith("local")
+
+
+def _importable_here() -> str:
+    """The ``PYTHONPATH`` of executors on this machine: this sparkway's folder first, since
+    their workers start in other folders (a cluster's import their own installation)."""
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
-    if package_root not in paths:
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, *paths] if p)
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != package_root]
+    return os.pathsep.join([package_root, *paths])
+
+
+def _submitted_master() -> str | None:
+    """The master of ``spark-submit``, when this program runs under it (its JVM is up, with
+    the ``--master`` and ``--conf`` settings), connecting to that JVM."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return None
+    SparkContext._ensure_initialized()
+    return SparkConf().get("spark.master", None)
 
 
 #: class-data archives kept in the cache, the most recently used (each about 160 MB)
@@ -111,6 +133,9 @@ SQL_SETTINGS = {
     # b != 0 must not fail); common subexpressions would be computed for every row first
     "spark.sql.subexpressionElimination.enabled": "false",
     "spark.sql.caseSensitive": "true",  # columns "a" and "A" are two columns, as in Pathway
+    # Spark 4's default, which 3.5 lacks: an overflow or a value that does not cast is an
+    # error rather than a null, on every release
+    "spark.sql.ansi.enabled": "true",
 }
 
 
@@ -126,7 +151,7 @@ def get_spark(master: str | None = None, ui: bool = False, long_running: bool = 
     tier (C2) then makes every step's planning faster once warm.
 
     ``master`` defaults to ``$SPARKWAY_SPARK_MASTER``, then to ``$SPARK_REMOTE``, then to
-    embedded ``local[2]``.  A Spark Connect address (``sc://host:port``, e.g. of a
+    ``spark-submit``'s master (a program it started), then to embedded ``local[2]``.  A Spark Connect address (``sc://host:port``, e.g. of a
     ``sparkway server``) attaches to that server, whose JVM and Python workers are
     already warm, instead of starting a JVM.
     """
@@ -135,10 +160,13 @@ def get_spark(master: str | None = None, ui: bool = False, long_running: bool = 
         if not is_remote(active):
             _workers_run_this_python(active)
         return active
-    master = master or os.environ.get("SPARKWAY_SPARK_MASTER") or os.environ.get("SPARK_REMOTE") or DEFAULT_MASTER
+    master = (master or os.environ.get("SPARKWAY_SPARK_MASTER") or os.environ.get("SPARK_REMOTE")
+              or _submitted_master() or DEFAULT_MASTER)
     if master.startswith("sc://"):
         return _attach(master)
     ensure_python_env()
+    # spark-submit's --conf settings, which sparkway's own must not override
+    submitted = dict(SparkConf().getAll()) if "PYSPARK_GATEWAY_PORT" in os.environ else {}
     # the serial collector gives the heap it freed back to the system once more than 20%
     # of it is free (Java's default: 70%): at 10M rows of sessions the JVM peaked at
     # 2.2 GB instead of 2.6, as fast (bench/README.md)
@@ -164,7 +192,6 @@ def get_spark(master: str | None = None, ui: bool = False, long_running: bool = 
         .set("spark.speculation", "false")
         .set("spark.driver.extraJavaOptions", f"{jvm} {young} {log_config} {class_data_sharing_options()}")
         .set("spark.executor.extraJavaOptions", jvm)
-        .set("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
         .set("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
         .set("spark.python.worker.reuse", "true")
         .set("spark.python.daemon.module", "sparkway.engine.worker_daemon")
@@ -179,13 +206,16 @@ def get_spark(master: str | None = None, ui: bool = False, long_running: bool = 
         # reduce's): the JVM grew to all the heap it may use, 4 GB (2.3 GB with this, as fast)
         .set("spark.memory.fraction", "0.3")
     )
+    if this_machine(master):
+        conf = conf.set("spark.executorEnv.PYTHONPATH", _importable_here())
     if master.startswith("local-cluster"):
         conf = conf.set("spark.executor.memory", "768m")
-    conf = conf.setAll(user_conf().items())  # the user's settings win
+    conf = conf.setAll(submitted.items()).setAll(user_conf().items())  # the user's settings win
     if SparkContext._active_spark_context is None:  # pyspark's record of its running context
         temporary = _jvm_temporary_folder(conf)
         try:
-            context = SparkContext(conf=conf, gateway=_launch_jvm(conf))
+            gateway = SparkContext._gateway or _launch_jvm(conf)  # spark-submit's, or a JVM of our own
+            context = SparkContext(conf=conf, gateway=gateway)
         except Exception as error:
             raise spark_not_started(error) from None
         _quiet_accumulator_server(context)
@@ -210,6 +240,8 @@ def serve(address: str = "127.0.0.1", port: int = 15002) -> SparkSession:
     with a Spark Connect endpoint on ``address:port``, to which programs attach
     (``SPARKWAY_SPARK_MASTER=sc://address:port``) and run without starting a JVM of
     their own.  Its Python workers run this installation's sparkway."""
+    spark_releases.require("sparkway server (Spark Connect's server, which pyspark's package ships from 4.0 on)",
+                           (4, 0))
     os.environ["SPARKWAY_SPARK_CONF"] = json.dumps({
         **user_conf(),
         "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
@@ -315,8 +347,7 @@ def map_in_arrow(frame: DataFrame, function: Callable[..., Any], schema: T.Struc
     if is_remote(spark):
         return frame.mapInArrow(functools.partial(function, step=step), schema)
     udf = _arrow_function(spark.sparkContext, functools.partial(function, step=None), schema)
-    column = udf(*[frame[name] for name in frame.columns])
-    return DataFrame(frame._jdf.mapInArrow(column._jc, False, None), spark)
+    return spark_releases.map_in_arrow(frame, udf)
 
 
 #: per SparkContext, the Python functions of ``map_in_arrow`` by their pickled bytes
@@ -328,15 +359,13 @@ ARROW_FUNCTIONS_KEPT = 256
 
 def _arrow_function(context: SparkContext, function: Callable[..., Any], schema: T.StructType) -> Any:
     from pyspark import cloudpickle
-    from pyspark.sql.pandas.functions import pandas_udf
-    from pyspark.util import PythonEvalType
 
     made = _ARROW_FUNCTIONS.setdefault(context, collections.OrderedDict())
     key = cloudpickle.dumps(function) + schema.json().encode()  # equal bytes: the same function
     if key in made:
         made.move_to_end(key)
         return made[key]
-    made[key] = pandas_udf(function, returnType=schema, functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
+    made[key] = spark_releases.map_function(function, schema)
     if len(made) > ARROW_FUNCTIONS_KEPT:
         made.popitem(last=False)
     return made[key]

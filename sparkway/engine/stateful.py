@@ -29,7 +29,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkway.core.changes import DIFF, ID, arrow_schema_of_spark, consolidate, version_changes
+from sparkway.core.changes import DIFF, ID, consolidate, version_changes
+from sparkway.core.spark_releases import arrow_schema
 from sparkway.engine.expressions import col, pointer_of
 from sparkway.engine.failures import failures_named
 from sparkway.engine.spark import map_in_arrow, task_step
@@ -151,7 +152,7 @@ def keyed_step(
             *columns,
         )
         frames.append(frame)
-        schema = arrow_schema_of_spark(frame.schema)
+        schema = arrow_schema(frame.schema)
         payload_types.append(tuple((n, schema.field(f"_{index}_{n}").type) for n in item.payload))
     union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     keyless = not any(item.keys for item in inputs)
@@ -162,7 +163,7 @@ def keyed_step(
     )
     spec = KernelSpec(
         operator, where, None, None, location, tuple(payload_types), kernel, params,
-        arrow_schema_of_spark(output), tuple(i.stored for i in inputs), mode,
+        arrow_schema(output), tuple(i.stored for i in inputs), mode,
         unstored, CHUNK_ROWS if chunked else None,
     )
     if mode == "accumulated":  # before the shuffle: only the sums cross it
@@ -688,7 +689,7 @@ def collection_step(
     union = union.withColumn("_part", F.pmod(col(ID), F.lit(partitions)))
     union = union.unionByName(every_part, allowMissingColumns=True)
     output = T.StructType([f for f in union.schema.fields if f.name != "_part"])
-    schema = arrow_schema_of_spark(output)
+    schema = arrow_schema(output)
     payloads = tuple(
         tuple((c, schema.field(f"_{i}_{c}").type) for c in frame.columns if c not in (ID, DIFF))
         for i, frame in enumerate(frames)

@@ -29,9 +29,16 @@ PRELOADED = ("pyspark.worker", "sparkway.engine.stateful", "pyarrow.acero")
 
 def without_installed_pyspark_archives(path: list[str]) -> list[str]:
     """``path`` without the zips and jars that ship inside an installed pyspark package
-    (pip's pyspark: ``site-packages/pyspark/python/lib/*.zip``, ``.../pyspark/jars/*.jar``):
-    the package itself, of the same release, is imported instead.  Those of a Spark
-    installed elsewhere (a cluster's ``SPARK_HOME``) stay: they match its JVM."""
+    (pip's pyspark: ``site-packages/pyspark/python/lib/*.zip``, ``.../pyspark/jars/*.jar``)
+    that this interpreter can import from its folder on ``path``: the package itself, of
+    the same release, is imported instead.  Those of a Spark installed elsewhere (a
+    cluster's ``SPARK_HOME``, or a pyspark installed beside another interpreter than the
+    executors' packed environment) stay: they match its JVM.
+
+    >>> without_installed_pyspark_archives(["/env/lib/pyspark/python/lib/pyspark.zip", "/env/lib"])
+    ['/env/lib/pyspark/python/lib/pyspark.zip', '/env/lib']
+    """
+    folders = {os.path.abspath(entry) for entry in path}
 
     def inside_installed_pyspark(entry: str) -> bool:
         folder = os.path.dirname(entry)
@@ -41,7 +48,8 @@ def without_installed_pyspark_archives(path: list[str]) -> list[str]:
             package = os.path.dirname(folder)  # pyspark/jars
         else:
             return False
-        return os.path.basename(package) == "pyspark" and os.path.isfile(os.path.join(package, "__init__.py"))
+        return (os.path.basename(package) == "pyspark" and os.path.isfile(os.path.join(package, "__init__.py"))
+                and os.path.dirname(os.path.abspath(package)) in folders)
 
     return [entry for entry in path if not inside_installed_pyspark(entry)]
 

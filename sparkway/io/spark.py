@@ -64,7 +64,7 @@ def read(source: Any, schema: type[Schema] | None = None, *, name: str | None = 
         if not spark.catalog.tableExists(source):
             raise PlanError(f"pw.io.spark.read: there is no table {source!r} in the Spark catalog")
         frame = spark.table(source)
-    elif hasattr(source, "schema") and hasattr(source, "toArrow"):
+    elif hasattr(source, "schema") and hasattr(source, "sparkSession"):  # a classic or a Spark Connect DataFrame
         frame = source
     else:
         raise PlanError("pw.io.spark.read takes a Spark DataFrame or the name of a table of the Spark catalog, "

@@ -19,7 +19,7 @@ from .helpers import check_ok, run_program, write_file, write_script
 from .test_crash import run_crash_test
 from .test_seed_sessions import sessions_scenario
 
-pytestmark = [pytest.mark.subprocess, pytest.mark.cluster]
+pytestmark = [pytest.mark.subprocess, pytest.mark.cluster, pytest.mark.releases]
 
 MASTER = "local-cluster[2,1,1024]"
 

@@ -42,7 +42,7 @@ from .helpers import (
     read_jsonlines_output, record_kills, run_program, sessions, snapshot_diff, word_counts, write_file, write_script,
 )
 
-pytestmark = pytest.mark.subprocess
+pytestmark = [pytest.mark.subprocess, pytest.mark.releases]
 
 MAX_GAP = 300
 FILESYSTEM = 'pw.persistence.Backend.filesystem("./state/")'

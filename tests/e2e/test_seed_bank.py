@@ -9,7 +9,7 @@ import pytest
 
 from .helpers import check_ok, run_program
 
-pytestmark = pytest.mark.subprocess
+pytestmark = [pytest.mark.subprocess, pytest.mark.releases]
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bank" / "transfers.py"
 

@@ -18,7 +18,7 @@ from .helpers import (
     snapshot_diff, write_file, write_script,
 )
 
-pytestmark = pytest.mark.subprocess
+pytestmark = [pytest.mark.subprocess, pytest.mark.releases]
 
 HEADER = ["user_id", "session_length", "session_start", "session_finish", "count", "time", "diff"]
 

@@ -18,7 +18,7 @@ from .helpers import (
     word_counts, write_file, write_script,
 )
 
-pytestmark = pytest.mark.subprocess
+pytestmark = [pytest.mark.subprocess, pytest.mark.releases]
 
 WORDCOUNT = '''
 import sparkway as pw

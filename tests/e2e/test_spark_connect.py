@@ -1,0 +1,79 @@
+"""Persistent programs through Spark's own Spark Connect server (``sc://``), as teams on
+Databricks serverless or a Spark 4 deployment reach Spark: restarts continue where they
+stopped (also when a run between them had a Spark of its own), SIGKILLs at random
+moments lose and repeat nothing, SIGTERM ends a streaming program gracefully.
+
+The server is Spark's, started from the pyspark installation (tests/services/spark_connect.py),
+not a ``sparkway server``."""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+
+import pytest
+
+from .helpers import check_ok, describe, run_program, snapshot_diff, word_counts, write_file, write_script
+from .test_crash import ONE_SOURCE, count_changes, run_crash_test
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.releases]
+
+
+@pytest.fixture
+def attached_env(python_env: dict[str, str], spark_connect_server) -> dict[str, str]:
+    return {**python_env, "SPARKWAY_SPARK_MASTER": spark_connect_server.address}
+
+
+def _changes(path: Path) -> collections.Counter:
+    return collections.Counter(row + (diff,) for row, _, diff in count_changes(path, allow_torn=False))
+
+
+def test_runs_through_spark_connect_continue_where_they_stopped(tmp_path: Path, python_env, attached_env,
+                                                                 spark_connect_server) -> None:
+    """Four runs of a persistent word count on one storage, a new file before each: through
+    the server, through the server, with a Spark of its own, through the server again.
+    Each outputs exactly the change its new file makes to the counts."""
+    inputs = tmp_path / "inputs"
+    before: collections.Counter = collections.Counter()
+    runs = [("a.csv", "word\nx\ny\nx\n", attached_env), ("b.csv", "word\ny\nz\n", attached_env),
+            ("c.csv", "word\nz\nw\n", python_env), ("d.csv", "word\nx\nv\n", attached_env)]
+    for run, (name, text, env) in enumerate(runs):
+        write_file(inputs / name, text)
+        script = write_script(tmp_path, f"run{run}.py", ONE_SOURCE, mode="static", output=f"out{run}.jsonlines")
+        proc = run_program(script, tmp_path, env)
+        check_ok(proc)
+        attached = f"Attached to the Spark Connect server at {spark_connect_server.address}" in proc.stderr
+        assert attached == (env is attached_env), describe(proc)
+        now = word_counts(inputs)
+        assert _changes(tmp_path / f"out{run}.jsonlines") == snapshot_diff(before, now), f"run {run}: {describe(proc)}"
+        before = now
+
+
+def test_sigkills_through_spark_connect_lose_and_duplicate_nothing(tmp_path: Path, attached_env, programs) -> None:
+    """The crash test's streaming program (two sources, two sinks) attached to the
+    server, killed three times at random moments (the whole client, or its driver
+    process alone), then stopped with SIGTERM: the outputs of all runs together are
+    exactly the batch results.  The server goes on running the killed client's jobs;
+    the next client must not take their late work for its own."""
+    run_crash_test(tmp_path, attached_env, programs, kills=3, budget_s=150, runs_with_output=2)
+
+
+def test_a_streaming_program_through_spark_connect_stops_on_sigterm(tmp_path: Path, attached_env,
+                                                                    programs) -> None:
+    write_file(tmp_path / "inputs" / "a.csv", "word\nx\ny\nx\n")
+    script = write_script(tmp_path, "streaming.py", ONE_SOURCE, mode="streaming", output="out.jsonlines")
+    output = tmp_path / "out.jsonlines"
+    program = programs(script, tmp_path, attached_env)
+    program.wait_until(lambda: len(count_changes(output, allow_torn=True)) == 2, 120, "the counts of a.csv")
+    first = word_counts(tmp_path / "inputs")
+    write_file(tmp_path / "inputs" / "b.csv", "word\ny\nz\n")
+    program.wait_until(lambda: len(count_changes(output, allow_torn=True)) == 5, 120, "the counts of b.csv")
+    assert program.terminate() == 0, describe(program)
+    assert _changes(output) == snapshot_diff(collections.Counter(), first) + snapshot_diff(
+        first, word_counts(tmp_path / "inputs"))
+    # restarted, it reads only what came while it was stopped
+    write_file(tmp_path / "inputs" / "c.csv", "word\nx\n")
+    program = programs(script, tmp_path, attached_env, tag="restart")
+    program.wait_until(lambda: len(count_changes(output, allow_torn=True)) == 2, 120, "the change c.csv makes")
+    assert program.terminate() == 0, describe(program)
+    assert _changes(output) == collections.Counter({("x", 2, -1): 1, ("x", 3, 1): 1})
