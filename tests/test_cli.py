@@ -103,3 +103,13 @@ def test_run_passes_master_conf_and_arguments_to_the_program(tmp_path: Path, pyt
     assert proc.returncode == 0, proc.stderr
     assert "partitions 7" in proc.stdout and "master local[1]" in proc.stdout, proc.stdout
     assert "args ['first', '--second']" in proc.stdout
+
+
+def test_server_on_a_spark_without_connect_s_server_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from sparkway.core import spark_releases
+
+    monkeypatch.setattr(spark_releases, "SPARK", (3, 5))
+    assert main(["server", "--port", "1"]) == 1
+    said = capsys.readouterr().err.strip()
+    assert said.startswith("sparkway server: sparkway server (Spark Connect's server") and "\n" not in said
+    assert "needs Spark 4.0 or newer; this is Spark" in said

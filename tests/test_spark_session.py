@@ -230,3 +230,22 @@ def test_attaching_without_the_spark_connect_client_says_how_to_install_it(monke
         with pytest.raises(SparkError, match=r"grpcio >= 1.76.0 must be installed \(install the Spark Connect client: "
                                              r"pip install 'sparkway\[connect\]'\)"):
             _attach(address)
+
+
+def test_a_users_session_runs_with_the_settings_results_depend_on_then_gets_its_own_back(spark) -> None:
+    """A session of the user's (a notebook's) may compare column names without case: a
+    run still tells ``x`` from ``X``, and the session has the user's settings after it."""
+    import sparkway as pw
+
+    users = {"spark.sql.caseSensitive": "false", "spark.sql.session.timeZone": "America/New_York"}
+    ours = {key: spark.conf.get(key) for key in users}
+    for key, value in users.items():
+        spark.conf.set(key, value)
+    try:
+        t = pw.debug.table_from_markdown("a\n1\n2")
+        result = pw.debug.table_to_pandas(t.select(x=pw.this.a, X=pw.this.a + 10))
+        assert sorted(zip(result["x"], result["X"])) == [(1, 11), (2, 12)]
+        assert {key: spark.conf.get(key) for key in users} == users
+    finally:
+        for key, value in ours.items():
+            spark.conf.set(key, value)

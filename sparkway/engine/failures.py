@@ -52,6 +52,9 @@ _JVM = re.compile(r"^(?:: )?(?:org|java|scala)\.[\w.$]*\.(\w+(?:Exception|Error)
 # why Spark's job failed, in its "Job aborted due to stage failure" line
 _TASK_FAILURE = re.compile(r"most recent failure: Lost task [^)]*\)[^)]*\): (?:[\w$]+\.)*(\w+(?:Exception|Error)): (.+)$",
                            re.MULTILINE)
+# Spark's Python daemon or worker that could not start on an executor: a module missing
+# from the Python the executors run
+_WORKER_MISSING_MODULE = re.compile(r"Error from python worker:\s*\n\s*(\S+?):? .*No module named '([\w.]+)'")
 #: failures of Spark's own, by a text their errors hold: what happened and what to do
 SPARK_FAULTS = (
     ("Python worker exited unexpectedly",
@@ -122,6 +125,13 @@ def _user_message(text: str, error_type: str) -> str:
     raised = _RAISED.search(text) or _RAISED_UNCLASSED.search(text)
     if raised:
         return raised.group(1).strip()
+    missing = _WORKER_MISSING_MODULE.search(text)
+    if missing:
+        python, module = missing.groups()
+        return (f"the step's Spark job failed: Spark's Python workers ({python}) cannot import {module!r}: "
+                "install sparkway, in this program's version, and its dependencies in the Python of the "
+                "executors (spark.pyspark.python), or ship them as a packed environment (spark.archives; "
+                "docs/deployment.md)")
     python = _PYTHON.findall(text)
     if python:
         return f"the step's Spark job failed: {python[-1].strip()}"

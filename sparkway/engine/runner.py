@@ -8,6 +8,7 @@ A crash between logging and committing replays the logged step on restart.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import itertools
@@ -38,7 +39,8 @@ from sparkway.engine.operators import StepContext, compile_node, error_entries
 from sparkway.engine.programs import Collection, StepInputs, can_keep, reusable_plan, shape_of
 from sparkway.engine.cache import state_cache
 from sparkway.engine.spark import (
-    computing_step, default_parallelism, get_spark, is_remote, jvm_process, running_stages, spark_ui_url,
+    computing_step, default_parallelism, get_spark, give_back_settings, is_remote, jvm_process, running_stages,
+    spark_ui_url, take_result_settings,
 )
 from sparkway.engine.signals import StopSignals
 from sparkway.engine.synchronization import Synchronizer
@@ -105,6 +107,7 @@ class Runner:
         self.abandoning = threading.Event()  # a second stop signal: the step is given up
         self.ended = threading.Event()
         self._spark: SparkSession | None = None
+        self._user_settings: dict[str, str | None] = {}  # a user's session's own, given back after the run
         self.wakeup = threading.Event()  # set when a source has input, or on a stop request
         self.entries: dict[str, int] = {}  # per source, entries read in this and earlier runs
         self._scratch: ScratchFolder | None = None  # the state of a run without persistence
@@ -131,6 +134,7 @@ class Runner:
             # KeyboardInterrupt) over the graceful stop
             self.signals.install()
             self._spark = spark
+            self._user_settings = take_result_settings(spark)
             self._watch(spark)
             location = self._open(spark)
             if reusable_plan(self.plan, keep_errors=not self.options.terminate_on_error) and can_keep(spark):
@@ -160,6 +164,9 @@ class Runner:
             self.signals.restore()
             self.ended.set()
             self._close()
+            if self._user_settings:
+                with contextlib.suppress(Exception):  # the session may have ended with the run
+                    give_back_settings(self._spark, self._user_settings)
 
     def _loop(self, spark: SparkSession, location: StateLocation) -> None:
         """Steps, as input comes, until the sources are finished or a stop is requested."""

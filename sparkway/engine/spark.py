@@ -139,6 +139,36 @@ SQL_SETTINGS = {
 }
 
 
+#: the settings of ``SQL_SETTINGS`` that results depend on (the others are for speed): a
+#: session of the user's has them for each run, and its own values back after it
+RESULT_SETTINGS = ("spark.sql.session.timeZone", "spark.sql.caseSensitive", "spark.sql.ansi.enabled",
+                   "spark.sql.subexpressionElimination.enabled")
+
+
+def take_result_settings(spark: SparkSession) -> dict[str, str | None]:
+    """Sets the ``RESULT_SETTINGS`` that ``spark`` has otherwise (a session of the user's:
+    a notebook's, one made before ``pw.run``); returns the values they had, for
+    ``give_back_settings``."""
+    before = {}
+    for key in RESULT_SETTINGS:
+        value = spark.conf.get(key, None)
+        if value != SQL_SETTINGS[key]:
+            before[key] = value
+            spark.conf.set(key, SQL_SETTINGS[key])
+    if before:
+        log.info("For this run, the Spark session's %s", ", ".join(f"{k}={SQL_SETTINGS[k]} (was {v})"
+                                                                  for k, v in before.items()))
+    return before
+
+
+def give_back_settings(spark: SparkSession, before: dict[str, str | None]) -> None:
+    for key, value in before.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
+
+
 #: settings of PySpark's own conversions, which a Spark Connect client does not have
 CLASSIC_ONLY_SETTINGS = ("spark.sql.execution.arrow.pyspark.fallback.enabled",)
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from .helpers import (
-    changes, check_ok, describe, read_jsonlines_output, snapshot_diff, word_counts, write_file, write_script,
+    changes, check_ok, describe, read_jsonlines_output, run_program, snapshot_diff, word_counts, write_file,
+    write_script,
 )
 from .test_crash import run_crash_test
 from .test_s3 import s3_backend
@@ -104,3 +105,20 @@ def test_sigkills_on_a_standalone_cluster_lose_and_duplicate_nothing(
                                               "spark.executor.memory": "1g"})}
     run_crash_test(tmp_path, env, programs, kills=3, budget_s=200, backend=s3_backend(s3_bucket, "state"),
                    runs_with_output=2)
+
+
+def test_executors_without_sparkway_are_one_error_saying_what_to_do(
+        tmp_path: Path, python_env, standalone_cluster) -> None:
+    import subprocess
+
+    bare = tmp_path / "bare"  # a Python of the executors that has no sparkway
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    write_file(tmp_path / "inputs" / "a.csv", "word\nx\n")
+    script = write_script(tmp_path, "run.py", SUBMITTED.split("# where the executors")[0])
+    script.write_text(script.read_text().replace("{backend}", "pw.persistence.Backend.filesystem('state')"))
+    env = {**python_env, "SPARKWAY_SPARK_MASTER": standalone_cluster.url, "PYSPARK_PYTHON": str(bare / "bin" / "python")}
+    proc = run_program(script, tmp_path, env)
+    assert proc.returncode == 1, describe(proc)
+    assert (f"Spark's Python workers ({bare / 'bin' / 'python'}) cannot import 'sparkway': install sparkway"
+            in proc.stderr), describe(proc)
+    assert proc.stderr.count("Traceback") <= 1 and "\tat org.apache" not in proc.stderr, describe(proc)
