@@ -322,7 +322,8 @@ class SparkTableSink(Sink):
             table = self._rows(batch)
             table = table.append_column("time", pa.array(np.full(rows, stamp, dtype=np.int64)))
             table = table.append_column("diff", batch.diffs.cast(pa.int64()))
-            spark_releases.frame_from_arrow(spark, table.cast(self.schema)).write.mode("append").saveAsTable(self.table_name)
+            frame = spark_releases.frame_from_arrow(spark, table.cast(self.schema))
+            frame.write.mode("append").saveAsTable(self.table_name)
         else:
             self._write_snapshot(batch)
         log.info("SparkTableWriter-%s: Done writing %d entries, time %d, to %r in %d ms", self.name, rows,

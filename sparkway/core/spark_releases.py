@@ -5,17 +5,20 @@ newer release's faster path where the installed pyspark has it, and otherwise do
 same thing the way the older release can.  It lives in ``core``, not ``engine``, because
 ``core.changes`` and the connectors convert schemas and collect frames too.
 
-What an older release lacks, and what is done instead:
+What an older release lacks, and what is done instead (docs/spark-releases.md has the
+table):
 
 - ``DataFrame.toArrow`` and ``createDataFrame`` of an Arrow table (4.0): the Arrow
   batches pyspark's pandas conversions exchange with the JVM, without pandas.
-- ``to_arrow_schema(timezone=, prefers_large_types=)`` (4.0): 3.5 always gives UTC time
-  stamps and no large types, which is what sparkway asks for.
+- ``to_arrow_type(timezone=, prefers_large_types=)`` (after 4.0): 3.5 and 4.0 give UTC time
+  stamps and no large types by default, which is what sparkway asks for.
 - ``arrow_udf`` (4.1), Python functions of whole Arrow arrays: a pandas UDF that turns
   its pandas series back into Arrow arrays of the arguments' own types.  Numbers go with
   their nulls beside them, since pandas would make an integer column with nulls floats.
-- the JVM's ``mapInArrow`` with a profile (4.0), or with a Column (3.5 takes its
-  expression).
+- Arrow-batched Python functions of rows without pandas (4.1): pickled rows before.
+- ``Column.try_cast`` (4.0): the JVM's cast in its TRY mode; Spark's variant type (4.0)
+  for JSON arrays: a Python function.
+- the JVM's ``mapInArrow`` with a profile (4.0), or with an expression (3.5).
 
 A feature that has no fallback on an older release is refused by ``require`` in one
 line naming it and the release it needs.
@@ -54,8 +57,6 @@ def release(version: str) -> tuple[int, int]:
 
 #: the release of the installed pyspark
 SPARK = release(pyspark.__version__)
-#: the oldest release sparkway runs on
-OLDEST = (3, 5)
 
 
 def require(feature: str, needed: tuple[int, int]) -> None:
@@ -237,7 +238,6 @@ class _ArrowThroughPandas:
                  argument_types: list[pa.DataType]) -> None:
         from pyspark.sql.functions import pandas_udf
 
-        self.argument_types = argument_types
         flagged = [_is_number(t) for t in argument_types]
 
         def through_pandas(*series):  # type: ignore[no-untyped-def] # no hints: a scalar pandas UDF
@@ -255,8 +255,6 @@ class _ArrowThroughPandas:
     def __call__(self, *columns: Column) -> Column:
         from pyspark.sql import functions as F
 
-        if len(columns) != len(self.argument_types):
-            raise TypeError(f"the function takes {len(self.argument_types)} columns, {len(columns)} given")
         arguments: list[Column] = []
         for column, with_nulls in zip(columns, self.flagged):
             arguments += [F.coalesce(column, F.lit(0)), column.isNull()] if with_nulls else [column]

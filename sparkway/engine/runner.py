@@ -652,8 +652,8 @@ def _input_frame(spark: SparkSession, table: pa.Table, schema: T.StructType) -> 
     """A source's changes in this step as a DataFrame.  Spark makes a partition of every
     Arrow batch it is given, so a large input goes in batches of a few partitions per
     core rather than of ``ONE_BATCH_ROWS`` (a task per 10,000 rows)."""
-    if table.num_rows <= ONE_BATCH_ROWS:  # one task; one Arrow batch for Python functions,
-        return spark_releases.frame_from_arrow(spark, table, schema).coalesce(1)  # which Pathway calls with all rows of a time
+    if table.num_rows <= ONE_BATCH_ROWS:  # one task; one Arrow batch for Python functions, which
+        return spark_releases.frame_from_arrow(spark, table, schema).coalesce(1)  # Pathway calls with a time's rows
     rows = max(ONE_BATCH_ROWS, -(-table.num_rows // (4 * default_parallelism(spark))))
     return spark_releases.frame_from_arrow(spark, table, schema, rows_per_partition=rows)
 

@@ -181,9 +181,10 @@ def get_spark(master: str | None = None, ui: bool = False, long_running: bool = 
     tier (C2) then makes every step's planning faster once warm.
 
     ``master`` defaults to ``$SPARKWAY_SPARK_MASTER``, then to ``$SPARK_REMOTE``, then to
-    ``spark-submit``'s master (a program it started), then to embedded ``local[2]``.  A Spark Connect address (``sc://host:port``, e.g. of a
-    ``sparkway server``) attaches to that server, whose JVM and Python workers are
-    already warm, instead of starting a JVM.
+    ``spark-submit``'s master (a program it started), then to embedded ``local[2]``.  A
+    Spark Connect address (``sc://host:port``, of a ``sparkway server`` or Spark's own
+    Connect server) attaches to that server, whose JVM and Python workers are already
+    warm, instead of starting a JVM.
     """
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
