@@ -60,7 +60,7 @@ def _attached(env: dict[str, str], address: str) -> dict[str, str]:
     return {**env, "SPARKWAY_SPARK_MASTER": address}
 
 
-def _changes(path: Path) -> collections.Counter:
+def counted_changes(path: Path) -> collections.Counter:
     return collections.Counter(row + (diff,) for row, _, diff in count_changes(path, allow_torn=False))
 
 
@@ -81,22 +81,29 @@ def test_attached_runs_continue_where_they_stopped_as_local_runs_do(tmp_path: Pa
         attached = "Attached to the Spark Connect server at " + server in proc.stderr
         assert attached == (env is not python_env), describe(proc)
         expected = word_counts(inputs)
-        assert _changes(tmp_path / f"out{run}.jsonlines") == snapshot_diff(expected_before, expected), run
+        assert counted_changes(tmp_path / f"out{run}.jsonlines") == snapshot_diff(expected_before, expected), run
         expected_before = expected
 
 
 def test_an_attached_streaming_program_stops_on_sigterm(tmp_path: Path, python_env, programs, server) -> None:
+    streaming_until_sigterm(tmp_path, _attached(python_env, server), programs)
+
+
+def streaming_until_sigterm(tmp_path: Path, env: dict[str, str], programs) -> Path:
+    """A streaming word count is given two files, one at a time, then SIGTERM: it exits
+    with 0, having output the changes of each file.  Returns its script."""
     write_file(tmp_path / "inputs" / "a.csv", "word\nx\ny\nx\n")
     script = write_script(tmp_path, "streaming.py", ONE_SOURCE, mode="streaming", output="out.jsonlines")
     output = tmp_path / "out.jsonlines"
-    program = programs(script, tmp_path, _attached(python_env, server))
+    program = programs(script, tmp_path, env)
     program.wait_until(lambda: len(count_changes(output, allow_torn=True)) == 2, 120, "the counts of a.csv")
     before = word_counts(tmp_path / "inputs")
     write_file(tmp_path / "inputs" / "b.csv", "word\ny\nz\n")
     program.wait_until(lambda: len(count_changes(output, allow_torn=True)) == 5, 120, "the counts of b.csv")
     assert program.terminate() == 0, describe(program)
-    assert _changes(output) == snapshot_diff(collections.Counter(), before) + snapshot_diff(
+    assert counted_changes(output) == snapshot_diff(collections.Counter(), before) + snapshot_diff(
         before, word_counts(tmp_path / "inputs"))
+    return script
 
 
 def test_no_server_at_the_address_is_one_line_error(tmp_path: Path, python_env) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from .helpers import check_ok, describe, run_program, snapshot_diff, word_counts, write_file, write_script
 from .test_crash import ONE_SOURCE, count_changes, run_crash_test
+from .test_server import counted_changes, streaming_until_sigterm
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.releases]
 
@@ -22,10 +23,6 @@ pytestmark = [pytest.mark.subprocess, pytest.mark.releases]
 @pytest.fixture
 def attached_env(python_env: dict[str, str], spark_connect_server) -> dict[str, str]:
     return {**python_env, "SPARKWAY_SPARK_MASTER": spark_connect_server.address}
-
-
-def _changes(path: Path) -> collections.Counter:
-    return collections.Counter(row + (diff,) for row, _, diff in count_changes(path, allow_torn=False))
 
 
 def test_runs_through_spark_connect_continue_where_they_stopped(tmp_path: Path, python_env, attached_env,
@@ -45,7 +42,7 @@ def test_runs_through_spark_connect_continue_where_they_stopped(tmp_path: Path, 
         attached = f"Attached to the Spark Connect server at {spark_connect_server.address}" in proc.stderr
         assert attached == (env is attached_env), describe(proc)
         now = word_counts(inputs)
-        assert _changes(tmp_path / f"out{run}.jsonlines") == snapshot_diff(before, now), f"run {run}: {describe(proc)}"
+        assert counted_changes(tmp_path / f"out{run}.jsonlines") == snapshot_diff(before, now), f"run {run}: {describe(proc)}"
         before = now
 
 
@@ -60,20 +57,11 @@ def test_sigkills_through_spark_connect_lose_and_duplicate_nothing(tmp_path: Pat
 
 def test_a_streaming_program_through_spark_connect_stops_on_sigterm(tmp_path: Path, attached_env,
                                                                     programs) -> None:
-    write_file(tmp_path / "inputs" / "a.csv", "word\nx\ny\nx\n")
-    script = write_script(tmp_path, "streaming.py", ONE_SOURCE, mode="streaming", output="out.jsonlines")
-    output = tmp_path / "out.jsonlines"
-    program = programs(script, tmp_path, attached_env)
-    program.wait_until(lambda: len(count_changes(output, allow_torn=True)) == 2, 120, "the counts of a.csv")
-    first = word_counts(tmp_path / "inputs")
-    write_file(tmp_path / "inputs" / "b.csv", "word\ny\nz\n")
-    program.wait_until(lambda: len(count_changes(output, allow_torn=True)) == 5, 120, "the counts of b.csv")
-    assert program.terminate() == 0, describe(program)
-    assert _changes(output) == snapshot_diff(collections.Counter(), first) + snapshot_diff(
-        first, word_counts(tmp_path / "inputs"))
+    script = streaming_until_sigterm(tmp_path, attached_env, programs)
     # restarted, it reads only what came while it was stopped
     write_file(tmp_path / "inputs" / "c.csv", "word\nx\n")
+    output = tmp_path / "out.jsonlines"
     program = programs(script, tmp_path, attached_env, tag="restart")
     program.wait_until(lambda: len(count_changes(output, allow_torn=True)) == 2, 120, "the change c.csv makes")
     assert program.terminate() == 0, describe(program)
-    assert _changes(output) == collections.Counter({("x", 2, -1): 1, ("x", 3, 1): 1})
+    assert counted_changes(output) == collections.Counter({("x", 2, -1): 1, ("x", 3, 1): 1})
