@@ -6,7 +6,6 @@ from __future__ import annotations
 import collections
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,16 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from services import free_port
+
 from .helpers import check_ok, describe, run_program, snapshot_diff, word_counts, write_file, write_script
 from .test_crash import ONE_SOURCE, count_changes
 
 pytestmark = pytest.mark.subprocess
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +29,7 @@ def server(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("server")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-    port = _free_port()
+    port = free_port()
     log = open(folder / "server.log", "w+")
     proc = subprocess.Popen([sys.executable, "-m", "sparkway", "server", "--port", str(port)], cwd=folder, env=env,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -109,7 +104,7 @@ def streaming_until_sigterm(tmp_path: Path, env: dict[str, str], programs) -> Pa
 def test_no_server_at_the_address_is_one_line_error(tmp_path: Path, python_env) -> None:
     write_file(tmp_path / "inputs" / "a.csv", "word\nx\n")
     script = write_script(tmp_path, "run.py", ONE_SOURCE, mode="static", output="out.jsonlines")
-    address = f"sc://127.0.0.1:{_free_port()}"
+    address = f"sc://127.0.0.1:{free_port()}"
     proc = run_program(script, tmp_path, _attached(python_env, address), timeout=120)
     assert proc.returncode == 1, describe(proc)
     assert f"could not attach to the Spark Connect server at {address}" in proc.stderr, describe(proc)

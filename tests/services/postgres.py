@@ -18,7 +18,6 @@ import itertools
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -26,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from services import free_port
 
 SERVER_USER = "postgres"
 _database_numbers = itertools.count()
@@ -45,12 +46,6 @@ def _version_key(path: str) -> int:
     return int(version) if version.isdigit() else 0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class PostgresServer:
     """One PostgreSQL cluster in a temporary folder, reachable on 127.0.0.1:``port``."""
 
@@ -61,7 +56,7 @@ class PostgresServer:
         self.data = self.root / "data"
         self.sockets = self.root / "socket"
         self.log = self.root / "server.log"
-        self.port = _free_port()
+        self.port = free_port()
         self.as_root = os.geteuid() == 0
         self.user = SERVER_USER if self.as_root else pwd.getpwuid(os.geteuid()).pw_name
 

@@ -11,7 +11,6 @@ server (its jar is a separate download from Maven): the fixture then skips, sayi
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from services import free_port, listening
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -40,12 +41,6 @@ def server_command(home: Path, port: int) -> list[str]:
             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
             "--conf", f"spark.connect.grpc.binding.port={port}",
             "--conf", "spark.ui.enabled=false"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ConnectServer:
@@ -70,11 +65,9 @@ class ConnectServer:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(f"Spark's Connect server did not start:\n{self.log_path.read_text()[-4000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.3)
+            if listening(self.port):
+                return
+            time.sleep(0.3)
 
     def stop(self) -> None:
         import signal

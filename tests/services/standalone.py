@@ -20,7 +20,6 @@ import hashlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,20 +29,11 @@ from pathlib import Path
 
 import pytest
 
+from services import free_port, listening
+from services.spark_connect import spark_home
+
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 120
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _spark_home() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).parent
 
 
 def cluster_env() -> dict[str, str]:
@@ -57,17 +47,17 @@ class StandaloneCluster:
 
     def __init__(self, folder: Path, workers: int = 2) -> None:
         self.folder = folder
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"spark://127.0.0.1:{self.port}"
         self.processes: list[subprocess.Popen] = []
         self._start("master", "org.apache.spark.deploy.master.Master",
-                    "--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(_free_port()))
-        self._wait(lambda: self._listening(self.port), "the master")
+                    "--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(free_port()))
+        self._wait(lambda: listening(self.port), "the master")
         for i in range(workers):
             work = folder / f"worker-{i}"
             work.mkdir()
             self._start(f"worker-{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                        "--webui-port", str(_free_port()), "--cores", "1", "--memory", "2g",
+                        "--webui-port", str(free_port()), "--cores", "1", "--memory", "2g",
                         "--work-dir", str(work), self.url)
         self._wait(lambda: self.log("master").count("Registering worker") >= workers, f"{workers} workers")
 
@@ -77,14 +67,8 @@ class StandaloneCluster:
     def _start(self, name: str, main_class: str, *args: str) -> None:
         with open(self.folder / f"{name}.log", "w") as log:
             self.processes.append(subprocess.Popen(
-                [str(_spark_home() / "bin" / "spark-class"), main_class, *args], cwd=self.folder,
+                [str(spark_home() / "bin" / "spark-class"), main_class, *args], cwd=self.folder,
                 env=cluster_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
-
-    @staticmethod
-    def _listening(port: int) -> bool:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-        return False
 
     def _wait(self, ready, what: str) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
