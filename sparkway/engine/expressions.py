@@ -768,7 +768,8 @@ def as_type(value: Column, pickled: bool, target: DType) -> Column:
     (pickled Python objects, e.g. a column of only None), read back into ``target``."""
     if pickled and target.spark_type() != T.BinaryType():
         convert = dt.from_python(target)
-        return spark_releases.python_udf(lambda b: None if b is None else convert(pickle.loads(b)), target.spark_type())(value)
+        unpickled = spark_releases.python_udf(lambda b: None if b is None else convert(pickle.loads(b)), target.spark_type())
+        return unpickled(value)
     spark_type = target.spark_type()
     # an atomic type by its SQL name: one py4j call, where a DataType object takes three
     return value.cast(spark_type.simpleString() if isinstance(spark_type, T.AtomicType) else spark_type)
@@ -1015,8 +1016,8 @@ def float_text(value: Column) -> Column:
     negative = mantissa.startswith("-")
     digits = F.regexp_replace(F.regexp_replace(F.regexp_replace(mantissa, "-", ""), "[.]", ""), "0+$", "")
     digits = F.when(digits == "", F.lit("0")).otherwise(digits)
-    whole = F.call_function("substring", F.call_function("rpad", digits, F.greatest(exponent + 1, F.length(digits)), F.lit("0")),
-                            F.lit(1), exponent + 1)
+    padded = F.call_function("rpad", digits, F.greatest(exponent + 1, F.length(digits)), F.lit("0"))
+    whole = F.call_function("substring", padded, F.lit(1), exponent + 1)
     fraction = F.call_function("substring", digits, exponent + 2, F.lit(1 << 20))
     positional = F.when(
         exponent >= 0, F.concat(whole, F.when(fraction == "", F.lit("")).otherwise(F.concat(F.lit("."), fraction)))
@@ -1356,7 +1357,8 @@ FUNCTIONS: dict[str, Callable[[list[Column], tuple, list[DType], Scope], Column]
     "str.swapcase": _udf1(str.swapcase, "string"),
     "str.title": _udf1(str.title, "string"),
     "str.removeprefix": lambda a, p, t, w: F.when(
-        F.startswith(a[0], a[1]), F.call_function("substring", a[0], F.char_length(a[1]) + 1, F.lit(2**31 - 1))).otherwise(a[0]),
+        F.startswith(a[0], a[1]), F.call_function("substring", a[0], F.char_length(a[1]) + 1, F.lit(2**31 - 1))
+    ).otherwise(a[0]),
     "str.removesuffix": lambda a, p, t, w: F.when(
         F.endswith(a[0], a[1]), F.left(a[0], F.char_length(a[0]) - F.char_length(a[1]))).otherwise(a[0]),
     "str.replace": lambda a, p, t, w: F.replace(a[0], a[1], a[2]) if len(a) == 3 else python_column(
