@@ -15,6 +15,10 @@ after it: some extend or merge existing sessions, some start new ones.
 
 ``hot_key`` writes a file of log lines of one user of its own (``HOT_USER``), spread
 over the history's days (the groupby-count benchmark's hot key).
+
+``web_logs`` writes the web-server access logs of workload W3 (an output-heavy,
+stateless program): ``ip,user_id,access_time,method,path,status,bytes,user_agent``,
+about 100 bytes a line, half of them with a status under 400.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import os
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 T0 = 1_701_043_200  # 2023-11-27 00:00:00 UTC, the week of the tutorial's logs
@@ -94,6 +99,74 @@ def hot_key(path: str, rows: int, days: int = 30, seed: int = 2) -> int:
     rng = np.random.default_rng(seed)
     _write(path, np.zeros(rows, dtype=np.int64), T0 + rng.integers(0, days * DAY, size=rows), pa.array([HOT_USER]))
     return rows
+
+
+# ------------------------------------------------------------ W3: web-server access logs
+
+WEB_COLUMNS = ("ip", "user_id", "access_time", "method", "path", "status", "bytes", "user_agent")
+#: the column ``access_time`` rather than ``time``: a CSV sink appends its own ``time``
+WEB_METHODS = (("GET", 0.75), ("POST", 0.15), ("PUT", 0.05), ("DELETE", 0.05))
+#: statuses under 400 make exactly half of the weight: W3's filter keeps about half the rows
+WEB_STATUSES = ((200, 0.40), (301, 0.05), (304, 0.05), (403, 0.10), (404, 0.30), (500, 0.10))
+#: mixed case, so that lowering the path changes it; an id of up to 5 digits follows
+WEB_PATHS = ("/api/Items/", "/api/Users/", "/static/Img/", "/Search?q=", "/blog/Posts/", "/Cart/")
+WEB_AGENTS = (
+    "curl/8.4.0",
+    "python-requests/2.31.0",
+    "Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X)",
+    "Googlebot/2.1 (+http://www.google.com/bot.html)",
+)
+WEB_FILES = 10
+WEB_DAYS = 10
+
+
+def _pick(rng: np.random.Generator, choices: tuple[tuple[object, float], ...], size: int) -> np.ndarray:
+    """Indices into ``choices`` (value, weight pairs), drawn by weight."""
+    weights = np.array([w for _, w in choices])
+    return rng.choice(len(choices), size=size, p=weights / weights.sum())
+
+
+def _joined(*parts: pa.Array | str, separator: str = "") -> pa.Array:
+    """The strings of ``parts`` (arrays, or one text for every row) joined row by row,
+    in Arrow's kernels: Python strings for 10M rows would take minutes."""
+    return pc.binary_join_element_wise(*parts, separator)
+
+
+def _web_table(rng: np.random.Generator, rows: int, start: int, seconds: int, users: pa.Array) -> tuple[pa.Table, int]:
+    """``rows`` access-log lines in time order over ``[start, start + seconds)``; returns
+    them and how many have a status under 400."""
+    octets = [pc.cast(pa.array(rng.integers(1, 255, size=rows)), pa.string()) for _ in range(4)]
+    statuses = np.array([s for s, _ in WEB_STATUSES])[_pick(rng, WEB_STATUSES, rows)]
+    table = pa.table({
+        "ip": _joined(*octets, separator="."),
+        "user_id": users.take(pa.array(rng.integers(0, len(users), size=rows))),
+        "access_time": pa.array(np.sort(start + rng.integers(0, seconds, size=rows)), pa.int64()),
+        "method": pa.array([m for m, _ in WEB_METHODS]).take(pa.array(_pick(rng, WEB_METHODS, rows))),
+        "path": _joined(pa.array(WEB_PATHS).take(pa.array(rng.integers(0, len(WEB_PATHS), size=rows))),
+                        pc.cast(pa.array(rng.integers(0, 100_000, size=rows)), pa.string())),
+        "status": pa.array(statuses, pa.int64()),
+        "bytes": pa.array(rng.integers(100, 50_000, size=rows), pa.int64()),
+        "user_agent": pa.array(WEB_AGENTS).take(pa.array(rng.integers(0, len(WEB_AGENTS), size=rows))),
+    })
+    return table, int((statuses < 400).sum())
+
+
+def web_logs(folder: str, rows: int, files: int = WEB_FILES, seed: int = 0) -> dict:
+    """Writes ``rows`` access-log lines of W3 as ``folder/access_XX.csv`` (``files`` files,
+    consecutive stretches of ``WEB_DAYS`` days, one file in memory at a time); returns a
+    summary with ``kept``, the rows whose status is under 400 (what W3's filter keeps)."""
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    users = user_names(max(1, rows // 50))
+    per_file = np.diff(np.linspace(0, rows, files + 1).astype(np.int64))
+    span = WEB_DAYS * DAY // files
+    kept = 0
+    for i, file_rows in enumerate(per_file):
+        table, file_kept = _web_table(rng, int(file_rows), T0 + i * span, span, users)
+        kept += file_kept
+        pacsv.write_csv(table, os.path.join(folder, f"access_{i:02d}.csv"), pacsv.WriteOptions(quoting_style="none"))
+    return {"rows": rows, "files": files, "kept": kept, "rows_per_file": per_file.tolist()}
 
 
 def users_file(folder: str) -> str:

@@ -14,11 +14,14 @@ it as CSV:
   they are less than ``max_gap`` = 300 s apart;
 - ``count``: log lines per user (user_id, count).
 
-Spark settings: the same as sparkway's session (``local[2]``, 2 shuffle partitions, AQE
-on, no UI, serial GC and C1-only JIT), so that both sides run on the same Spark tuning;
-measured side by side on 1M rows, the JVM's defaults made this job slower (39 s against
-24 s: parallel GC threads and C2 compilation compete for the 2 cores), so the baseline
-gets the faster setting.  The driver gets 4 GB of heap.
+Spark settings: as a user would run the job on this machine: ``local[2]`` and 2 shuffle
+partitions (the machine's cores; AQE, Spark's default, is on), no web UI, the same driver
+memory as sparkway's (``--driver-memory``, by default ``$SPARKWAY_DRIVER_MEMORY`` or 4g,
+sparkway's default), and Spark's default JVM settings.  ``--jvm-options`` gives the driver
+extra JVM options: ``bench/run.py --tuned-baseline`` runs the job a second time with
+sparkway's (``TUNED_JVM_OPTIONS``), reported beside the default baseline, never instead of
+it.  (The baseline used to take sparkway's options: at 10M rows they made it
+about twice as slow, 64 s against 33 s with Spark's defaults.)
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 
@@ -65,29 +69,57 @@ def count(logs: DataFrame) -> DataFrame:
 PIPELINES = {"sessions": sessions, "count": count}
 
 
-#: sparkway's JVM options (sparkway/engine/spark.py): on this machine they make this job
-#: faster too (1M rows: 24 s instead of 39 s with the JVM's defaults, measured side by side)
-JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto"
+#: sparkway's JVM options for a static program (sparkway/engine/spark.py: serial GC, the
+#: JIT's fast tier only): the optional tuned baseline's, never the default one's
+TUNED_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto"
 
 
-def plain_session(app: str, jvm_options: str = JVM_OPTIONS, master: str = "local[2]", shuffle_partitions: str = "2",
-                  **conf: str) -> SparkSession:
-    """The Spark session of the baselines: as a user would start one, with sparkway's
-    parallelism and JVM options, 4 GB of driver heap and ``conf`` besides."""
+def default_driver_memory() -> str:
+    """sparkway's driver memory: ``$SPARKWAY_DRIVER_MEMORY``, else its default, 4g."""
+    return os.environ.get("SPARKWAY_DRIVER_MEMORY") or "4g"
+
+
+def plain_session(app: str, jvm_options: str = "", master: str = "local[2]", shuffle_partitions: str | None = None,
+                  driver_memory: str | None = None, **conf: str) -> SparkSession:
+    """The Spark session of the baselines, as a user would start one: ``master``, Spark's
+    default JVM settings unless ``jvm_options`` adds some, ``driver_memory`` (sparkway's
+    by default), ``shuffle_partitions`` unless None, no web UI, and ``conf`` besides."""
     builder = (
         SparkSession.builder.master(master).appName(app)
-        .config("spark.sql.shuffle.partitions", shuffle_partitions)
-        .config("spark.sql.adaptive.enabled", "true")
-        .config("spark.ui.enabled", "false")
+        .config("spark.ui.enabled", "false")  # neither side serves a UI: not part of the work
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "4g")
-        .config("spark.driver.extraJavaOptions", jvm_options)
+        .config("spark.driver.memory", driver_memory or default_driver_memory())
     )
+    if shuffle_partitions is not None:
+        builder = builder.config("spark.sql.shuffle.partitions", shuffle_partitions)
+    if jvm_options:
+        builder = builder.config("spark.driver.extraJavaOptions", jvm_options)
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def add_session_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a baseline's Spark session, shared by the plain jobs' command lines."""
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--driver-memory", default=None, help="default: $SPARKWAY_DRIVER_MEMORY, else 4g (sparkway's)")
+    parser.add_argument("--jvm-options", default="", help="extra JVM options of the driver (default none: Spark's)")
+    parser.add_argument("--tuned", dest="jvm_options", action="store_const", const=TUNED_JVM_OPTIONS,
+                        help=f"the tuned baseline: sparkway's JVM options, {TUNED_JVM_OPTIONS!r}")
+
+
+def write_probe(path: str | None, **fields: float) -> None:
+    """Appends the job's timings and its own peak RSS (the Python driver alone, without
+    its JVM child) as one JSON line to ``path``."""
+    if not path:
+        return
+    # the kernel's high-water mark of this process (kB on Linux): exact, where sampling
+    # from outside could miss a short peak
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"kind": "plain", **fields, "driver_peak_rss_bytes": peak}) + "\n")
 
 
 def main() -> None:
@@ -96,22 +128,21 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--pipeline", default="sessions", choices=sorted(PIPELINES))
     parser.add_argument("--probe")
-    parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--shuffle-partitions", default="2")
-    parser.add_argument("--jvm-options", default=JVM_OPTIONS, help="the driver's extra JVM options")
+    # Spark's default (200, which adaptive execution coalesces), as a user runs the job
+    parser.add_argument("--shuffle-partitions", default=None)
+    add_session_arguments(parser)
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     t0 = time.time()
-    spark = plain_session(f"plain-{args.pipeline}", args.jvm_options, args.master, args.shuffle_partitions)
+    spark = plain_session(f"plain-{args.pipeline}", args.jvm_options, args.master, args.shuffle_partitions,
+                          args.driver_memory)
     t1 = time.time()
     logs = spark.read.csv(args.logs, header=True, schema="user_id STRING, access_time BIGINT")
     PIPELINES[args.pipeline](logs).write.mode("overwrite").option("header", True).csv(args.out)
     t2 = time.time()
     spark.stop()
-    if args.probe:
-        with open(args.probe, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"kind": "plain", "imports": t0 - STARTED, "spark": t1 - t0, "job": t2 - t1}) + "\n")
+    write_probe(args.probe, imports=t0 - STARTED, spark=t1 - t0, job=t2 - t1)
 
 
 if __name__ == "__main__":

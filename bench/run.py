@@ -26,11 +26,20 @@ Sections (``--only`` picks some, comma-separated):
 - ``hotkey``: groupby-count over a history plus one key holding 1M rows; in one
   streaming process, steps of 1,000 rows of that key and steps of 1,000 rows of cold
   keys, in turn, timed from inside the process as in ``steps``.
+- ``w3``: an output-heavy stateless program (issue 35): web-server access logs of 1M and
+  10M rows, half of them kept by a filter, three computed columns, one CSV file written
+  (``bench/w3_job.py``), against the same job in plain PySpark (``bench/w3_plain.py``,
+  ``df.write.csv``); runs of the two alternate, each a fresh process: wall time, peak RSS
+  of the process tree, the driver process's own peak RSS, the rows written.
 - ``--huge`` (not part of the default run): a first run of each pipeline over 100M rows
   generated in ``bench/data`` and deleted afterwards.
 
-The results end with issue 10's targets, each with the measured value and whether it is
-met.  See bench/README.md for what each number means.
+The plain PySpark baselines run with Spark's default JVM settings and sparkway's driver
+memory; ``--tuned-baseline`` adds a run of each with sparkway's JVM options, reported
+beside the default one (the targets compare with the default one).
+
+The results end with the targets of issues 10, 11 and 35, each with the measured value
+and whether it is met.  See bench/README.md for what each number means.
 """
 
 from __future__ import annotations
@@ -55,12 +64,13 @@ sys.path.insert(0, HERE)
 
 import gen  # noqa: E402
 import machine  # noqa: E402
+from plain_spark import TUNED_JVM_OPTIONS  # noqa: E402
 
 PYTHON = sys.executable
 DATA = os.path.join(HERE, "data")  # --work
 RESULTS = os.path.join(HERE, "results")  # --results
 ROWS_PER_USER = 50
-SECTIONS = ("steps", "throughput", "hotkey")
+SECTIONS = ("steps", "throughput", "hotkey", "w3")
 
 FULL = {
     "step_sizes": [50_000, 5_000_000],
@@ -71,6 +81,8 @@ FULL = {
     "hot_rows": 1_000_000,
     "hot_cold_rows": 100_000,  # 2,000 cold keys: a cold step touches 1,000 of them
     "huge_rows": 100_000_000,
+    "w3_sizes": [1_000_000, 10_000_000],
+    "w3_runs": 3,  # of each system, alternating
 }
 QUICK = {
     **FULL,
@@ -80,6 +92,8 @@ QUICK = {
     "hot_rows": 20_000,
     "hot_cold_rows": 60_000,
     "huge_rows": 300_000,
+    "w3_sizes": [20_000, 100_000],
+    "w3_runs": 2,
 }
 
 # issue 10's targets: the measured ratio must be at most this
@@ -90,6 +104,10 @@ TARGETS = {
     "rerun_over_plain": 0.25,
     "state_over_input": 2.0,
     "hot_over_cold": 1.2,
+    # issue 35, W3 (output-heavy, stateless)
+    "w3_time_over_plain": 1.2,
+    "w3_memory_over_plain": 1.3,
+    "w3_driver_growth": 1.1,  # the driver's peak RSS at the largest size over the smallest's
 }
 
 #: issue 11: a fresh process's rerun takes at most Spark's start-up and this many seconds
@@ -107,6 +125,12 @@ def say(text: str = "") -> None:
 
 
 DRIVER_MEMORY: str | None = None  # --driver-memory: sparkway's SPARKWAY_DRIVER_MEMORY
+
+
+def plain_driver_memory() -> str:
+    """The plain jobs' driver memory: sparkway's (``--driver-memory``, else
+    ``$SPARKWAY_DRIVER_MEMORY``, else its default, 4g), so that both get the same heap."""
+    return DRIVER_MEMORY or os.environ.get("SPARKWAY_DRIVER_MEMORY") or "4g"
 
 
 def child_env(cache: str) -> dict[str, str]:
@@ -491,20 +515,18 @@ class PipelineCase:
         run.update(phases(probe))
         return run
 
-    def plain(self) -> dict:
-        """The plain PySpark job over the same files (a fresh process)."""
-        probe = os.path.join(self.case, "probe-plain.jsonl")
-        run = timed([PYTHON, os.path.join(HERE, "plain_spark.py"), "--pipeline", self.pipeline, "--logs", self.logs,
-                     "--out", self.out("plain"), "--probe", probe],
-                    cwd=self.case, env=self.env, timeout=self.args.build_timeout, log=os.path.join(self.case, "plain.log"),
-                    quiet_wait=self.args.quiet_wait)
-        records = read_probe(probe)
-        if records:
-            run.update({k: round(v, 2) for k, v in records[-1].items() if k != "kind"})
-        return run
+    def plain(self, name: str = "plain") -> dict:
+        """The plain PySpark job over the same files (a fresh process): ``plain`` with
+        Spark's default JVM settings, ``plain_tuned`` with sparkway's JVM options."""
+        probe = os.path.join(self.case, f"probe-{name}.jsonl")
+        argv = [PYTHON, os.path.join(HERE, "plain_spark.py"), "--pipeline", self.pipeline, "--logs", self.logs,
+                "--out", self.out(name), "--probe", probe, *plain_options(name)]
+        run = timed(argv, cwd=self.case, env=self.env, timeout=self.args.build_timeout,
+                    log=os.path.join(self.case, f"{name}.log"), quiet_wait=self.args.quiet_wait)
+        return {**run, **plain_probe(probe)}
 
     def out(self, name: str) -> str:
-        return os.path.join(self.case, "plain_out" if name == "plain" else f"{name}.csv")
+        return os.path.join(self.case, f"{name}_out" if name.startswith("plain") else f"{name}.csv")
 
     def attached_reruns(self, result: dict, present: list, users: int, new: int) -> None:
         """Two reruns with 0.1% new rows each, attached to a ``sparkway server`` (issue
@@ -523,6 +545,20 @@ class PipelineCase:
             except subprocess.TimeoutExpired:
                 pass
             kill_tree(server)
+
+
+def plain_options(name: str) -> list[str]:
+    """The session options of a plain job's command line: sparkway's driver memory, and
+    for ``plain_tuned`` sparkway's JVM options (``plain_spark.TUNED_JVM_OPTIONS``)."""
+    return ["--driver-memory", plain_driver_memory(), *(["--tuned"] if name == "plain_tuned" else [])]
+
+
+def plain_probe(probe: str) -> dict:
+    """What a plain job recorded about itself: its phases' seconds and the driver's peak RSS."""
+    records = read_probe(probe)
+    if not records:
+        return {}
+    return {k: (round(v, 2) if isinstance(v, float) else v) for k, v in records[-1].items() if k != "kind"}
 
 
 def start_server(env: dict, log: str, port: int = 15123) -> tuple[subprocess.Popen, str]:
@@ -578,6 +614,9 @@ def throughput(rows: int, cfg: dict, args) -> list[dict]:
             say(f"   [{pipeline}] rerun with {new:,} new rows: {describe(result['rerun'])}")
         plain = result["plain"] = p.plain()
         say(f"   [{pipeline}] plain PySpark over the same files: {describe(plain)}")
+        if args.tuned_baseline:
+            result["plain_tuned"] = p.plain("plain_tuned")
+            say(f"   [{pipeline}] plain PySpark, sparkway's JVM options: {describe(result['plain_tuned'])}")
         result.update(persisted(p.storage))
         if seconds_of(result.get("rerun")) and seconds_of(plain):
             result["outputs_agree"] = outputs_agree([p.out("first"), p.out("rerun")], p.out("plain"),
@@ -630,6 +669,125 @@ def huge(cfg: dict, args) -> list[dict]:
     return results
 
 
+# ------------------------------------------------------------ w3: output-heavy, stateless (issue 35)
+
+W3_SYSTEMS = {"sparkway": "sparkway", "plain": "plain PySpark", "plain_tuned": "plain PySpark, sparkway's JVM options"}
+
+
+def w3_argv(system: str, logs: str, out: str, probe: str) -> list[str]:
+    """The command line of one W3 run: sparkway's program or the plain PySpark job."""
+    common = ["--logs", logs, "--out", out, "--probe", probe]
+    if system == "sparkway":
+        return [PYTHON, os.path.join(HERE, "w3_job.py"), *common]
+    return [PYTHON, os.path.join(HERE, "w3_plain.py"), *common, *plain_options(system)]
+
+
+def newlines(path: str) -> int:
+    """The lines of a file, read in blocks: an output of 10M rows is most of a GB."""
+    count = 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 24):
+            count += block.count(b"\n")
+    return count
+
+
+def rows_written(system: str, out: str) -> int:
+    """The rows of a W3 output: sparkway's one CSV file, after its header line; the plain
+    job's part files, which have no header (Spark's default).  No value holds a newline."""
+    if system == "sparkway":
+        return max(0, newlines(out) - 1) if os.path.exists(out) else 0
+    return sum(newlines(os.path.join(out, name)) for name in os.listdir(out) if name.startswith("part-"))
+
+
+def remove(path: str) -> None:
+    """Deletes the file or folder ``path``, if any."""
+    if os.path.isdir(path):
+        shutil.rmtree(path)
+    elif os.path.exists(path):
+        os.remove(path)
+
+
+def w3_run(system: str, base: str, logs: str, index: int, args) -> dict:
+    """One W3 run of ``system`` in a fresh process: wall time and load as ``timed``
+    measures them, the driver's own peak RSS (recorded by the process itself), and the
+    rows and bytes it wrote, counted once it ended; its output is then deleted."""
+    out = os.path.join(base, "out.csv" if system == "sparkway" else f"{system}_out")
+    probe = os.path.join(base, f"probe-{system}-{index}.jsonl")
+    remove(out)  # Spark refuses to write into an existing folder, by default
+    run = timed(w3_argv(system, logs, out, probe), cwd=base, env=child_env(os.path.join(base, "cache")),
+                timeout=args.build_timeout, log=os.path.join(base, f"{system}-{index}.log"), quiet_wait=args.quiet_wait)
+    if system == "sparkway":
+        run.update(phases(probe))
+        ends = [r for r in read_probe(probe) if r["kind"] == "end"]
+        run["driver_peak_rss_bytes"] = ends[-1]["driver_peak_rss_bytes"] if ends else None
+    else:
+        run.update(plain_probe(probe))
+    if run["status"] == "ok":
+        run.update(rows_written=rows_written(system, out), output_bytes=du(out))
+    remove(out)  # the disk back: each system's output of 10M rows is most of a GB
+    return run
+
+
+def w3_summary(runs: list[dict]) -> dict:
+    """One system's runs at one size: the median wall time, the largest peaks (a peak is
+    a peak: the worst run counts), the rows written."""
+    ok = [r for r in runs if r["status"] == "ok"]
+    if not ok:
+        return {"runs": 0, "status": runs[0]["status"] if runs else "not run"}
+    times = [r["seconds"] for r in ok]
+    drivers = [r["driver_peak_rss_bytes"] for r in ok if r.get("driver_peak_rss_bytes")]
+    return {"runs": len(ok), "status": "ok" if len(ok) == len(runs) else f"{len(runs) - len(ok)} of {len(runs)} failed",
+            "median_s": round(statistics.median(times), 2), "min_s": min(times), "max_s": max(times),
+            "peak_rss_bytes": max(r["peak_rss_bytes"] for r in ok),
+            "driver_peak_rss_bytes": max(drivers) if drivers else None,
+            "rows_written": sorted({r["rows_written"] for r in ok}), "output_bytes": ok[-1]["output_bytes"],
+            "others_cores": max(r["others_cores"] for r in ok)}
+
+
+def w3_agree(result: dict) -> bool:
+    """Every run of every system wrote exactly the rows the filter keeps."""
+    runs = [r for system_runs in result["runs"].values() for r in system_runs]
+    return bool(runs) and all(r["status"] == "ok" and r["rows_written"] == result["kept"] for r in runs)
+
+
+def w3(rows: int, cfg: dict, args) -> dict:
+    """W3 at one size: the access logs generated once, then ``w3_runs`` rounds of one run
+    of each system (sparkway, the plain job, its tuned variant with ``--tuned-baseline``),
+    alternating, so that what else runs on the machine weighs on each alike."""
+    say(f"-- W3 (output-heavy, stateless), {rows:,} rows")
+    base = fresh(os.path.join(DATA, f"w3-{rows}"))
+    logs = os.path.join(base, "logs")
+    t0 = time.perf_counter()
+    summary = gen.web_logs(logs, rows, seed=rows)
+    result = {"rows": rows, "files": summary["files"], "kept": summary["kept"], "input_bytes": du(logs),
+              "generate_s": round(time.perf_counter() - t0, 2)}
+    say(f"   generated {rows:,} rows ({result['input_bytes'] / 2**20:,.0f} MB of CSV; {summary['kept']:,} "
+        f"to keep) in {result['generate_s']:.1f} s")
+    systems = ["sparkway", "plain", *(["plain_tuned"] if args.tuned_baseline else [])]
+    result["runs"] = {system: [] for system in systems}
+    for index in range(cfg["w3_runs"]):
+        for system in systems:
+            run = w3_run(system, base, logs, index, args)
+            result["runs"][system].append(run)
+            rows_out = f", {run['rows_written']:,} rows written" if "rows_written" in run else ""
+            driver = f", driver {gb(run.get('driver_peak_rss_bytes'))} GB" if run["status"] == "ok" else ""
+            say(f"   [{W3_SYSTEMS[system]}] run {index + 1}: {describe(run)}{driver}{rows_out}")
+    result["summary"] = {system: w3_summary(runs) for system, runs in result["runs"].items()}
+    result["rows_agree"] = w3_agree(result)
+    if not result["rows_agree"]:
+        say(f"   W3, {rows:,} rows: the rows written differ from the {summary['kept']:,} kept (or a run failed)")
+    ours, plain = result["summary"]["sparkway"], result["summary"]["plain"]
+    tuned = result["summary"].get("plain_tuned", {})
+    result["ratios"] = {
+        "time_over_plain": ratio(ours.get("median_s"), plain.get("median_s")),
+        "memory_over_plain": ratio(ours.get("peak_rss_bytes"), plain.get("peak_rss_bytes")),
+        "driver_memory_over_plain": ratio(ours.get("driver_peak_rss_bytes"), plain.get("driver_peak_rss_bytes")),
+        "time_over_tuned": ratio(ours.get("median_s"), tuned.get("median_s")),
+        "memory_over_tuned": ratio(ours.get("peak_rss_bytes"), tuned.get("peak_rss_bytes")),
+    }
+    return result
+
+
 def outputs_agree(sparkway_csvs: list[str], plain_dir: str, keys: list[str]) -> bool:
     """The rows of sparkway's update streams (insertions minus deletions) equal the plain
     job's rows, on the columns ``keys``."""
@@ -661,11 +819,13 @@ def targets(results: dict) -> list[dict]:
     the size-dependent ones at the largest size measured."""
     out = []
 
-    def add(target: str, pipeline: str, where: str, value, limit, runs: list[dict | None], met: bool | None = None):
+    def add(target: str, pipeline: str, where: str, value, limit, runs: list[dict | None], met: bool | None = None,
+            limit_text: str | None = None):
         loads = [r["others_cores"] for r in runs if r and "others_cores" in r]
         out.append({"target": target, "pipeline": pipeline, "where": where, "value": value, "limit": limit,
                     "met": (value is not None and value <= limit) if met is None else met,
-                    "others_cores": max(loads) if loads else None})
+                    "others_cores": max(loads) if loads else None,
+                    **({"limit_text": limit_text} if limit_text else {})})
 
     for pipeline in dict.fromkeys(r["pipeline"] for r in results["throughput"]):
         cases = sorted((r for r in results["throughput"] if r["pipeline"] == pipeline), key=lambda r: r["rows"])
@@ -697,7 +857,33 @@ def targets(results: dict) -> list[dict]:
         run = r["first_run"]
         add("first run completes (seconds)", r["pipeline"], f"{r['rows']:,} rows", seconds_of(run), None, [run],
             met=run["status"] == "ok")
+    if results.get("w3"):
+        w3_targets(results["w3"], add)
     return out
+
+
+def w3_targets(w3_results: list[dict], add: Callable[..., None]) -> None:
+    """Issue 35's targets of W3: time and memory against the plain job (the default one)
+    at the largest size, the driver's peak across sizes, the rows written at every size."""
+    cases = sorted(w3_results, key=lambda r: r["rows"])
+    big, small = cases[-1], cases[0]
+    ours, plain = big["summary"]["sparkway"], big["summary"]["plain"]
+    at = f"{big['rows']:,} rows"
+    add("W3 wall time / plain PySpark job's (medians; issue 35)", "w3", at, big["ratios"]["time_over_plain"],
+        TARGETS["w3_time_over_plain"], [ours, plain])
+    add("W3 peak memory / plain job's (process tree RSS; issue 35)", "w3", at, big["ratios"]["memory_over_plain"],
+        TARGETS["w3_memory_over_plain"], [ours, plain])
+    if len(cases) > 1:
+        small_ours = small["summary"]["sparkway"]
+        add("W3 driver's own peak RSS: largest / smallest size (issue 35)", "w3",
+            f"{big['rows']:,} / {small['rows']:,} rows",
+            ratio(ours.get("driver_peak_rss_bytes"), small_ours.get("driver_peak_rss_bytes")),
+            TARGETS["w3_driver_growth"], [ours, small_ours])
+    for r in cases:
+        written = r["summary"]["sparkway"].get("rows_written"), r["summary"]["plain"].get("rows_written")
+        add("W3 rows written: sparkway's / the plain job's (issue 35)", "w3", f"{r['rows']:,} rows",
+            ratio(*(w[0] if w else None for w in written)), 1, [], met=r["rows_agree"],
+            limit_text=f"= 1 ({r['kept']:,} rows each)")
 
 
 # ------------------------------------------------------------------------- report
@@ -741,15 +927,19 @@ def report(results: dict) -> str:
     if end and end != start:
         code += f" at the start, {end.get('commit')}{' (dirty)' if end.get('sparkway_dirty') else ''} at the end"
     lines += [f"- machine: {results['machine']}", f"- code: {code}",
-              f"- Spark driver memory of the sparkway processes: {results['sparkway_driver_memory']}; the plain PySpark "
-              "job: 4g", f"- total time: {fmt(results.get('total_s'), 0)} s",
+              f"- Spark driver memory of the sparkway processes: {results['sparkway_driver_memory']}; "
+              f"of the plain PySpark jobs: {results['plain_driver_memory']}",
+              "- plain PySpark jobs: Spark's default JVM settings"
+              + (f"; the tuned ones (beside them): sparkway's JVM options, `{results['tuned_jvm_options']}`"
+                 if results.get("tuned_jvm_options") else ""),
+              f"- total time: {fmt(results.get('total_s'), 0)} s",
               "- others (cores): CPU used by other processes on the machine during the measurement (2 cores in all)", ""]
     if results["targets"]:
-        lines += ["## Targets (issue 10)", ""]
+        lines += ["## Targets (issues 10, 11, 35)", ""]
         lines += table(["target", "pipeline", "where", "measured", "target", "met", "others (cores)"], [
             [t["target"], t["pipeline"], t["where"], fmt(t["value"], 2),
-             "completes" if t["limit"] is None else f"<= {t['limit']}", "yes" if t["met"] else "**no**",
-             fmt(t["others_cores"], 1)] for t in results["targets"]], "lllrrlr")
+             t.get("limit_text") or ("completes" if t["limit"] is None else f"<= {t['limit']}"),
+             "yes" if t["met"] else "**no**", fmt(t["others_cores"], 1)] for t in results["targets"]], "lllrrlr")
         lines.append("")
     if results["step_cost"]:
         lines += report_steps(results)
@@ -759,6 +949,8 @@ def report(results: dict) -> str:
         lines += report_hot_key(results["hot_key"])
     if results.get("huge"):
         lines += report_huge(results["huge"])
+    if results.get("w3"):
+        lines += report_w3(results["w3"])
     return "\n".join(lines)
 
 
@@ -793,6 +985,7 @@ def report_steps(results: dict) -> list[str]:
 
 
 RUN_NAMES = {"first_run": "first run", "noop_rerun": "no-input rerun", "rerun": "rerun", "plain": "plain PySpark",
+             "plain_tuned": "plain PySpark, sparkway's JVM options",
              "cold_rerun": "cold-cache rerun", "attached_first": "rerun attached to a server (its first)",
              "attached": "rerun attached to a server"}
 
@@ -803,21 +996,28 @@ def report_throughput(results: dict) -> list[str]:
              "workers). The plain PySpark job reads the history and the new rows (a full recompute); 'state' is the "
              "persisted operator state after the rerun, against the CSV bytes read by then. others (cores): during "
              "the first run / the PySpark job / the rerun.", ""]
+    tuned = any(r.get("plain_tuned") for r in results["throughput"])
+    if tuned:
+        lines += ["'PySpark tuned': the same plain job with sparkway's JVM options, beside the default one; the ratios "
+                  "are against the default one.", ""]
     for pipeline in dict.fromkeys(r["pipeline"] for r in results["throughput"]):
         lines += [f"### {pipeline}", ""]
         rows = []
         for r in (r for r in results["throughput"] if r["pipeline"] == pipeline):
             ratios = r["ratios"]
+            beside = [sec(r.get("plain_tuned")), gb(rss_of(r.get("plain_tuned")))] if tuned else []
             rows.append([f"{r['rows']:,}", f"{r['users']:,}", mb(r["input_bytes"]), sec(r["first_run"]),
-                         gb(rss_of(r["first_run"])), sec(r["plain"]), gb(rss_of(r["plain"])),
+                         gb(rss_of(r["first_run"])), sec(r["plain"]), gb(rss_of(r["plain"])), *beside,
                          f"**{fmt(ratios['first_over_plain'], 2)}**", f"**{fmt(ratios['memory_over_plain'], 2)}**",
                          sec(r.get("noop_rerun")), sec(r.get("rerun")), f"**{fmt(ratios['rerun_over_plain'], 2)}**",
                          sec(r.get("cold_rerun")), mb(r.get("state_bytes")), f"**{fmt(ratios['state_over_input'], 1)}**",
                          str(r.get("outputs_agree", "n/a")), load(r["first_run"], r["plain"], r.get("rerun"))])
         lines += table(["rows", "users", "input (MB)", "first run (s)", "first run peak RSS (GB)", "PySpark (s)",
-                        "PySpark peak RSS (GB)", "first / PySpark", "memory ratio", "no-input rerun (s)", "rerun (s)",
+                        "PySpark peak RSS (GB)",
+                        *(["PySpark tuned (s)", "PySpark tuned peak RSS (GB)"] if tuned else []),
+                        "first / PySpark", "memory ratio", "no-input rerun (s)", "rerun (s)",
                         "rerun / PySpark", "cold-cache rerun (s)", "state (MB)", "state / input", "outputs agree",
-                        "others (cores)"], rows, "rrrrrrrrrrrrrrrlr")
+                        "others (cores)"], rows, "rrrrrrr" + ("rr" if tuned else "") + "rrrrrrrrlr")
         lines.append("")
     lines += ["Where the time goes (s): Python imports + Spark start + restore + steps (+ exit and the rest)", ""]
     rows = []
@@ -831,15 +1031,17 @@ def report_throughput(results: dict) -> list[str]:
             rows.append([r["pipeline"], f"{r['rows']:,}", RUN_NAMES[key], fmt(run["seconds"]), fmt(run.get("python_imports_s")),
                          fmt(run.get("spark_start_s")), fmt(run.get("restore_s"), 2), fmt(steps),
                          fmt(run["seconds"] - known), fmt(run["others_cores"], 1)])
-        plain = r.get("plain")
-        if plain and plain.get("status") == "ok" and "job" in plain:
-            rows.append([r["pipeline"], f"{r['rows']:,}", "plain PySpark", fmt(plain["seconds"]), fmt(plain.get("imports")),
-                         fmt(plain["spark"]), "", f"job {fmt(plain['job'])}",
-                         fmt(plain["seconds"] - plain.get("imports", 0) - plain["spark"] - plain["job"]),
-                         fmt(plain["others_cores"], 1)])
+        for key in ("plain", "plain_tuned"):
+            plain = r.get(key)
+            if plain and plain.get("status") == "ok" and "job" in plain:
+                rows.append([r["pipeline"], f"{r['rows']:,}", RUN_NAMES[key], fmt(plain["seconds"]),
+                             fmt(plain.get("imports")), fmt(plain["spark"]), "", f"job {fmt(plain['job'])}",
+                             fmt(plain["seconds"] - plain.get("imports", 0) - plain["spark"] - plain["job"]),
+                             fmt(plain["others_cores"], 1)])
     lines += table(["pipeline", "rows", "run", "total", "imports", "Spark start", "restore", "steps", "rest",
                     "others (cores)"], rows, "lrlrrrrrrr")
-    failed = [(r, key) for r in results["throughput"] for key in ("first_run", "noop_rerun", "rerun", "plain", "cold_rerun")
+    failed = [(r, key) for r in results["throughput"]
+              for key in ("first_run", "noop_rerun", "rerun", "plain", "plain_tuned", "cold_rerun")
               if r.get(key) and r[key].get("error")]
     if failed:
         lines += ["", "Failures:"]
@@ -858,6 +1060,68 @@ def report_hot_key(hot: dict) -> list[str]:
     lines += ["", f"Hot / cold (medians): **{fmt(hot.get('hot_over_cold'), 2)}**"]
     if hot.get("error"):
         lines.append(f"\n{hot['status']}: `{hot['error']}`")
+    return [*lines, ""]
+
+
+def w3_phases(run: dict) -> dict[str, float]:
+    """One W3 run's seconds by phase, sparkway's (its one step's parts) or the plain job's."""
+    if "job" in run:
+        known = {"imports": run.get("imports", 0.0), "Spark start": run.get("spark", 0.0), "job": run["job"]}
+    else:
+        steps = run.get("steps", [])
+        known = {"imports": run.get("python_imports_s", 0.0), "Spark start": run.get("spark_start_s", 0.0),
+                 **{part: sum(s.get(part) or 0.0 for s in steps) for part in ("read", "compute", "write")}}
+    return {"total": run["seconds"], **known, "rest": run["seconds"] - sum(known.values())}
+
+
+def w3_phase_row(result: dict, system: str) -> list[str]:
+    """A row of W3's time table: each phase's median over the system's runs at that size."""
+    phases_of = [w3_phases(r) for r in result["runs"][system] if r["status"] == "ok"]
+    cells = [fmt(statistics.median(p[name] for p in phases_of)) if name in phases_of[0] else ""
+             for name in ("total", "imports", "Spark start", "read", "compute", "write", "job", "rest")]
+    return [f"{result['rows']:,}", W3_SYSTEMS[system], *cells]
+
+
+def report_w3(w3_results: list[dict]) -> list[str]:
+    """W3's table (one row per size and system), its ratios, and the failures."""
+    lines = ["## 5. W3: output-heavy, stateless (issue 35)", "",
+             "Web-server access logs (CSV, about 100 bytes a row); rows with a status under 400 (half) kept, three "
+             "columns computed (the path in lower case, bytes / 1024, the hour), written as CSV: sparkway to one file "
+             "(`pw.io.csv.write`), the plain PySpark job with `df.write.csv` to a folder. Runs alternate, each a fresh "
+             "process: time is the median of the runs; memories the largest peak: of the process tree (driver, JVM, "
+             "Python workers), and of the driver process alone (sparkway's Python driver, without its JVM child; the "
+             "plain job's Python process).", ""]
+    rows = []
+    for r in w3_results:
+        for system, s in r["summary"].items():
+            if not s["runs"]:
+                rows.append([f"{r['rows']:,}", W3_SYSTEMS[system], s["status"], "", "", "", "", "", ""])
+                continue
+            rows.append([f"{r['rows']:,}", W3_SYSTEMS[system], f"**{fmt(s['median_s'])}**",
+                         f"{fmt(s['min_s'])}-{fmt(s['max_s'])} ({s['runs']})", gb(s["peak_rss_bytes"]),
+                         gb(s["driver_peak_rss_bytes"]), ", ".join(f"{n:,}" for n in s["rows_written"]),
+                         mb(s["output_bytes"]), fmt(s["others_cores"], 1)])
+    lines += table(["rows", "system", "time (s)", "min-max (runs)", "peak RSS (GB)", "driver peak RSS (GB)",
+                    "rows written", "output (MB)", "others (cores)"], rows, "rlrrrrrrr")
+    lines += ["", "sparkway over the plain job (the default one; the tuned one in brackets, if run):", ""]
+    for r in w3_results:
+        q = r["ratios"]
+        tuned = lambda key: f" ({fmt(q[key], 2)})" if q.get(key) is not None else ""  # noqa: E731
+        lines.append(f"- {r['rows']:,} rows: time **{fmt(q['time_over_plain'], 2)}**{tuned('time_over_tuned')}, "
+                     f"peak RSS **{fmt(q['memory_over_plain'], 2)}**{tuned('memory_over_tuned')}, driver's peak RSS "
+                     f"{fmt(q['driver_memory_over_plain'], 2)}; rows written as kept ({r['kept']:,}): "
+                     f"{'yes' if r['rows_agree'] else '**no**'}")
+    lines += ["", "Where the time goes (s, medians of the runs): Python imports + Spark start + the step's read, "
+              "compute and write on the driver (sparkway), or the job (plain PySpark), + exit and the rest", ""]
+    lines += table(["rows", "system", "total", "imports", "Spark start", "read", "compute", "write", "job", "rest"],
+                   [w3_phase_row(r, system) for r in w3_results for system in r["runs"] if r["summary"][system]["runs"]],
+                   "rlrrrrrrrr")
+    failed = [(r, system, run) for r in w3_results for system, runs in r["runs"].items() for run in runs
+              if run["status"] != "ok"]
+    if failed:
+        lines += ["", "Failures:"]
+        lines += [f"- {r['rows']:,} rows, {W3_SYSTEMS[system]}: {run['status']}: `{run.get('error')}`"
+                  for r, system, run in failed]
     return [*lines, ""]
 
 
@@ -903,6 +1167,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--hot-rows", type=int, help="rows of the hot key (hotkey section)")
     parser.add_argument("--hot-cold-rows", type=int, help="rows of the cold keys' history (hotkey section)")
     parser.add_argument("--huge-rows", type=int, help="rows of the --huge first run (default 100M)")
+    parser.add_argument("--w3-sizes", type=sizes, help="rows of the w3 section's access logs, e.g. 1000000,10000000")
+    parser.add_argument("--w3-runs", type=int, help="w3: runs of each system per size, alternating (default 3)")
+    parser.add_argument("--tuned-baseline", action="store_true",
+                        help="also run each plain PySpark job with sparkway's JVM options, reported beside the "
+                        "default one (which the targets compare with)")
     parser.add_argument("--no-noop", dest="noop", action="store_false", help="skip the rerun without new input")
     parser.add_argument("--no-cold", dest="cold", action="store_false", help="skip the rerun without the local state cache")
     parser.add_argument("--attached", action="store_true",
@@ -915,7 +1184,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="before each measurement, wait up to this long for other processes to leave the CPU idle "
                         "(0: do not wait; default 30 s, 3 s with --quick)")
     parser.add_argument("--driver-memory", help="Spark driver memory of the sparkway processes (SPARKWAY_DRIVER_MEMORY, "
-                        "e.g. 8g); default: sparkway's own (4g)")
+                        "e.g. 8g) and of the plain PySpark jobs; default: sparkway's own (4g)")
     parser.add_argument("--work", default=DATA, help="folder for generated data, state and outputs (default bench/data)")
     parser.add_argument("--results", default=RESULTS, help="folder for the results (default bench/results)")
     args = parser.parse_args(argv)
@@ -926,7 +1195,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.huge = args.huge or "huge" in only  # --only huge: the huge first runs alone
     args.only = [s for s in only if s != "huge"]
     cfg = dict(QUICK if args.quick else FULL)
-    for key in ("sizes", "pipelines", "step_sizes", "steps", "hot_rows", "hot_cold_rows", "huge_rows"):
+    for key in ("sizes", "pipelines", "step_sizes", "steps", "hot_rows", "hot_cold_rows", "huge_rows", "w3_sizes",
+                "w3_runs"):
         if getattr(args, key) is not None:
             cfg[key] = getattr(args, key)
     bad = [p for p in cfg["pipelines"] if p not in OUTPUT_COLUMNS]
@@ -971,11 +1241,14 @@ def main(argv: list[str] | None = None) -> None:
         "code_at_start": code_version(),
         "config": cfg,
         "sparkway_driver_memory": args.driver_memory or os.environ.get("SPARKWAY_DRIVER_MEMORY") or "sparkway's default (4g)",
+        "plain_driver_memory": plain_driver_memory(),
+        "tuned_jvm_options": TUNED_JVM_OPTIONS if args.tuned_baseline else None,
         "targets_limits": TARGETS,
         "step_cost": [],
         "throughput": [],
         "hot_key": None,
         "huge": [],
+        "w3": [],
     }
     try:
         import pyspark
@@ -992,6 +1265,8 @@ def main(argv: list[str] | None = None) -> None:
         results["hot_key"] = hot_key(cfg, args)
     if args.huge:
         results["huge"] = huge(cfg, args)
+    if "w3" in args.only:
+        results["w3"] = [w3(rows, cfg, args) for rows in cfg["w3_sizes"]]
     results["total_s"] = round(time.perf_counter() - started, 1)
     results["code_at_end"] = code_version()
     results["targets"] = targets(results)
@@ -1007,6 +1282,10 @@ def main(argv: list[str] | None = None) -> None:
     say("")
     say(f"total {results['total_s']:.0f} s; results in {os.path.relpath(os.path.join(RESULTS, name + '.json'), ROOT)} "
         f"and {name}.md (also latest.md)")
+    differ = [f"{r['rows']:,}" for r in results["w3"] if not r["rows_agree"]]
+    if differ:  # the figures are kept above; the run still says that W3's outputs are wrong
+        raise SystemExit(f"W3: the rows written differ from the rows kept (or a run failed) at "
+                         f"{', '.join(differ)} rows")
 
 
 if __name__ == "__main__":

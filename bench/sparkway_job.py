@@ -16,8 +16,10 @@ default ``pw.persistence.Config``:
 parent process can follow it): ``start`` (when the interpreter got here, after
 imports), ``spark`` (SparkSession start), ``open`` (persistence metadata restored),
 one ``step`` per engine step (its total wall time, and the parts spent reading the
-input, computing the Spark job and writing the sinks) and ``end``. The probes wrap
-methods of the engine from outside (no change to ``sparkway/``); they cost microseconds.
+input, computing the Spark job and writing the sinks on the driver, each second in one
+part: a sink written while the job runs counts in ``write``) and ``end`` (with the
+driver process's own peak RSS).  The probes wrap methods of the engine from outside (no
+change to ``sparkway/``); they cost microseconds.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 
@@ -78,23 +81,37 @@ class Probe:
             self.file.flush()
 
 
+def driver_peak_rss() -> int:
+    """This process's peak RSS (the Python driver alone, without Spark's JVM, its child):
+    the kernel's high-water mark, in kB on Linux, exact where sampling could miss a peak."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def install_probes(probe: Probe) -> None:
     from sparkway.connectors import files, writers
     from sparkway.engine import runner
 
     parts: dict[str, float] = {}
+    # the parts running now, innermost last: a large step writes its sinks a piece at a
+    # time while its Spark job runs, and each second counts in the innermost part only
+    active: list[str] = []
 
     def timed(owner, name: str, part: str | None = None):
         original = getattr(owner, name)
 
         def wrapper(*args, **kwargs):
             t0 = time.perf_counter()
+            if part is not None:
+                active.append(part)
             try:
                 return original(*args, **kwargs)
             finally:
                 took = time.perf_counter() - t0
                 if part is not None:
+                    active.pop()
                     parts[part] = parts.get(part, 0.0) + took
+                    if active:
+                        parts[active[-1]] = parts.get(active[-1], 0.0) - took
                 else:
                     probe.emit(name.strip("_"), seconds=took)
 
@@ -104,7 +121,12 @@ def install_probes(probe: Probe) -> None:
     timed(runner.Runner, "_open")
     timed(files.FileSource, "read", "read")
     timed(runner.Runner, "_compute", "compute")
-    timed(writers._FileSink, "write", "write")
+    # the driver's part of writing a file sink: a sink that takes a time's output in
+    # pieces (formatted in Spark's tasks) appends them and commits them there; `write`
+    # calls both, so only they are timed, or `write` alone where they do not exist
+    sink = writers._FileSink
+    for name in ("take_piece", "end_time") if hasattr(sink, "take_piece") else ("write",):
+        timed(sink, name, "write")
 
     original_step = runner.Runner._run_step
 
@@ -153,7 +175,7 @@ def main() -> None:
         monitoring_level=pw.MonitoringLevel.NONE,
         persistence_config=pw.persistence.Config(backend),
     )
-    probe.emit("end", seconds=time.time() - STARTED)
+    probe.emit("end", seconds=time.time() - STARTED, driver_peak_rss_bytes=driver_peak_rss())
     sys.stdout.flush()
 
 

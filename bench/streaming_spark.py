@@ -2,9 +2,11 @@
 would write it with Spark Structured Streaming: a file stream of the CSV files of
 ``--input``, ``groupBy(user_id).count()`` in update mode, the state in Spark's RocksDB
 state store, in the plain job's session (``plain_spark.plain_session``: 2 shuffle
-partitions, sparkway's JVM options), micro-batches as soon as files arrive; each batch's
-updated counts are appended to ``--out`` as CSV lines ``user_id,count`` (the driver
-writes them with pyarrow, ``foreachBatch``).  Runs until it is stopped (SIGTERM).
+partitions, sparkway's driver memory, Spark's default JVM settings as a user runs it;
+before issue 35 it took sparkway's JVM options), micro-batches as soon as files arrive;
+each batch's updated counts are appended to ``--out`` as CSV lines ``user_id,count``
+(the driver writes them with pyarrow, ``foreachBatch``).  Runs until it is stopped
+(SIGTERM).
 
     python bench/streaming_spark.py --input DIR --out out.csv --checkpoint DIR
 """

@@ -1,6 +1,7 @@
 """The benchmarks still run: ``bench/run.py``'s throughput section end to end at a tiny
-size (both pipelines, each next to its plain PySpark job), and its output comparison can
-tell outputs apart.  Nothing else exercises ``bench/``, and it broke silently before."""
+size (both pipelines, each next to its plain PySpark job and the tuned variant), its W3
+section (sparkway and the plain job alternating), and its output comparison can tell
+outputs apart.  Nothing else exercises ``bench/``, and it broke silently before."""
 
 from __future__ import annotations
 
@@ -21,15 +22,15 @@ ROWS = 2_000  # 40 users; 2 new rows (0.1%) for the rerun
 def test_throughput_runs_end_to_end(tmp_path: Path, python_env: dict[str, str]) -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "run.py"), "--only", "throughput", "--sizes", str(ROWS),
-         "--no-noop", "--no-cold", "--attached", "--quiet-wait", "0", "--work", str(tmp_path / "data"),
-         "--results", str(tmp_path / "results")],
+         "--no-noop", "--no-cold", "--attached", "--tuned-baseline", "--quiet-wait", "0",
+         "--work", str(tmp_path / "data"), "--results", str(tmp_path / "results")],
         env=python_env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     [raw] = glob.glob(str(tmp_path / "results" / "*.json"))
     results = json.loads(Path(raw).read_text())
     assert [(r["pipeline"], r["rows"]) for r in results["throughput"]] == [("sessions", ROWS), ("count", ROWS)]
     for r in results["throughput"]:
-        for run in ("first_run", "rerun", "plain", "attached_first", "attached"):
+        for run in ("first_run", "rerun", "plain", "plain_tuned", "attached_first", "attached"):
             assert r[run]["status"] == "ok", (r["pipeline"], run, r[run])
             assert r[run]["seconds"] > 0 and r[run]["peak_rss_bytes"] > 0 and "others_cores" in r[run]
         assert r["new_rows"] == 2 and r["input_bytes"] > 0 and r["state_bytes"] > 0
@@ -46,8 +47,45 @@ def test_throughput_runs_end_to_end(tmp_path: Path, python_env: dict[str, str]) 
             "rerun / PySpark full recompute", "persisted operator state / input bytes",
             "rerun, own Spark: seconds over Spark's start (issue 11)",
             "rerun, attached to a server: seconds over Spark's start (issue 11)"))
+    assert r["plain"]["driver_peak_rss_bytes"] > 0
     markdown = (tmp_path / "results" / "latest.md").read_text()
-    assert "## Targets (issue 10)" in markdown and "### count" in markdown and "### sessions" in markdown
+    assert "## Targets (issues 10, 11, 35)" in markdown and "### count" in markdown and "### sessions" in markdown
+    assert "PySpark tuned (s)" in markdown and "-XX:+UseSerialGC" in markdown
+
+
+W3_SIZES = (2_000, 4_000)
+
+
+@pytest.mark.subprocess
+def test_w3_runs_end_to_end(tmp_path: Path, python_env: dict[str, str]) -> None:
+    """W3 at two tiny sizes, one run of each system per size: every run writes exactly the
+    rows the filter keeps, and the report has the section and its targets."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "run.py"), "--only", "w3", "--w3-sizes", ",".join(map(str, W3_SIZES)),
+         "--w3-runs", "1", "--quiet-wait", "0", "--work", str(tmp_path / "data"),
+         "--results", str(tmp_path / "results")],
+        env=python_env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    [raw] = glob.glob(str(tmp_path / "results" / "*.json"))
+    results = json.loads(Path(raw).read_text())
+    assert [r["rows"] for r in results["w3"]] == list(W3_SIZES)
+    for r in results["w3"]:
+        assert 0.4 * r["rows"] < r["kept"] < 0.6 * r["rows"], r["kept"]  # the filter keeps about half
+        assert r["rows_agree"] is True
+        assert set(r["runs"]) == {"sparkway", "plain"}
+        for system, [run] in r["runs"].items():
+            assert run["status"] == "ok", (system, run)
+            assert run["rows_written"] == r["kept"] and run["output_bytes"] > 0
+            assert 0 < run["driver_peak_rss_bytes"] < run["peak_rss_bytes"], (system, run)
+        assert all(r["ratios"][key] is not None for key in ("time_over_plain", "memory_over_plain"))
+    assert [t["target"] for t in results["targets"]] == [
+        "W3 wall time / plain PySpark job's (medians; issue 35)",
+        "W3 peak memory / plain job's (process tree RSS; issue 35)",
+        "W3 driver's own peak RSS: largest / smallest size (issue 35)",
+        "W3 rows written: sparkway's / the plain job's (issue 35)",
+        "W3 rows written: sparkway's / the plain job's (issue 35)"]
+    assert all(t["met"] for t in results["targets"] if t["target"].startswith("W3 rows written"))
+    assert "## 5. W3: output-heavy, stateless (issue 35)" in (tmp_path / "results" / "latest.md").read_text()
 
 
 @pytest.mark.subprocess
