@@ -14,7 +14,7 @@ from services.s3 import s3_bucket, s3_endpoint  # noqa: F401
 from services.spark_connect import spark_connect_server  # noqa: F401
 from services.standalone import executor_environment, standalone_cluster  # noqa: F401
 
-from e2e.helpers import KILLS
+from e2e.helpers import EXECUTOR_KILLS, KILLS, program_kills
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -93,6 +93,10 @@ def pytest_terminal_summary(terminalreporter) -> None:
     """How many programs the session's tests killed (the end-to-end tests that count
     them); here, not in tests/e2e, since pytest-xdist's controlling process collects
     nothing and loads only this conftest."""
-    if KILLS:
-        detail = ", ".join(f"{count} {kind}" for kind, count in sorted(KILLS.items()))
-        terminalreporter.write_line(f"programs killed: {sum(KILLS.values())} ({detail})")
+    programs = program_kills(KILLS)
+    if programs:
+        detail = ", ".join(f"{count} {kind}" for kind, count in sorted(programs.items()))
+        terminalreporter.write_line(f"programs killed: {sum(programs.values())} ({detail})")
+    if KILLS[EXECUTOR_KILLS]:  # a program that lost an executor went on: not a program killed
+        executors = KILLS[EXECUTOR_KILLS]
+        terminalreporter.write_line(f"executors killed under running programs: {executors} ({EXECUTOR_KILLS})")

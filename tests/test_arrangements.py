@@ -16,7 +16,7 @@ from sparkway.errors import PersistenceError
 from sparkway.persistence.storage import BlobStorage
 from sparkway.state.arrangement import ArrangementStore, consolidated, consolidated_union, positions_of
 from sparkway.state.store import StateLocation
-from sparkway.state.versions import Fence
+from sparkway.state.versions import Fence, LateAttempt
 
 
 def _store(tmp_path: Path) -> ArrangementStore:
@@ -318,3 +318,38 @@ def test_a_late_task_of_an_earlier_run_cannot_set_the_arrangements_back(tmp_path
     now.begin(4)
     held = now.lookup(0, np.array([7], dtype=np.int64))
     assert sorted(held.column("_v0").to_pylist()) == ["x"] * 5 + ["y", "z"]
+
+
+def test_a_late_attempt_of_a_step_that_starts_after_the_next_step_stops_without_writing(tmp_path: Path) -> None:
+    """An attempt of step 2 opening the partition after step 3 committed took step 3's
+    base (2) as its own: step 2's changes applied twice, and its LATEST {2, 2} (and
+    pruning: step 3's manifest deleted) lost step 3."""
+    _step(tmp_path, 1, [(7, 1, 1, 1, "a")])
+    _step(tmp_path, 2, [(7, 2, 1, 2, "b")])
+    _step(tmp_path, 3, [(7, 3, 1, 3, "c")])
+    with pytest.raises(LateAttempt, match="is at version 3 .*a late attempt of step 2"):
+        _store(tmp_path).begin(2)
+    assert _held(tmp_path, 4, [7]) == Counter({(7, 1, "a"): 1, (7, 2, "b"): 1, (7, 3, "c"): 1})
+
+
+def test_two_attempts_of_a_step_interleaved_commit_once_and_a_late_one_stops(tmp_path: Path) -> None:
+    """Attempts of step 2 running at once (Spark's speculation): the second to commit
+    writes the version the first wrote (the same runs, manifest and LATEST); one that
+    commits after step 3 did stops before its manifest's LATEST, and prunes nothing."""
+    _step(tmp_path, 1, [(7, i, 1, 1, "x") for i in range(10, 15)])  # one step a run: no merge after
+    changes = consolidated(_rows([(7, 2, 1, 2, "y")]))
+    first, second, late = _store(tmp_path), _store(tmp_path), _store(tmp_path)
+    for attempt in (first, second, late):
+        attempt.begin(2)
+        attempt.add({0: changes})
+    second.commit()
+    first.commit()
+    _step(tmp_path, 3, [(7, 3, 1, 3, "z")])
+    root = tmp_path / "checkpoint" / "op" / "00000"
+    manifests = sorted(p.name for p in (root / "manifest").iterdir())
+    with pytest.raises(LateAttempt, match="is at version 3 "):
+        late.commit()
+    assert json.loads((root / "LATEST").read_text()) == {"version": 3, "base": 2}
+    assert sorted(p.name for p in (root / "manifest").iterdir()) == manifests
+    expected = Counter({**{(7, i, "x"): 1 for i in range(10, 15)}, (7, 2, "y"): 1, (7, 3, "z"): 1})
+    assert _held(tmp_path, 4, [7]) == expected

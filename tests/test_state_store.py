@@ -11,7 +11,7 @@ import pytest
 from sparkway.errors import PersistenceError
 from sparkway.persistence.storage import BlobStorage
 from sparkway.state.store import StateLocation
-from sparkway.state.versions import Fence
+from sparkway.state.versions import Fence, LateAttempt
 
 
 def _location(tmp_path: Path, interval_ms: int = 0) -> StateLocation:
@@ -267,3 +267,45 @@ def test_a_late_task_of_an_earlier_run_cannot_set_the_state_back(tmp_path: Path)
     finally:
         late.close()
     assert _read(run_b, 4, [b"a"]) == [b"3"]
+
+
+def test_a_late_attempt_of_a_step_that_starts_after_the_next_step_stops_without_writing(tmp_path: Path) -> None:
+    """A speculative copy that lost (or an attempt Spark gave up on) of step 2 opens the
+    partition after step 3 committed: taking step 3's base (2) as its own, it rolled the
+    working copy back to 2 and wrote LATEST {2, 2}, so that step 4 lost step 3."""
+    location = _location(tmp_path)
+    _apply(location, 1, {b"a": b"1"})
+    _apply(location, 2, {b"a": b"2"})
+    _apply(location, 3, {b"a": b"3"})
+    late = location.partition("op", 0)
+    try:
+        with pytest.raises(LateAttempt, match="is at version 3 .*a late attempt of step 2"):
+            late.begin(2)
+    finally:
+        late.close()
+    assert _read(location, 4, [b"a"]) == [b"3"]
+
+
+def test_a_late_attempt_that_commits_after_the_next_step_stops_without_writing(tmp_path: Path) -> None:
+    """Two attempts of step 2 on two executors (two working copies): the one that began
+    first commits after the other won and step 3 committed; its LATEST would set the
+    partition back to step 2.  An attempt committing after its twin, before step 3, is
+    a retry as any other."""
+    checkpoint = BlobStorage(str(tmp_path / "checkpoint"))
+    executor_a = StateLocation(checkpoint, str(tmp_path / "executor-a"), 0)
+    executor_b = StateLocation(checkpoint, str(tmp_path / "executor-b"), 0)
+    _apply(executor_a, 1, {b"a": b"1"})
+    twin, late = executor_a.partition("op", 0), executor_a.partition("op", 0)
+    twin.begin(2)
+    _apply(executor_b, 2, {b"a": b"2"})
+    twin.commit({b"a": b"2"})  # after the winner, before step 3: the same version again
+    twin.close()
+    late.begin(2)
+    _apply(executor_b, 3, {b"a": b"3"})
+    try:
+        with pytest.raises(LateAttempt, match="is at version 3 "):
+            late.commit({b"a": b"2"})
+    finally:
+        late.close()
+    assert _read(executor_b, 4, [b"a"]) == [b"3"]
+    assert _read(executor_a, 4, [b"a"]) == [b"3"]  # the late attempt's working copy was left at its base

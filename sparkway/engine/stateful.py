@@ -34,6 +34,7 @@ from sparkway.core.spark_releases import arrow_schema
 from sparkway.engine.expressions import col, pointer_of
 from sparkway.engine.failures import failures_named
 from sparkway.engine.spark import map_in_arrow, task_step
+from sparkway.persistence.faults import fault_point
 from sparkway.state.arrangement import (
     COUNT, GID, KEYS, ROW_ID, TIME, VALUE_HASH, ArrangementStore, consolidated, consolidated_union,
 )
@@ -257,6 +258,7 @@ def _contributions(
 def _run_partitions(
     spec: KernelSpec, batches: Iterator[pa.RecordBatch], step: tuple[int, int] | None,
 ) -> Iterator[pa.RecordBatch]:
+    fault_point("kernel.started", spec.operator)  # for the tests of task retries and lost executors
     number, time = step or task_step()
     spec = dataclasses.replace(spec, step=number, time=time)
     if spec.mode in _ARRANGED:
@@ -702,6 +704,7 @@ def collection_step(
 def _collection_partitions(
     spec: CollectionSpec, batches: Iterator[pa.RecordBatch], step: tuple[int, int] | None,
 ) -> Iterator[pa.RecordBatch]:
+    fault_point("kernel.started", spec.operator)
     spec = dataclasses.replace(spec, step=(step or task_step())[0])
     chunks = list(batches)
     if not chunks:

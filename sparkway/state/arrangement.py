@@ -156,9 +156,12 @@ class ArrangementStore:
     history) never holds its whole run in memory.
     """
 
-    def __init__(self, checkpoint: BlobStorage, cache_dir: str, fence: Fence | None = None) -> None:
+    def __init__(
+        self, checkpoint: BlobStorage, cache_dir: str, fence: Fence | None = None, operator: str = "",
+    ) -> None:
         self.checkpoint = checkpoint
         self.fence = fence
+        self.operator = operator  # names the fault points (``persistence/faults.py``)
         self.cache_dir = cache_dir  # uncompressed local copies of the runs
         self.step = -1
         self.base: int | None = None
@@ -226,11 +229,11 @@ class ArrangementStore:
                 merges += 1
                 merged = self._merge(held[-2][0], held[-1][0], f"{self.step:016d}-{index}-m{merges}", summed)
                 held[-2:] = [list(merged)] if merged[1] else []
-        fault_point("arrangement.runs.written")
+        fault_point("arrangement.runs.written", self.operator)
         self.checkpoint.write_bytes(_manifest_name(self.step), json.dumps({"runs": runs}).encode())
-        fault_point("arrangement.manifest.written")
+        fault_point("arrangement.manifest.written", self.operator)
         write_latest(self.checkpoint, self.step, self.base, self.fence)  # a late task stops here, before pruning
-        fault_point("arrangement.latest.written")
+        fault_point("arrangement.latest.written", self.operator)
         self._prune(runs)
         self.runs = runs
 

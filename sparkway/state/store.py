@@ -60,12 +60,13 @@ class StateLocation:
             os.path.join(self.local_root, operator, f"{part:05d}"),
             self.snapshot_interval_ms,
             self.fence,
+            operator,
         )
 
     def arrangements(self, operator: str, part: int) -> ArrangementStore:
         return ArrangementStore(
             self.checkpoint.child(f"{operator}/{part:05d}"), os.path.join(self.local_root, operator, f"{part:05d}", "runs"),
-            self.fence,
+            self.fence, operator,
         )
 
 
@@ -77,9 +78,10 @@ class PartitionStore:
     """Use as: ``begin(step)``, ``get_many(keys)``, ``commit(updates)``, ``close()``."""
 
     def __init__(self, checkpoint: BlobStorage, local_dir: str, snapshot_interval_ms: int,
-                 fence: Fence | None = None) -> None:
+                 fence: Fence | None = None, operator: str = "") -> None:
         self.checkpoint = checkpoint
         self.fence = fence
+        self.operator = operator  # names the fault points (``persistence/faults.py``)
         self.local_dir = local_dir
         self.snapshot_interval_ms = snapshot_interval_ms
         self.db: Rdict | None = None
@@ -119,7 +121,7 @@ class PartitionStore:
         undo = pickle.dumps(list(zip(keys, old_values)), protocol=5)
         changelog = _key_value_table(keys, [updates[k] for k in keys])
         self.checkpoint.write_arrow(f"changelog/{_version_name(self.step)}.arrow", changelog)
-        fault_point("state.changelog.written")
+        fault_point("state.changelog.written", self.operator)
         batch = WriteBatch(raw_mode=True)
         for key in keys:
             value = updates[key]
@@ -135,7 +137,7 @@ class PartitionStore:
         batch.put(_META_CHANGELOG_BYTES, str(0 if take_snapshot else written).encode())
         # LATEST is written last on the durable side: until then a retry sees the old base.
         write_latest(self.checkpoint, self.step, self.base, self.fence)
-        fault_point("state.latest.written")
+        fault_point("state.latest.written", self.operator)
         self.db.write(batch)
         if take_snapshot:
             self._write_snapshot()
@@ -204,7 +206,7 @@ class PartitionStore:
                 values.append(value)
         snapshot = _key_value_table(keys, values)
         self.checkpoint.write_arrow(f"snapshot/{_version_name(self.step)}.arrow", snapshot)
-        fault_point("state.snapshot.written")
+        fault_point("state.snapshot.written", self.operator)
         batch = WriteBatch(raw_mode=True)
         batch.put(_META_SNAPSHOT_AT, str(int(time.time() * 1000)).encode())
         batch.put(_META_SNAPSHOT_BYTES, str(snapshot.nbytes).encode())

@@ -22,7 +22,8 @@ def read_latest(checkpoint: BlobStorage, step: int) -> dict | None:
     partitions it changed wrote ``LATEST``: a partition holding files of such a version (a
     manifest, a changelog) without ``LATEST`` lost it, which is an error naming it, never
     an empty state.  (Files of version ``step`` without it: a crash during the
-    partition's first commit, which the step replays.)"""
+    partition's first commit, which the step replays.)  A version newer than ``step``
+    means this is a late attempt of ``step``: ``LateAttempt``."""
     try:
         latest = checkpoint.read_json("LATEST")  # not JSON: an error naming it
     except FileNotFoundError:
@@ -36,7 +37,26 @@ def read_latest(checkpoint: BlobStorage, step: int) -> dict | None:
         return None
     if not isinstance(latest, dict) or not isinstance(latest.get("version"), int):
         raise damaged(checkpoint.path("LATEST"), ValueError("no version"))
+    if latest["version"] > step:
+        # only a late attempt of a step meets a newer version: the driver runs a step once
+        # the previous one's tasks all succeeded, but Spark may still be ending one of
+        # them (a speculative copy that lost, an attempt it gave up on).  Taking the
+        # version's base (base_before) would apply this step again on a newer state.
+        raise late_attempt(checkpoint, latest, step)
     return latest
+
+
+class LateAttempt(PersistenceError):
+    """A task of an earlier step found the state partition at a newer version (a
+    speculative copy that lost, an attempt Spark gave up on): it stops without writing."""
+
+
+def late_attempt(checkpoint: BlobStorage, latest: dict, step: int) -> LateAttempt:
+    return LateAttempt(
+        f"the state partition {checkpoint.path('')} is at version {latest['version']} (base {latest.get('base')}), "
+        f"not where step {step} leaves it or starts from: this task is a late attempt of step {step}, which "
+        "Spark no longer waits for, and it stops without writing the state"
+    )
 
 
 #: the folders of a partition whose files are named by the version that wrote them
@@ -50,11 +70,31 @@ def _version_of(name: str) -> int:
 
 
 def write_latest(checkpoint: BlobStorage, version: int, base: int | None, fence: "Fence | None") -> None:
-    """Switches the partition to ``version``, unless a newer run than ``fence``'s owns the
-    storage (see ``Fence``; None: state of a run without persistence)."""
+    """Switches the partition to ``version`` (applied on ``base``), unless a newer run
+    than ``fence``'s owns the storage (see ``Fence``; None: state of a run without
+    persistence), or the partition moved past ``base`` meanwhile (``check_unmoved``)."""
     if fence is not None:
         fence.check()
+    check_unmoved(checkpoint, version, base)
     checkpoint.write_bytes("LATEST", json.dumps({"version": version, "base": base}).encode())
+
+
+def check_unmoved(checkpoint: BlobStorage, version: int, base: int | None) -> None:
+    """Raises ``LateAttempt`` unless the partition is still at ``base``, or at ``version``
+    applied on ``base`` (another attempt of the step committed it first).  Two attempts
+    of a step may run at once (Spark's speculation), and the loser is not stopped at
+    once: it may reach its commit after the next steps committed theirs, and its
+    ``LATEST`` would set the partition back (its pruning deleting their manifests).
+    As with ``Fence``, the check and the write are two operations: an attempt paused
+    between them could still write; the window is that of one small read and write."""
+    try:
+        latest = checkpoint.read_json("LATEST")
+    except FileNotFoundError:
+        latest = None
+    found = (latest or {}).get("version"), (latest or {}).get("base")
+    if found[0] == base or found == (version, base):  # (None, None): the first commit
+        return
+    raise late_attempt(checkpoint, latest or {"version": None}, version)
 
 
 def base_before(latest: dict | None, step: int) -> int | None:

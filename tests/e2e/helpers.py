@@ -34,12 +34,21 @@ import pyte
 RUN_TIMEOUT = 300  # seconds for one program run (Spark start-up alone takes 5-30 s)
 
 #: programs killed (SIGKILL, or a crash at a fault point) by the tests of this session, by
-#: kind; the terminal summary shows them (tests/e2e/conftest.py)
+#: kind, and executor JVMs killed under a program that went on (``EXECUTOR_KILLS``); the
+#: terminal summary shows them (tests/conftest.py)
 KILLS: collections.Counter = collections.Counter()
+#: the kind of the kills of an executor's JVM (``SPARKWAY_TASK_FAULT=...:kill-executor``):
+#: the program is not killed, Spark runs the executor's tasks elsewhere
+EXECUTOR_KILLS = "executor SIGKILLs"
 
 
 def record_kills(kind: str, count: int = 1) -> None:
     KILLS[kind] += count
+
+
+def program_kills(kills: collections.Counter) -> collections.Counter:
+    """The kills of programs (drivers), without those of executors."""
+    return collections.Counter({kind: n for kind, n in kills.items() if kind != EXECUTOR_KILLS})
 
 
 # ----------------------------------------------------------------------------- files

@@ -43,9 +43,12 @@ def cluster_env() -> dict[str, str]:
 
 
 class StandaloneCluster:
-    """A master on a free loopback port and ``workers`` workers of one core each."""
+    """A master on a free loopback port and ``workers`` workers of one core each, on
+    loopback address ``hosts[i]`` (127.0.0.1 by default: Linux routes all of 127/8 to
+    the loopback device, so that workers on 127.0.0.1 and 127.0.0.2 are two hosts to
+    Spark, as on two machines: its scheduler, e.g. its speculation, tells hosts apart)."""
 
-    def __init__(self, folder: Path, workers: int = 2) -> None:
+    def __init__(self, folder: Path, workers: int = 2, hosts: tuple[str, ...] = ("127.0.0.1",)) -> None:
         self.folder = folder
         self.port = free_port()
         self.url = f"spark://127.0.0.1:{self.port}"
@@ -56,19 +59,21 @@ class StandaloneCluster:
         for i in range(workers):
             work = folder / f"worker-{i}"
             work.mkdir()
-            self._start(f"worker-{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+            host = hosts[i % len(hosts)]
+            self._start(f"worker-{i}", "org.apache.spark.deploy.worker.Worker", "--host", host,
                         "--webui-port", str(free_port()), "--cores", "1", "--memory", "2g",
-                        "--work-dir", str(work), self.url)
+                        "--work-dir", str(work), self.url, local_ip=host)
         self._wait(lambda: self.log("master").count("Registering worker") >= workers, f"{workers} workers")
 
     def log(self, name: str) -> str:
         return (self.folder / f"{name}.log").read_text(errors="replace")
 
-    def _start(self, name: str, main_class: str, *args: str) -> None:
+    def _start(self, name: str, main_class: str, *args: str, local_ip: str = "127.0.0.1") -> None:
         with open(self.folder / f"{name}.log", "w") as log:
             self.processes.append(subprocess.Popen(
                 [str(spark_home() / "bin" / "spark-class"), main_class, *args], cwd=self.folder,
-                env=cluster_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+                env={**cluster_env(), "SPARK_LOCAL_IP": local_ip}, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True))
 
     def _wait(self, ready, what: str) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
