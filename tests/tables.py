@@ -133,3 +133,20 @@ class Subscribed:
         """Until ``count`` changes were seen (fails after ``timeout`` seconds)."""
         with self._changed:
             assert self._changed.wait_for(lambda: len(self.seen) >= count, timeout=self.timeout), self.seen
+
+
+def large_steps(monkeypatch: Any, writer: type) -> list[int]:
+    """Makes every step large, its output made in 4 pieces by Spark's tasks, and returns
+    the times of the pieces that this process's ``writer`` (a ``PieceWriter`` class)
+    wrote: Spark's Python workers are processes of their own, whose writes it never sees."""
+    monkeypatch.setattr("sparkway.engine.runner.LARGE_STEP_ROWS", 0)
+    monkeypatch.setattr("sparkway.engine.runner.collect_parts", lambda tables, partitions: 4)
+    here: list[int] = []
+    write_piece = writer.write_piece
+
+    def recorded(self: Any, batch: Any) -> Any:
+        here.append(batch.time)
+        return write_piece(self, batch)
+
+    monkeypatch.setattr(writer, "write_piece", recorded)
+    return here

@@ -10,6 +10,7 @@ with fields ``[0]``, ``[1]``...; durations as microseconds in a long.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import os
 import signal
@@ -20,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 deltalake = pytest.importorskip("deltalake")
@@ -27,10 +29,12 @@ deltalake = pytest.importorskip("deltalake")
 import sparkway as pw  # noqa: E402
 from sparkway.api.graph import clear  # noqa: E402
 from sparkway.connectors.base import OutputBatch  # noqa: E402
-from sparkway.connectors.deltalake import DeltaLakeError, DeltaSink, DeltaSource  # noqa: E402
+from sparkway.connectors.deltalake import (  # noqa: E402
+    DeltaChangesSink, DeltaDataFiles, DeltaLakeError, DeltaSink, DeltaSource,
+)
 from sparkway.core import dtypes  # noqa: E402
 from sparkway.errors import PlanError  # noqa: E402
-from tests.tables import CHANGES, EVERY_TYPE_ROW, EveryType, Subscribed  # noqa: E402
+from tests.tables import CHANGES, EVERY_TYPE_ROW, EveryType, Subscribed, large_steps  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -271,16 +275,23 @@ def batch(rows: list[tuple[int, str, int, int]], time: int) -> OutputBatch:
     return OutputBatch(data, time, pa.array([r[3] for r in rows], pa.int64()), ids=pa.array([r[0] for r in rows]))
 
 
+def kv_sink(lake: str, table_type: str, name: str) -> DeltaSink:
+    """The sink ``pw.io.deltalake.write`` makes for an unpartitioned table of this layout."""
+    if table_type == "snapshot":
+        return DeltaSink(lake, KV_COLUMNS, table_type=table_type, name=name)
+    return DeltaChangesSink(lake, KV_COLUMNS, name=name)
+
+
 @pytest.mark.parametrize("table_type", ["stream_of_changes", "snapshot"])
 def test_a_time_replayed_after_a_crash_is_not_written_again(tmp_path: Path, table_type: str) -> None:
     lake = str(tmp_path / "lake")
     first = batch([(1, "a", 1, 1), (2, "b", 2, 1)], time=100)
     update = batch([(1, "a", 1, -1), (1, "a", 9, 1), (2, "b", 2, -1)], time=200)
-    sink = DeltaSink(lake, KV_COLUMNS, table_type=table_type, name="out")
+    sink = kv_sink(lake, table_type, "out")
     sink.open()
     sink.write(first)
     sink.write(update)
-    restarted = DeltaSink(lake, KV_COLUMNS, table_type=table_type, name="out")  # the process died after the commit
+    restarted = kv_sink(lake, table_type, "out")  # the process died after the commit
     restarted.open()
     restarted.write(update)  # the replayed step
     restarted.write(first)
@@ -291,7 +302,7 @@ def test_a_time_replayed_after_a_crash_is_not_written_again(tmp_path: Path, tabl
     else:
         assert rows_of(table.to_pyarrow_table(), ["k", "v", "time", "diff"]) == [
             ("a", 1, 100, 1), ("a", 1, 200, -1), ("a", 9, 200, 1), ("b", 2, 100, 1), ("b", 2, 200, -1)]
-    other = DeltaSink(lake, KV_COLUMNS, table_type=table_type, name="another")  # its own progress
+    other = kv_sink(lake, table_type, "another")  # its own progress
     other.open()
     other.write(batch([(3, "c", 3, 1)], time=150))
     assert deltalake.DeltaTable(lake).version() == 3
@@ -325,6 +336,98 @@ def test_a_persistent_program_restarted_writes_nothing_twice(tmp_path: Path) -> 
     assert rows_of(deltalake.DeltaTable(str(snap)).to_pyarrow_table(), ["word", "n"]) == [("x", 2), ("y", 2), ("z", 1)]
 
 
+class Words(pw.Schema):
+    word: str
+
+
+def count_words(folder: Path, lake: Path) -> None:
+    """A persistent word count of ``folder/in`` written to ``lake`` as a stream of changes."""
+    clear()
+    words = pw.io.csv.read(folder / "in", schema=Words, mode="static", name="words")
+    counts = words.groupby(words.word).reduce(words.word, n=pw.reducers.count())
+    pw.io.deltalake.write(counts, lake, name="counts")
+    pw.run(persistence_config=pw.persistence.Config(pw.persistence.Backend.filesystem(folder / "state")))
+
+
+def changes_by_version(lake: Path) -> dict[int, tuple[list[tuple[str, int, int]], int]]:
+    """Per version after the table's creation, its rows (word, n, diff) and how many data
+    files it added; every row of a version has the time its commit records."""
+    table = deltalake.DeltaTable(str(lake))
+    times = {h["version"]: h.get("sparkway.time") for h in table.history()}
+    versions = {}
+    for version in range(1, table.version() + 1):
+        before = set(deltalake.DeltaTable(str(lake), version=version - 1).file_uris())
+        added = [uri for uri in deltalake.DeltaTable(str(lake), version=version).file_uris() if uri not in before]
+        rows = [row for uri in added for row in pq.read_table(uri).to_pylist()]
+        assert {str(r["time"]) for r in rows} == {times[version]}, "a version holds its time's rows"
+        versions[version] = (sorted((r["word"], r["n"], r["diff"]) for r in rows), len(added))
+    return versions
+
+
+def test_a_large_step_s_data_files_are_written_by_spark_s_tasks_and_committed_in_one_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    words = [f"w{i}" for i in range(40)]
+    first = sorted((w, 1, 1) for w in words)
+    second = sorted([(w, 1, -1) for w in words[:30]] + [(w, 2, 1) for w in words[:30]])
+
+    def run_twice(folder: Path) -> dict[int, tuple[list[tuple[str, int, int]], int]]:
+        (folder / "in").mkdir(parents=True)
+        (folder / "in" / "a.csv").write_text("word\n" + "\n".join(words) + "\n")
+        count_words(folder, folder / "lake")
+        (folder / "in" / "b.csv").write_text("word\n" + "\n".join(words[:30]) + "\n")
+        count_words(folder, folder / "lake")
+        return changes_by_version(folder / "lake")
+
+    small = run_twice(tmp_path / "small")
+    assert {v: rows for v, (rows, _) in small.items()} == {1: first, 2: second}
+    written_here = large_steps(monkeypatch, DeltaDataFiles)
+    large = run_twice(tmp_path / "large")
+    assert {v: rows for v, (rows, _) in large.items()} == {1: first, 2: second}, "one version per time"
+    assert all(files > 1 for _, files in large.values()), "a data file per piece"
+    assert written_here == [], "the data files were written by the tasks, not by the driver"
+
+
+def test_a_second_attempt_s_data_file_never_shows_up_and_a_replayed_time_is_written_once(tmp_path: Path) -> None:
+    lake = str(tmp_path / "lake")
+    pieces = [batch([(1, "a", 1, 1)], time=100), batch([(2, "b", 2, 1)], time=100)]
+    sink = DeltaChangesSink(lake, KV_COLUMNS, name="out")
+    sink.open()
+    files = sink.piece_writer()
+    taken = [files.write_piece(pieces[0]), files.write_piece(pieces[1])]
+    files.write_piece(pieces[0])  # a task's second attempt (retried, or speculative): the driver never gets it
+    for piece in taken:
+        sink.take_piece(100, piece)
+    sink.end_time(100)
+    expected = [("a", 1, 100, 1), ("b", 2, 100, 1)]
+    data_files = sorted(name for name in os.listdir(lake) if name.endswith(".parquet"))
+    table = deltalake.DeltaTable(lake)
+    assert table.version() == 1 and len(table.file_uris()) == 2 and len(data_files) == 3
+    assert rows_of(table.to_pyarrow_table(), ["k", "v", "time", "diff"]) == expected
+    restarted = DeltaChangesSink(lake, KV_COLUMNS, name="out")  # the process died after the commit
+    restarted.open()
+    for piece in pieces:  # the replayed step
+        restarted.take_piece(100, restarted.piece_writer().write_piece(piece))
+    restarted.end_time(100)
+    table = deltalake.DeltaTable(lake)
+    assert table.version() == 1
+    assert rows_of(table.to_pyarrow_table(), ["k", "v", "time", "diff"]) == expected
+    assert sorted(name for name in os.listdir(lake) if name.endswith(".parquet")) == data_files, \
+        "the replay's files are removed"
+
+
+def test_a_piece_s_data_file_is_written_to_s3(s3_bucket: Any) -> None:
+    """What a task does for a table on S3 (through s3fs); the commit is delta-rs's."""
+    uri = f"s3://{s3_bucket.name}/lake"
+    files = DeltaChangesSink(uri, KV_COLUMNS, s3_settings=s3_bucket.settings(), name="out").piece_writer()
+    receipt = json.loads(files.write_piece(batch([(1, "a", 1, 1), (2, "b", 2, -1)], time=7)).data)
+    path = f"{s3_bucket.name}/lake/{receipt['path']}"
+    client = s3_bucket.client()
+    assert receipt["stats"]["numRecords"] == 2 and client.info(path)["size"] == receipt["size"]
+    with client.open(path, "rb") as f:
+        assert rows_of(pq.read_table(f), ["k", "v", "time", "diff"]) == [("a", 1, 7, 1), ("b", 2, 7, -1)]
+
+
 def test_values_get_pathways_delta_types_and_read_back_the_same(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
 
@@ -356,6 +459,26 @@ def test_values_get_pathways_delta_types_and_read_back_the_same(tmp_path: Path) 
     assert got["opt"] is None or pd.isna(got["opt"])
 
 
+def added_stats(lake: Path, version: int) -> list[dict[str, Any]]:
+    """The statistics of the data files that a version of the table adds, from its log."""
+    text = (lake / "_delta_log" / f"{version:020d}.json").read_text()
+    return [json.loads(action["add"]["stats"]) for action in map(json.loads, text.splitlines()) if "add" in action]
+
+
+def test_a_data_file_s_statistics_are_those_delta_rs_keeps_and_readers_skip_files_by_them(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    other = dict(EVERY_TYPE_ROW, i=7, s="abc", utc=pd.Timestamp("2026-02-01 08:00:00.25", tz="UTC"), opt=3)
+    t = pw.debug.table_from_rows(EveryType, [tuple(EVERY_TYPE_ROW.values()), tuple(other.values())])
+    pw.io.deltalake.write(t, lake)
+    pw.run()
+    ours = deltalake.DeltaTable(str(lake))
+    (uri,) = ours.file_uris()
+    deltalake.write_deltalake(str(tmp_path / "theirs"), pq.read_table(uri))  # the same rows, written by delta-rs
+    assert added_stats(lake, 1) == added_stats(tmp_path / "theirs", 0)
+    assert ours.to_pyarrow_table(filters=[("s", "=", "abc")]).column("i").to_pylist() == [7]
+    assert ours.to_pyarrow_table(filters=[("opt", "=", 3)]).column("i").to_pylist() == [7]
+
+
 def test_partition_columns_make_a_partitioned_table_that_reads_back(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     t = pw.debug.table_from_markdown("day | n\n d1 | 1\n d2 | 2\n d1 | 3")
@@ -377,7 +500,7 @@ def test_partition_columns_make_a_partitioned_table_that_reads_back(tmp_path: Pa
 def test_an_existing_table_of_other_columns_is_refused_at_start(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     append(lake, [("a", 1)])  # k, v: no time and diff
-    sink = DeltaSink(str(lake), KV_COLUMNS, name="out")
+    sink = DeltaChangesSink(str(lake), KV_COLUMNS, name="out")
     with pytest.raises(DeltaLakeError, match=r"columns written that the table does not have: \['time', 'diff'\]"):
         sink.open()
 

@@ -26,10 +26,12 @@ pytest.importorskip("sqlalchemy")
 import sparkway as pw  # noqa: E402
 from sparkway.api.graph import clear  # noqa: E402
 from sparkway.connectors.base import OutputBatch  # noqa: E402
-from sparkway.connectors.iceberg import IcebergError, IcebergSink, IcebergSource  # noqa: E402
+from sparkway.connectors.iceberg import (  # noqa: E402
+    IcebergChangesSink, IcebergDataFiles, IcebergError, IcebergSink, IcebergSource,
+)
 from sparkway.core import dtypes  # noqa: E402
 from sparkway.errors import PlanError  # noqa: E402
-from tests.tables import CHANGES, EVERY_TYPE_ROW, EveryType, Subscribed  # noqa: E402
+from tests.tables import CHANGES, EVERY_TYPE_ROW, EveryType, Subscribed, large_steps  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -121,11 +123,11 @@ def test_a_time_replayed_after_a_crash_is_not_written_again(catalog) -> None:
     ident = ("app", "kv")
     first = batch([("a", 1, 1), ("b", 2, 1)], time=100)
     update = batch([("a", 1, -1), ("a", 9, 1), ("b", 2, -1)], time=200)
-    sink = IcebergSink(catalog, ident, KV_COLUMNS, name="out")
+    sink = IcebergChangesSink(catalog, ident, KV_COLUMNS, name="out")
     sink.open()
     sink.write(first)
     sink.write(update)
-    restarted = IcebergSink(catalog, ident, KV_COLUMNS, name="out")  # the process died after the commit
+    restarted = IcebergChangesSink(catalog, ident, KV_COLUMNS, name="out")  # the process died after the commit
     restarted.open()
     restarted.write(update)  # the replayed step
     restarted.write(first)
@@ -133,11 +135,11 @@ def test_a_time_replayed_after_a_crash_is_not_written_again(catalog) -> None:
     assert len(table.snapshots()) == 2
     assert rows_of(table.scan().to_arrow(), ["k", "v", "time", "diff"]) == [
         ("a", 1, 100, 1), ("a", 1, 200, -1), ("a", 9, 200, 1), ("b", 2, 100, 1), ("b", 2, 200, -1)]
-    other = IcebergSink(catalog, ident, KV_COLUMNS, name="another")  # its own progress
+    other = IcebergChangesSink(catalog, ident, KV_COLUMNS, name="another")  # its own progress
     other.open()
     other.write(batch([("c", 3, 1)], time=150))
     assert len(pyiceberg_table(catalog).snapshots()) == 3
-    again = IcebergSink(catalog, ident, KV_COLUMNS, name="out")  # another writer's snapshot came last
+    again = IcebergChangesSink(catalog, ident, KV_COLUMNS, name="out")  # another writer's snapshot came last
     again.open()
     again.write(update)
     assert len(pyiceberg_table(catalog).snapshots()) == 3
@@ -169,6 +171,86 @@ def test_a_persistent_program_restarted_writes_nothing_twice(tmp_path: Path, cat
     live = pyiceberg_table(catalog, "live")
     assert rows_of(live.scan().to_arrow(), ["word", "n"]) == [("x", 2), ("y", 2), ("z", 1)]
     assert len(live.snapshots()) == 2
+
+
+class Words(pw.Schema):
+    word: str
+
+
+def changes_by_snapshot(catalog: pw.io.iceberg.SqlCatalog, name: str) -> list[tuple[list[tuple], int]]:
+    """Per snapshot, the rows (word, n, diff) it added and how many data files; every row
+    a snapshot adds has the time its summary records."""
+    table = pyiceberg_table(catalog, name)
+    seen: collections.Counter = collections.Counter()
+    found = []
+    for snapshot in table.snapshots():
+        rows = collections.Counter(tuple(r.values()) for r in table.scan(
+            snapshot_id=snapshot.snapshot_id, selected_fields=("word", "n", "time", "diff")).to_arrow().to_pylist())
+        added = rows - seen
+        assert sum(added.values()) == rows.total() - seen.total(), "a snapshot only adds rows"
+        assert {t for _, _, t, _ in added} == {int(snapshot.summary["sparkway.time"])}
+        found.append((sorted((w, n, d) for w, n, _, d in added.elements()), int(snapshot.summary["added-data-files"])))
+        seen = rows
+    return found
+
+
+def test_a_large_step_s_data_files_are_written_by_spark_s_tasks_and_committed_in_one_snapshot(
+    tmp_path: Path, catalog, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    words = [f"w{i}" for i in range(40)]
+    first = sorted((w, 1, 1) for w in words)
+    second = sorted([(w, 1, -1) for w in words[:30]] + [(w, 2, 1) for w in words[:30]])
+
+    def run_twice(name: str) -> list[tuple[list[tuple], int]]:
+        folder = tmp_path / name
+        (folder / "in").mkdir(parents=True)
+        for number, text in enumerate(["word\n" + "\n".join(words) + "\n", "word\n" + "\n".join(words[:30]) + "\n"]):
+            (folder / "in" / f"{number}.csv").write_text(text)
+            clear()
+            counts = pw.io.csv.read(folder / "in", schema=Words, mode="static", name="words")
+            counts = counts.groupby(counts.word).reduce(counts.word, n=pw.reducers.count())
+            pw.io.iceberg.write(counts, catalog, ["app"], name, name=name)
+            pw.run(persistence_config=pw.persistence.Config(pw.persistence.Backend.filesystem(folder / "state")))
+        return changes_by_snapshot(catalog, name)
+
+    assert [rows for rows, _ in run_twice("small")] == [first, second]
+    written_here = large_steps(monkeypatch, IcebergDataFiles)
+    large = run_twice("large")
+    assert [rows for rows, _ in large] == [first, second], "one snapshot per time"
+    assert all(files > 1 for _, files in large), "data files per piece"
+    assert written_here == [], "the data files were written by the tasks, not by the driver"
+
+
+def data_files(catalog: pw.io.iceberg.SqlCatalog) -> list[str]:
+    return sorted(str(path) for path in Path(catalog.warehouse).rglob("*.parquet"))
+
+
+def test_a_second_attempt_s_data_file_never_shows_up_and_a_replayed_time_is_written_once(catalog) -> None:
+    ident = ("app", "kv")
+    pieces = [batch([("a", 1, 1)], time=100), batch([("b", 2, 1)], time=100)]
+    sink = IcebergChangesSink(catalog, ident, KV_COLUMNS, name="out")
+    sink.open()
+    files = sink.piece_writer()
+    taken = [files.write_piece(pieces[0]), files.write_piece(pieces[1])]
+    files.write_piece(pieces[0])  # a task's second attempt (retried, or speculative): the driver never gets it
+    for piece in taken:
+        sink.take_piece(100, piece)
+    sink.end_time(100)
+    expected = [("a", 1, 100, 1), ("b", 2, 100, 1)]
+    table = pyiceberg_table(catalog)
+    on_disk = data_files(catalog)
+    assert len(table.snapshots()) == 1 and len(on_disk) == 3
+    assert table.current_snapshot().summary["added-data-files"] == "2"
+    assert rows_of(table.scan().to_arrow(), ["k", "v", "time", "diff"]) == expected
+    restarted = IcebergChangesSink(catalog, ident, KV_COLUMNS, name="out")  # the process died after the commit
+    restarted.open()
+    for piece in pieces:  # the replayed step
+        restarted.take_piece(100, restarted.piece_writer().write_piece(piece))
+    restarted.end_time(100)
+    table = pyiceberg_table(catalog)
+    assert len(table.snapshots()) == 1
+    assert rows_of(table.scan().to_arrow(), ["k", "v", "time", "diff"]) == expected
+    assert data_files(catalog) == on_disk, "the replay's files are removed"
 
 
 def test_values_are_written_as_iceberg_types_and_read_back_the_same(catalog) -> None:
@@ -299,11 +381,11 @@ def test_a_snapshot_time_replayed_after_a_crash_is_not_written_again(catalog) ->
     ident = ("app", "kv")
     first = keyed_batch([(1, "a", 1, 1), (2, "b", 2, 1)], time=100)
     update = keyed_batch([(1, "a", 1, -1), (1, "a", 9, 1), (2, "b", 2, -1), (3, "c", 3, 1)], time=200)
-    sink = IcebergSink(catalog, ident, KV_COLUMNS, table_type="snapshot", name="out")
+    sink = IcebergSink(catalog, ident, KV_COLUMNS, name="out")
     sink.open()
     sink.write(first)
     sink.write(update)
-    restarted = IcebergSink(catalog, ident, KV_COLUMNS, table_type="snapshot", name="out")  # died after the commit
+    restarted = IcebergSink(catalog, ident, KV_COLUMNS, name="out")  # died after the commit
     restarted.open()
     restarted.write(update)  # the replayed step
     restarted.write(first)  # an older one: applied again, it would bring b back
@@ -311,10 +393,10 @@ def test_a_snapshot_time_replayed_after_a_crash_is_not_written_again(catalog) ->
     assert len(table.snapshots()) == 2
     assert rows_of(table.scan().to_arrow(), ["k", "v", "_id"]) == [
         ("a", 9, "^0000000000000001"), ("c", 3, "^0000000000000003")]
-    other = IcebergSink(catalog, ident, KV_COLUMNS, table_type="snapshot", name="another")  # its own progress
+    other = IcebergSink(catalog, ident, KV_COLUMNS, name="another")  # its own progress
     other.open()
     other.write(keyed_batch([(4, "d", 4, 1)], time=150))
-    again = IcebergSink(catalog, ident, KV_COLUMNS, table_type="snapshot", name="out")  # another's snapshot last
+    again = IcebergSink(catalog, ident, KV_COLUMNS, name="out")  # another's snapshot last
     again.open()
     again.write(first)
     table = pyiceberg_table(catalog)
@@ -341,7 +423,7 @@ def test_a_snapshot_rewrite_keeps_the_other_rows_values(catalog) -> None:
         return OutputBatch(data, time, pa.array([r[2] for r in rows], pa.int64()),
                            ids=pa.array([r[0] for r in rows], pa.int64()))
 
-    sink = IcebergSink(catalog, ("app", "values"), columns, table_type="snapshot", name="values")
+    sink = IcebergSink(catalog, ("app", "values"), columns, name="values")
     sink.open()
     sink.write(changes([(1, "kept", 1), (2, "gone", 1)], time=1))  # one data file of both rows
     sink.write(changes([(2, "gone", -1)], time=2))  # rewrites it with "kept" alone
@@ -354,24 +436,24 @@ def test_a_snapshot_rewrite_keeps_the_other_rows_values(catalog) -> None:
 
 
 def test_a_table_of_the_other_layout_is_refused_saying_which_it_is(catalog) -> None:
-    stream = IcebergSink(catalog, ("app", "changes"), KV_COLUMNS, name="out")
+    stream = IcebergChangesSink(catalog, ("app", "changes"), KV_COLUMNS, name="out")
     stream.open()
-    as_snapshot = IcebergSink(catalog, ("app", "changes"), KV_COLUMNS, table_type="snapshot", name="out")
+    as_snapshot = IcebergSink(catalog, ("app", "changes"), KV_COLUMNS, name="out")
     with pytest.raises(IcebergError, match=r"\(snapshot\): columns written that the table does not have: \['_id'\]; "
                                            r"columns of the table that are not written: \['time', 'diff'\]\. "
                                            r"The table holds a stream of changes"):
         as_snapshot.open()
-    IcebergSink(catalog, ("app", "live"), KV_COLUMNS, table_type="snapshot", name="out").open()
+    IcebergSink(catalog, ("app", "live"), KV_COLUMNS, name="out").open()
     with pytest.raises(IcebergError, match="The table holds a snapshot .* write it with output_table_type='snapshot'"):
-        IcebergSink(catalog, ("app", "live"), KV_COLUMNS, name="out").open()
+        IcebergChangesSink(catalog, ("app", "live"), KV_COLUMNS, name="out").open()
     append(catalog, [("a", 1)])  # k, v: no _id
     with pytest.raises(IcebergError, match=r"columns written that the table does not have: \['_id'\]\. Write"):
-        IcebergSink(catalog, ("app", "kv"), KV_COLUMNS, table_type="snapshot", name="out").open()
+        IcebergSink(catalog, ("app", "kv"), KV_COLUMNS, name="out").open()
 
 
 def test_an_existing_table_of_other_columns_is_refused_at_start(catalog) -> None:
     append(catalog, [("a", 1)])  # k, v: no time and diff
-    sink = IcebergSink(catalog, ("app", "kv"), KV_COLUMNS, name="out")
+    sink = IcebergChangesSink(catalog, ("app", "kv"), KV_COLUMNS, name="out")
     with pytest.raises(IcebergError, match=r"columns written that the table does not have: \['time', 'diff'\]"):
         sink.open()
 

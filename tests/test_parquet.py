@@ -221,6 +221,60 @@ def test_a_new_run_rewrites_the_directory_and_keeps_other_files(tmp_path: Path) 
     assert pq.read_table(out).column("k").to_pylist() == ["a"]
 
 
+def test_a_large_step_s_files_are_written_by_spark_tasks_a_file_per_piece(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In a large step the Parquet files and the CSV lines are made by Spark's tasks (in
+    Python workers, not in this process), a Parquet file per piece; together they hold
+    every change, and no staged file is left."""
+    from sparkway.connectors.writers import ParquetFiles, TextLines
+
+    monkeypatch.setattr("sparkway.engine.runner.LARGE_STEP_ROWS", 0)
+    monkeypatch.setattr("sparkway.engine.runner.collect_parts", lambda tables, partitions: 4)
+    here: list[str] = []
+    monkeypatch.setattr(ParquetFiles, "write_piece", lambda self, batch: here.append("parquet"))
+    monkeypatch.setattr(TextLines, "write_piece", lambda self, batch: here.append("csv"))
+    words = [f"w{i % 50}" for i in range(400)]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("word\n" + "\n".join(words) + "\n")
+
+    class Words(pw.Schema):
+        word: str
+
+    table = pw.io.csv.read(tmp_path / "in", schema=Words, mode="static")
+    counts = table.groupby(table.word).reduce(table.word, n=pw.reducers.count())
+    pw.io.fs.write(counts, tmp_path / "out", format="parquet")
+    pw.io.csv.write(counts, tmp_path / "out.csv")
+    pw.run()
+    assert here == [], "the driver made no piece"
+    names = sorted(os.listdir(tmp_path / "out"))
+    assert len(names) > 1 and all(n.startswith("part-") for n in names), names
+    expected = sorted((f"w{i}", 8) for i in range(50))
+    assert sorted(zip(*pq.read_table(tmp_path / "out", columns=["word", "n"]).to_pydict().values())) == expected
+    lines = (tmp_path / "out.csv").read_text().splitlines()
+    assert lines[0] == '"word","n","time","diff"' and len(lines) == 51
+    assert sorted((w.strip('"'), int(n.strip('"'))) for w, n, _, _ in (line.split(",") for line in lines[1:])) == expected
+
+
+def test_a_piece_written_twice_is_taken_once(tmp_path: Path) -> None:
+    """A task Spark ran twice (a retry, a speculative copy) wrote two staged files for
+    one piece; the driver takes the one whose result it got, and the time's end removes
+    the other."""
+    from sparkway.connectors.base import OutputBatch
+    from sparkway.connectors.writers import ParquetSink
+    from sparkway.core.dtypes import INT, STR
+
+    sink = ParquetSink(str(tmp_path / "out"), ["k", "v"], dtypes={"k": STR, "v": INT})
+    sink.open()
+    batch = OutputBatch(pa.table({"k": ["a", "b"], "v": [1, 2]}), 7, pa.array([1, 1]))
+    first, second = sink.piece_writer().write_piece(batch), sink.piece_writer().write_piece(batch)
+    assert first.data != second.data and len(os.listdir(tmp_path / "out")) == 2
+    sink.take_piece(7, second)
+    sink.end_time(7)
+    assert os.listdir(tmp_path / "out") == [f"part-{7:020d}-00000.parquet"]
+    assert pq.read_table(tmp_path / "out").column("k").to_pylist() == ["a", "b"]
+
+
 def test_a_column_named_time_is_refused() -> None:
     with pytest.raises(PlanError, match="time and diff"):
         pw.io.fs.write(pw.debug.table_from_markdown("time | v\n 1 | 1"), "out", format="parquet")

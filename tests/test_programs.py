@@ -21,9 +21,9 @@ def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """One element per step plan the runner builds."""
     made: list[int] = []
 
-    def counted(frames):
+    def counted(frames, consolidated=False):
         made.append(1)
-        return Collection(frames)
+        return Collection(frames, consolidated)
 
     monkeypatch.setattr(runner, "Collection", counted)
     return made

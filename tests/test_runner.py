@@ -124,22 +124,23 @@ def test_a_large_step_s_output_is_collected_in_pieces_that_follow_its_input() ->
 def test_a_large_step_s_output_goes_to_file_sinks_a_piece_at_a_time_and_to_others_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Each id's changes in one piece, where they consolidate (an updated count: its
-    retraction and insertion); the pieces together are the step's changes; a callback
-    sink sees the step in one batch, one end of time."""
+    """Each id's changes in one piece, formatted by Spark's tasks, where they
+    consolidate (an updated count: its retraction and insertion); the pieces together
+    are the step's changes; a callback sink sees the step in one batch, one end of time."""
     from sparkway.connectors.writers import JsonLinesSink
 
     monkeypatch.setattr("sparkway.engine.runner.LARGE_STEP_ROWS", 0)
     monkeypatch.setattr("sparkway.engine.runner.collect_parts", lambda tables, partitions: 4)
     written: list[list[tuple]] = []
-    write = JsonLinesSink.write
+    take_piece = JsonLinesSink.take_piece
 
-    def recording(self: JsonLinesSink, batch) -> None:
-        written.append(list(zip(batch.table.column("word").to_pylist(), batch.table.column("n").to_pylist(),
-                                batch.diffs.to_pylist())))
-        write(self, batch)
+    def recording(self: JsonLinesSink, time: int, piece) -> None:
+        lines = [json.loads(line) for line in piece.data.decode().splitlines()]
+        assert len(lines) == piece.rows and {line["time"] for line in lines} == {time}
+        written.append([(line["word"], line["n"], line["diff"]) for line in lines])
+        take_piece(self, time, piece)
 
-    monkeypatch.setattr(JsonLinesSink, "write", recording)
+    monkeypatch.setattr(JsonLinesSink, "take_piece", recording)
 
     def run() -> tuple[list[tuple], list[int]]:
         graph.clear()

@@ -97,6 +97,11 @@ class Source(ABC):
         None, the default, to ``read`` them here."""
         return None
 
+    def inserts_distinct_rows(self, segments: list[Segment]) -> bool:
+        """Whether the changes of ``segments`` are all insertions, of distinct ids (a
+        large step then writes its sinks without spreading their changes by id first)."""
+        return False
+
     def read_transactions(self, segments: list[Segment]) -> list[pa.Table]:
         """The changes of the segments, one table per input transaction (rows that
         must reach the engine at one time); together they are ``read(segments)``.  The
@@ -301,11 +306,6 @@ class Sink(ABC):
     sort_by: list[str] = []
     #: receives rows with Error values (``OutputBatch.errors``); other sinks skip them
     keeps_errors: bool = False
-    #: ``write`` may get one time's changes in several batches (a large step's output, a
-    #: piece at a time, so that the driver never holds all of it), with the same result
-    #: as one batch of all of them; each id's changes are in one batch.  Others get one
-    #: batch per time
-    takes_a_time_in_pieces: bool = False
 
     @property
     def label(self) -> str:
@@ -321,3 +321,57 @@ class Sink(ABC):
 
     def close(self) -> None:
         """Called once at a graceful end."""
+
+    def piece_writer(self) -> "PieceWriter | None":
+        """The work on one time's changes that Spark's tasks may do for this sink, a
+        piece at a time (``PieceSink``); None: the driver gives it each time whole."""
+        return None
+
+
+@dataclass(frozen=True)
+class Piece:
+    """What a ``PieceWriter`` made of a piece of one time's changes: its rows, and the
+    bytes the driver needs: the rows formatted (a single file's lines), or a receipt
+    naming the files written."""
+
+    rows: int
+    data: bytes
+
+
+class PieceWriter(ABC):
+    """The part of a sink's work that Spark's tasks do where the changes are, a piece
+    of one time's changes per task (all the changes of an id in one piece, consolidated),
+    so that the driver only does what must happen in one place (appending bytes to one
+    file, committing files).  Picklable: it holds settings, never an open file."""
+
+    #: writes files where it runs (a directory sink), which the driver then commits:
+    #: attached to a Spark Connect server, whose executors may not see the program's
+    #: folders, the driver does the work itself
+    writes_files: bool = False
+
+    @abstractmethod
+    def write_piece(self, batch: OutputBatch) -> Piece:
+        """Does the work for these changes (one time's, or a piece of them)."""
+
+
+class PieceSink(Sink):
+    """A sink whose time's changes can be done in pieces: ``piece_writer().write_piece``
+    where the changes are (a Spark task, or the driver), then on the driver
+    ``take_piece`` for each piece, in order, and ``end_time`` once, also when a time has
+    no piece.  ``write`` does all three for a time given whole."""
+
+    @abstractmethod
+    def piece_writer(self) -> PieceWriter:
+        ...
+
+    @abstractmethod
+    def take_piece(self, time: int, piece: Piece) -> None:
+        """On the driver: a piece's work is done; append its bytes, or keep its files."""
+
+    def end_time(self, time: int) -> None:
+        """On the driver: every piece of ``time`` was taken; make them durable (commit)."""
+
+    def write(self, batch: OutputBatch) -> None:
+        if batch.table.num_rows:
+            self.take_piece(batch.time, self.piece_writer().write_piece(batch))
+        self.end_time(batch.time)

@@ -15,16 +15,20 @@ continues with the next one.  A row's id comes from the schema's primary key, el
 its file and its place in the file, which is what makes a removed file's rows retract
 exactly the rows it inserted.
 
-Sink: ``DeltaSink`` writes each time's changes in one Delta commit, which also records
-the time in the commit's ``txn`` action (Delta's own record of an application's
-progress, ``appId`` = ``sparkway-<name>``, ``version`` = the time) and in its
-``commitInfo`` (``sparkway.time``).  A time not above the recorded one is skipped, so a
-step replayed after a crash is not written twice.
+Sink: each time's changes are one Delta commit, which also records the time in the
+commit's ``txn`` action (Delta's own record of an application's progress, ``appId`` =
+``sparkway-<name>``, ``version`` = the time) and in its ``commitInfo``
+(``sparkway.time``).  A time not above the recorded one is skipped, so a step replayed
+after a crash is not written twice.
 
 * ``stream_of_changes``: every change is a row, ``<columns>, time, diff`` (a table with
-  ``delta.appendOnly``);
+  ``delta.appendOnly``).  ``DeltaChangesSink``: in a large step Spark's tasks write the
+  data files, each its piece of the time's changes, and the driver only commits them
+  (with the statistics delta-rs would keep); into a partitioned table, ``DeltaSink``
+  writes the time from the driver;
 * ``snapshot``: the table holds the live rows, one per row id (a ``_id`` column): one
-  MERGE per time upserts the inserted rows and deletes the retracted ones.
+  MERGE per time upserts the inserted rows and deletes the retracted ones (``DeltaSink``,
+  on the driver).
 
 Values are stored as Pathway stores them (see ``docs/deltalake.md`` for the table).
 """
@@ -34,9 +38,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import math
 import os
 import posixpath
 import time as _time
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import unquote
 
@@ -45,7 +52,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkway.connectors.base import (
-    ID_COLUMN, STREAM_OF_CHANGES, OutputBatch, Segment, Sink, Source, data_file_changes,
+    ID_COLUMN, STREAM_OF_CHANGES, OutputBatch, Piece, PieceSink, PieceWriter, Segment, Sink, Source,
+    data_file_changes,
 )
 from sparkway.core import changes
 from sparkway.core.columns import Column
@@ -181,6 +189,25 @@ class _Files:
                 f"the data file {path!r} of the Delta table {self.uri!r} is gone (VACUUM removed it?): its rows "
                 "cannot be read, nor retracted"
             ) from None
+
+    def write_parquet(self, name: str, table: pa.Table) -> tuple[int, Any]:
+        """Writes a data file at ``name`` (in the table's folder) and returns its size in
+        bytes and its Parquet footer; on the local disk it is fsynced, since the commit
+        naming it follows."""
+        import pyarrow.parquet as pq
+
+        footer: list[Any] = []
+        with self.fs.open(posixpath.join(self.root, name), "wb") as f:
+            pq.write_table(table, f, metadata_collector=footer)
+            size = f.tell()
+            if not is_s3(self.uri):
+                f.flush()
+                os.fsync(f.fileno())
+        return size, footer[0]
+
+    def remove(self, names: list[str]) -> None:
+        """Removes data files (named relative to the table's folder)."""
+        self.fs.rm([posixpath.join(self.root, name) for name in names])
 
 
 # ------------------------------------------------------------------------ values
@@ -632,9 +659,37 @@ def _file_identity(path: str) -> str:
 
 # ------------------------------------------------------------------------ sink
 
+#: a data file of a ``DeltaChangesSink``: its time (zero-padded, so that names sort in time
+#: order) and a token of its own, so that two attempts of one Spark task never write one file
+DATA_FILE = "part-{time:020d}-{token}.parquet"
+
+
+def delta_columns(table: pa.Table, columns: dict[str, DType]) -> list[pa.Array]:
+    """The table's ``columns`` as the Delta table holds them."""
+    return [to_delta(table.column(i), t) for i, t in enumerate(columns.values())]
+
+
+def change_rows(batch: OutputBatch, columns: dict[str, DType], schema: pa.Schema) -> pa.Table:
+    """A time's changes as rows of a stream of changes, of ``schema``: the columns, then
+    ``time`` and ``diff``.
+
+    >>> from sparkway.core import dtypes
+    >>> columns = {"word": dtypes.STR}
+    >>> batch = OutputBatch(pa.table({"word": ["a"]}), 7, pa.array([-1]))
+    >>> change_rows(batch, columns, delta_schema(columns, {}, STREAM_OF_CHANGES)).to_pylist()
+    [{'word': 'a', 'time': 7, 'diff': -1}]
+    """
+    n = batch.table.num_rows
+    arrays = delta_columns(batch.table, columns)
+    arrays += [pa.array(np.full(n, batch.time, dtype=np.int64)), batch.diffs.cast(pa.int64())]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
 
 class DeltaSink(Sink):
-    """Writes each time's changes, and this sink's progress, in one Delta commit.
+    """Writes each time's changes, and this sink's progress, in one Delta commit, all of
+    it from the driver: the ``snapshot`` layout (one MERGE per time), and a stream of
+    changes into a partitioned table (delta-rs's append).  An unpartitioned stream of
+    changes is ``DeltaChangesSink``'s, whose data files Spark's tasks write.
 
     >>> from sparkway.core import dtypes
     >>> sink = DeltaSink("/data/lake/counts", {"word": dtypes.STR, "n": dtypes.INT}, table_type="snapshot")
@@ -649,6 +704,7 @@ class DeltaSink(Sink):
         self.columns = dict(columns)
         self.table_type = table_type
         self.partition_columns = list(partition_columns or [])
+        self.s3_settings = s3_settings
         self.storage_options = delta_storage_options(uri, s3_settings)
         self.column_metadata = dict(column_metadata or {})
         self.name = name or "deltalake"
@@ -709,54 +765,56 @@ class DeltaSink(Sink):
                                  f"({self.table_type}): {'; '.join(problems)}. Write elsewhere, or delete it")
 
     def write(self, batch: OutputBatch) -> None:
-        if batch.table.num_rows == 0:
+        if batch.table.num_rows == 0 or self._skipped(batch.time):
             return
+        if self.table_type == STREAM_OF_CHANGES:
+            deltalake = require_deltalake()
+            data = change_rows(batch, self.columns, self.table_schema())
+            self._commit(batch.time, data.num_rows, lambda commit: deltalake.write_deltalake(
+                self._table, data, mode="append", commit_properties=commit))
+        else:
+            self._commit(batch.time, batch.table.num_rows, lambda commit: self._merge(batch, commit))
+
+    def _skipped(self, time: int) -> bool:
+        """Whether ``time`` is in the table already (a step replayed after a crash that
+        followed its commit): it is then not written again."""
         assert self._table is not None, "the sink was not opened"
-        if self._done is not None and batch.time <= self._done:
-            log.info("DeltaTableWriter-%s: time %d is already in %r (written up to time %d): skipped",
-                     self.name, batch.time, self.uri, self._done)
-            return
+        if self._done is None or time > self._done:
+            return False
+        log.info("DeltaTableWriter-%s: time %d is already in %r (written up to time %d): skipped",
+                 self.name, time, self.uri, self._done)
+        return True
+
+    def _commit(self, time: int, rows: int, write: Callable[[Any], None]) -> None:
+        """``write(commit_properties)`` makes the time's changes one Delta commit; the
+        properties record the time in it, in the ``txn`` action that ``open`` reads back."""
         deltalake = require_deltalake()
         started = _time.monotonic()
         commit = deltalake.CommitProperties(
-            custom_metadata={"sparkway.sink": self.name, "sparkway.time": str(batch.time)},
-            app_transactions=[deltalake.Transaction(self.app_id, batch.time)],
+            custom_metadata={"sparkway.sink": self.name, "sparkway.time": str(time)},
+            app_transactions=[deltalake.Transaction(self.app_id, time)],
         )
         try:
-            if self.table_type == STREAM_OF_CHANGES:
-                self._write_stream(batch, commit)
-            else:
-                self._write_snapshot(batch, commit)
+            write(commit)
         except DeltaLakeError:
             raise
         except Exception as error:
             raise DeltaLakeError(
-                f"writing the changes of time {batch.time} to the Delta table {self.uri!r} (sink {self.name!r}) "
+                f"writing the changes of time {time} to the Delta table {self.uri!r} (sink {self.name!r}) "
                 f"failed: {error}. Nothing of this time was committed: fix the cause and restart"
             ) from error
-        self._done = batch.time
-        log.info("DeltaTableWriter-%s: Done writing %d entries, time %d, in %d ms.", self.name,
-                 batch.table.num_rows, batch.time, (_time.monotonic() - started) * 1000)
+        self._done = time
+        log.info("DeltaTableWriter-%s: Done writing %d entries, time %d, in %d ms.", self.name, rows, time,
+                 (_time.monotonic() - started) * 1000)
 
-    def _columns(self, table: pa.Table) -> list[pa.Array]:
-        return [to_delta(table.column(i), t) for i, t in enumerate(self.columns.values())]
-
-    def _write_stream(self, batch: OutputBatch, commit: Any) -> None:
-        deltalake = require_deltalake()
-        n = batch.table.num_rows
-        arrays = self._columns(batch.table)
-        arrays += [pa.array(np.full(n, batch.time, dtype=np.int64)), batch.diffs.cast(pa.int64())]
-        data = pa.Table.from_arrays(arrays, schema=self.table_schema())
-        deltalake.write_deltalake(self._table, data, mode="append", commit_properties=commit)
-
-    def _write_snapshot(self, batch: OutputBatch, commit: Any) -> None:
+    def _merge(self, batch: OutputBatch, commit: Any) -> None:
         """Per row id, its insertion if it has one (an upsert), else its retraction (a
         delete): one MERGE on ``_id``."""
         if batch.ids is None:
             raise DeltaLakeError("the snapshot sink needs the row ids of the changes")
         latest = batch.last_change_per_id()
         ops = pc.greater(latest.diffs, 0)
-        arrays = self._columns(latest.table)
+        arrays = delta_columns(latest.table, self.columns)
         arrays.append(pa.array([pointer_text(i) for i in latest.ids.to_pylist()], pa.string()))
         schema = self.table_schema()
         source = pa.Table.from_arrays(arrays, schema=pa.schema([f.with_nullable(True) for f in schema]))
@@ -772,6 +830,149 @@ class DeltaSink(Sink):
 
     def close(self) -> None:
         self._table = None
+
+
+class DeltaDataFiles(PieceWriter):
+    """Writes a piece of a time's changes as one Parquet data file in the Delta table's
+    folder, where it runs (a Spark task), and returns its receipt (JSON: its name in the
+    table, size and statistics), which the ``DeltaChangesSink`` on the driver commits.  A data
+    file that no commit names is no part of the table, invisible to readers (Spark's own
+    Delta writer relies on it too): a second attempt of a task, whose receipt never
+    reaches the driver, leaves such an orphan file, which ``vacuum`` removes.
+
+    >>> from sparkway.core import dtypes
+    >>> columns = {"word": dtypes.STR}
+    >>> folder = str(getfixture("tmp_path"))
+    >>> files = DeltaDataFiles(folder, None, columns, delta_schema(columns, {}, STREAM_OF_CHANGES))
+    >>> piece = files.write_piece(OutputBatch(pa.table({"word": ["a", "b"]}), 7, pa.array([1, 1])))
+    >>> receipt = json.loads(piece.data)
+    >>> piece.rows, receipt["stats"]["maxValues"], receipt["path"].startswith("part-00000000000000000007-")
+    (2, {'word': 'b', 'time': 7, 'diff': 1}, True)
+    """
+
+    writes_files = True
+
+    def __init__(self, uri: str, s3_settings: AwsS3Settings | None, columns: dict[str, DType],
+                 schema: pa.Schema) -> None:
+        self.uri, self.s3_settings, self.columns, self.schema = uri, s3_settings, columns, schema
+
+    def write_piece(self, batch: OutputBatch) -> Piece:
+        rows = change_rows(batch, self.columns, self.schema)
+        name = DATA_FILE.format(time=batch.time, token=uuid.uuid4().hex)
+        size, footer = _Files(self.uri, self.s3_settings).write_parquet(name, rows)
+        receipt = {"path": name, "size": size, "written_ms": int(_time.time() * 1000),
+                   "stats": file_stats(footer, self.schema)}
+        return Piece(rows.num_rows, json.dumps(receipt).encode())
+
+
+class DeltaChangesSink(PieceSink, DeltaSink):
+    """Appends every change as a row, ``<columns>, time, diff``, to an unpartitioned
+    Delta table, each time in one commit with this sink's progress (as ``DeltaSink``):
+    the data files are written where the changes are (``DeltaDataFiles``: by Spark's
+    tasks, in a large step), and the driver commits the files of a time's pieces in one
+    transaction.  Local tables and ``s3://`` ones (the tasks write through s3fs).
+
+    >>> from sparkway.core import dtypes
+    >>> sink = DeltaChangesSink("/data/lake/counts", {"word": dtypes.STR, "n": dtypes.INT})
+    >>> sink.piece_writer().schema.names
+    ['word', 'n', 'time', 'diff']
+    """
+
+    def __init__(self, uri: str, columns: dict[str, DType], *, s3_settings: AwsS3Settings | None = None,
+                 column_metadata: dict[str, str] | None = None, name: str | None = None) -> None:
+        super().__init__(uri, columns, table_type=STREAM_OF_CHANGES, s3_settings=s3_settings,
+                         column_metadata=column_metadata, name=name)
+        self.files = DeltaDataFiles(uri, s3_settings, self.columns, self.table_schema())
+        self._receipts: list[dict[str, Any]] = []  # of the time being written
+
+    def piece_writer(self) -> DeltaDataFiles:
+        return self.files
+
+    def take_piece(self, time: int, piece: Piece) -> None:
+        self._receipts.append(json.loads(piece.data))
+
+    def end_time(self, time: int) -> None:
+        receipts, self._receipts = self._receipts, []
+        if not receipts:
+            return
+        if self._skipped(time):  # no commit will ever name these files
+            _Files(self.uri, self.s3_settings).remove([r["path"] for r in receipts])
+            return
+        actions = [_add_action(r) for r in receipts]
+        rows = sum(r["stats"]["numRecords"] for r in receipts)
+        self._commit(time, rows, lambda commit: self._add(actions, commit))
+
+    def _add(self, actions: list[Any], commit: Any) -> None:
+        self._table.create_write_transaction(actions, mode="append", schema=self.table_schema(),
+                                             commit_properties=commit)
+        # unlike delta-rs's own writes, this one leaves the table object at its version:
+        # the next commit would take this one for a concurrent transaction of its app id
+        self._table.update_incremental()
+
+
+def _add_action(receipt: dict[str, Any]) -> Any:
+    """The ``add`` action of a data file a ``DeltaDataFiles`` wrote."""
+    from deltalake.transaction import AddAction
+
+    return AddAction(receipt["path"], receipt["size"], {}, receipt["written_ms"], True, json.dumps(receipt["stats"]))
+
+
+def file_stats(footer: Any, schema: pa.Schema) -> dict[str, Any]:
+    """Delta's statistics of a data file (``add.stats``), from its Parquet ``footer``, as
+    delta-rs's own writer keeps them: its rows, and per column its nulls and bounds
+    (date-times to the millisecond; none for binary columns and lists).  Readers skip
+    files by them, and delta-rs reads a column without bounds as one of nulls only: a
+    file with fewer statistics than these is misread.
+
+    >>> import pyarrow.parquet as pq
+    >>> footer = []
+    >>> pq.write_table(pa.table({"n": [3, None, 1]}), pa.BufferOutputStream(), metadata_collector=footer)
+    >>> file_stats(footer[0], pa.schema([pa.field("n", pa.int64())]))
+    {'numRecords': 3, 'minValues': {'n': 1}, 'maxValues': {'n': 3}, 'nullCount': {'n': 1}}
+    """
+    stats: dict[str, Any] = {"numRecords": footer.num_rows, "minValues": {}, "maxValues": {}, "nullCount": {}}
+    groups = [footer.row_group(g) for g in range(footer.num_row_groups)]
+    for i, (path, kind) in enumerate(_parquet_columns(schema)):
+        chunks = [group.column(i).statistics for group in groups]
+        if kind is None or any(c is None or not c.has_null_count for c in chunks):
+            continue
+        _put(stats["nullCount"], path, sum(c.null_count for c in chunks))
+        bounded = [c for c in chunks if c.has_min_max]  # a group of nulls only has none
+        if bounded:
+            _put(stats["minValues"], path, _stat_value(min(c.min for c in bounded), kind))
+            _put(stats["maxValues"], path, _stat_value(max(c.max for c in bounded), kind))
+    return stats
+
+
+def _parquet_columns(fields: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], pa.DataType | None]]:
+    """The Parquet columns of these Arrow fields, in the file's order: each one's path of
+    names, and its type, or None where Delta keeps no statistics (binary, in a list)."""
+    for field in fields:
+        where = (*path, field.name)
+        if pa.types.is_struct(field.type):
+            yield from _parquet_columns(list(field.type), where)
+        elif pa.types.is_list(field.type):
+            yield from ((inner, None) for inner, _ in _parquet_columns([field.type.value_field], where))
+        else:
+            yield where, None if pa.types.is_binary(field.type) else field.type
+
+
+def _stat_value(value: Any, kind: pa.DataType) -> Any:
+    """A bound as Delta's statistics hold it (delta-rs's forms: date-times to the
+    millisecond, a non-finite float as null)."""
+    if pa.types.is_timestamp(kind):
+        text = value.strftime("%Y-%m-%d %H:%M:%S.") + f"{value.microsecond // 1000:03d}"
+        return text.replace(" ", "T") + "Z" if kind.tz is not None else text
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _put(stats: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    """Sets a nested column's entry (a struct's fields are an object of their own)."""
+    for name in path[:-1]:
+        stats = stats.setdefault(name, {})
+    stats[path[-1]] = value
 
 
 def _sql_name(name: str) -> str:

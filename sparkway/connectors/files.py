@@ -536,6 +536,11 @@ class FileSource(Source):
             return reader.output_schema.empty_table()
         return pa.concat_tables(parts)
 
+    def inserts_distinct_rows(self, segments: list[Segment]) -> bool:
+        """New files and appended bytes: rows never read before, each with an id of its
+        own (its file and place), unless a primary key makes the ids."""
+        return not self.key_columns and all("retract" not in segment for segment in segments)
+
     def read_on_executors(self, segments: list[Segment]) -> ExecutorRead | None:
         """Large input (at least ``EXECUTOR_READ_BYTES`` to parse) is parsed by Spark's
         tasks, a piece of at most ``PIECE_BYTES`` each, which also keep its rows in the

@@ -15,16 +15,19 @@ comes from the schema's primary key, else from its data file and its place in th
 Row-level delete files (Iceberg v2 merge-on-read) are refused, as Pathway does not read
 them either.
 
-Sink: ``IcebergSink`` commits each time as one snapshot whose summary records the sink
-and the time (``sparkway.sink``, ``sparkway.time``).  When it opens, the sink finds the
-last time it committed in the table's snapshots, and skips times not above it, so a step
-replayed after a crash is not written twice.
+Sink: each time is one snapshot whose summary records the sink and the time
+(``sparkway.sink``, ``sparkway.time``).  When it opens, the sink finds the last time it
+committed in the table's snapshots, and skips times not above it, so a step replayed
+after a crash is not written twice.
 
-* ``stream_of_changes``: an append of the time's changes, ``<columns>, time, diff``;
-* ``snapshot`` (sparkway's addition, as ``pw.io.deltalake.write`` has it): the table
-  holds the live rows, ``<columns>, _id``; the time is one overwrite snapshot that
-  removes the data files holding a changed id, adds what remains of them, and adds the
-  time's inserted rows (copy-on-write, as pyiceberg's own deletes are).
+* ``stream_of_changes`` (``IcebergChangesSink``): an append of the time's changes,
+  ``<columns>, time, diff``; in a large step Spark's tasks write the data files, each
+  its piece of the time's changes, and the driver only commits them;
+* ``snapshot`` (``IcebergSink``, sparkway's addition, as ``pw.io.deltalake.write`` has
+  it): the table holds the live rows, ``<columns>, _id``; the time is one overwrite
+  snapshot, made on the driver, that removes the data files holding a changed id, adds
+  what remains of them, and adds the time's inserted rows (copy-on-write, as
+  pyiceberg's own deletes are).
 
 pyiceberg is imported on first use only (``require_pyiceberg``).
 """
@@ -33,7 +36,10 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 import time as _time
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +48,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkway.connectors.base import (
-    ID_COLUMN, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, OutputBatch, Segment, Sink, Source, data_file_changes,
+    ID_COLUMN, META_COLUMNS, SNAPSHOT, STREAM_OF_CHANGES, OutputBatch, Piece, PieceSink, PieceWriter, Segment, Sink,
+    Source, data_file_changes,
 )
 from sparkway.connectors.formats.arrow import output_column, output_type, stored_column
 from sparkway.connectors.formats.values import SchemaMismatchError
@@ -478,27 +485,38 @@ def committed_time(table: Any, sink: str) -> int | None:
     return None
 
 
+def sink_rows(table: pa.Table, columns: dict[str, DType], extra: list[pa.Array], schema: pa.Schema) -> pa.Table:
+    """The table's ``columns`` as written, then the layout's own columns (``extra``), of ``schema``.
+
+    >>> from sparkway.core import dtypes
+    >>> columns = {"word": dtypes.STR}
+    >>> sink_rows(pa.table({"word": ["a"]}), columns, [pa.array([7]), pa.array([1])], sink_schema(columns)).to_pylist()
+    [{'word': 'a', 'time': 7, 'diff': 1}]
+    """
+    arrays = [output_column(table.column(i), t) for i, t in enumerate(columns.values())]
+    return pa.Table.from_arrays(arrays + extra, schema=schema)
+
+
 class IcebergSink(Sink):
     """Commits each time's changes to an Iceberg table as one snapshot that records the
-    sink's progress, so that a replayed time is skipped: appended as rows with their time
-    and diff (``stream_of_changes``), or applied to the live rows, keyed by ``_id``
-    (``snapshot``).
+    sink's progress, so that a replayed time is skipped.  This class applies them to the
+    live rows, keyed by ``_id`` (the ``snapshot`` layout), from the driver;
+    ``IcebergChangesSink`` appends them as rows with their time and diff
+    (``stream_of_changes``), its data files written by Spark's tasks.
 
     >>> from sparkway.core import dtypes
     >>> sink = IcebergSink(SqlCatalog("sqlite:///c.db", "wh"), ("app", "counts"), {"word": dtypes.STR})
     >>> sink.table_schema().names, sink.label
-    (['word', 'time', 'diff'], 'iceberg table app.counts')
-    >>> IcebergSink(SqlCatalog("sqlite:///c.db", "wh"), ("app", "counts"), {"word": dtypes.STR},
-    ...             table_type="snapshot").table_schema().names
-    ['word', '_id']
+    (['word', '_id'], 'iceberg table app.counts')
     """
 
+    table_type: str = SNAPSHOT
+
     def __init__(self, catalog: Any, ident: tuple[str, ...], columns: dict[str, DType], *,
-                 table_type: str = STREAM_OF_CHANGES, name: str | None = None) -> None:
+                 name: str | None = None) -> None:
         self.catalog = catalog
         self.ident = ident
         self.columns = dict(columns)
-        self.table_type = table_type
         self.name = name or "iceberg"
         self._table: Any = None
         self._done: int | None = None
@@ -557,48 +575,41 @@ class IcebergSink(Sink):
         return ""
 
     def write(self, batch: OutputBatch) -> None:
-        if batch.table.num_rows == 0:
+        if batch.table.num_rows == 0 or self._skipped(batch.time):
             return
+        ids, rows = self._snapshot_changes(batch)
+        self._commit(batch.time, batch.table.num_rows,
+                     lambda transaction, properties: self._stage_snapshot(transaction, ids, rows, properties))
+
+    def _skipped(self, time: int) -> bool:
+        """Whether ``time`` is in the table already (a step replayed after a crash that
+        followed its commit): it is then not written again."""
         assert self._table is not None, "the sink was not opened"
-        if self._done is not None and batch.time <= self._done:
-            log.info("IcebergWriter-%s: time %d is already in %r (written up to time %d): skipped",
-                     self.name, batch.time, self.label, self._done)
-            return
-        started = _time.monotonic()
-        properties = {SINK_PROPERTY: self.name, TIME_PROPERTY: str(batch.time)}
-        if self.table_type == SNAPSHOT:
-            ids, rows = self._snapshot_changes(batch)
-            self._commit(batch.time, lambda txn: self._stage_snapshot(txn, ids, rows, properties))
-        else:
-            n = batch.table.num_rows
-            data = self._rows(batch.table, [pa.array(np.full(n, batch.time, dtype=np.int64)),
-                                             batch.diffs.cast(pa.int64())])
-            self._commit(batch.time, lambda txn: txn.append(data, snapshot_properties=properties))
-        self._done = batch.time
-        log.info("IcebergWriter-%s: Done writing %d entries, time %d, in %d ms.", self.name, batch.table.num_rows,
-                 batch.time, (_time.monotonic() - started) * 1000)
+        if self._done is None or time > self._done:
+            return False
+        log.info("IcebergWriter-%s: time %d is already in %r (written up to time %d): skipped",
+                 self.name, time, self.label, self._done)
+        return True
 
-    def _rows(self, table: pa.Table, extra: list[pa.Array]) -> pa.Table:
-        """The table's columns as written, then the layout's own columns (``extra``)."""
-        arrays = [output_column(table.column(i), t) for i, t in enumerate(self.columns.values())]
-        return pa.Table.from_arrays(arrays + extra, schema=self.table_schema())
-
-    def _commit(self, time: int, stage: Any) -> None:
-        """Commits what ``stage(transaction)`` puts in one transaction: one catalog commit.
-        A commit another writer's made fail is staged again on the refreshed table,
-        unless that writer was this sink (the time is then there)."""
+    def _commit(self, time: int, rows: int, stage: Callable[[Any, dict[str, str]], None]) -> None:
+        """Commits what ``stage(transaction, snapshot_properties)`` puts in one transaction:
+        one catalog commit, whose snapshot's properties record the sink and the time.  A
+        commit another writer's made fail is staged again on the refreshed table, unless
+        that writer was this sink (the time is then there)."""
         from pyiceberg.exceptions import CommitFailedException
 
+        started = _time.monotonic()
+        properties = {SINK_PROPERTY: self.name, TIME_PROPERTY: str(time)}
         for attempt in range(COMMIT_ATTEMPTS):
             try:
                 with self._table.transaction() as transaction:
-                    stage(transaction)
-                return
+                    stage(transaction, properties)
+                break
             except CommitFailedException as error:  # another writer committed meanwhile
                 self._table.refresh()
                 done = committed_time(self._table, self.name)
                 if done is not None and time <= done:
-                    return
+                    break
                 if attempt + 1 == COMMIT_ATTEMPTS:
                     raise IcebergError(f"committing time {time} to {self.label} failed {COMMIT_ATTEMPTS} "
                                        f"times (other writers?): {error}") from error
@@ -606,6 +617,9 @@ class IcebergSink(Sink):
                 raise IcebergError(f"writing the changes of time {time} to {self.label} (sink {self.name!r}) "
                                    f"failed: {error}. Nothing of this time was committed: fix the cause and "
                                    "restart") from error
+        self._done = time
+        log.info("IcebergWriter-%s: Done writing %d entries, time %d, in %d ms.", self.name, rows, time,
+                 (_time.monotonic() - started) * 1000)
 
     def _snapshot_changes(self, batch: OutputBatch) -> tuple[pa.Array, pa.Table]:
         """The ids the time changes, as ``_id`` holds them, and the rows it leaves under
@@ -614,7 +628,8 @@ class IcebergSink(Sink):
             raise IcebergError("the snapshot sink needs the row ids of the changes")
         latest = batch.last_change_per_id()
         ids = output_column(latest.ids, dtypes.POINTER)
-        return ids, self._rows(latest.table, [ids]).filter(pc.greater(latest.diffs, 0))
+        rows = sink_rows(latest.table, self.columns, [ids], self.table_schema())
+        return ids, rows.filter(pc.greater(latest.diffs, 0))
 
     def _stage_snapshot(self, transaction: Any, ids: pa.Array, rows: pa.Table, properties: dict[str, str]) -> None:
         """One overwrite snapshot: the data files holding one of ``ids`` are replaced by
@@ -665,3 +680,89 @@ class IcebergSink(Sink):
 
     def close(self) -> None:
         self._table = None
+
+
+class IcebergDataFiles(PieceWriter):
+    """Writes a piece of a time's changes, rows ``<columns>, time, diff``, as data files of
+    the Iceberg table where it runs (a Spark task), with pyiceberg's own writer, as its
+    ``append`` does (field ids, column statistics, the table's location, partitioning and
+    file properties), and returns their manifest entries (``DataFile`` objects, pickled:
+    they only go from a task to its own driver), which ``IcebergChangesSink`` commits.
+    A second attempt of a task leaves data files that no snapshot names, invisible to
+    readers, until an orphan-file cleanup (Spark's ``remove_orphan_files``) deletes them.
+
+    >>> from sparkway.core import dtypes
+    >>> folder = getfixture("tmp_path")
+    >>> sink = IcebergChangesSink(SqlCatalog(f"sqlite:///{folder}/c.db", str(folder / "wh")), ("app", "words"),
+    ...                           {"word": dtypes.STR})
+    >>> sink.open()
+    >>> piece = sink.piece_writer().write_piece(OutputBatch(pa.table({"word": ["a", "b"]}), 7, pa.array([1, -1])))
+    >>> piece.rows, [(f.record_count, f.file_path.endswith(".parquet")) for f in pickle.loads(piece.data)]
+    (2, [(2, True)])
+    """
+
+    writes_files = True
+
+    def __init__(self, metadata: Any, io: Any, columns: dict[str, DType], schema: pa.Schema) -> None:
+        # what writing needs (schema, spec, properties, location), not the snapshots and
+        # logs: they grow with every commit, and the writer travels with every task
+        self.metadata = metadata.model_copy(update={"snapshots": [], "snapshot_log": [], "metadata_log": [],
+                                                    "refs": {}, "current_snapshot_id": None})
+        self.io, self.columns, self.schema = io, columns, schema
+
+    def write_piece(self, batch: OutputBatch) -> Piece:
+        # pyiceberg's own writer of data files (what its append uses); pyiceberg is pinned below 0.13
+        from pyiceberg.io.pyarrow import _dataframe_to_data_files
+
+        n = batch.table.num_rows
+        meta = [pa.array(np.full(n, batch.time, dtype=np.int64)), batch.diffs.cast(pa.int64())]
+        rows = sink_rows(batch.table, self.columns, meta, self.schema)
+        files = list(_dataframe_to_data_files(table_metadata=self.metadata, df=rows, io=self.io,
+                                              write_uuid=uuid.uuid4()))  # a name of its own per attempt
+        return Piece(n, pickle.dumps(files))
+
+
+class IcebergChangesSink(PieceSink, IcebergSink):
+    """Appends every change as a row, ``<columns>, time, diff``, to an Iceberg table, each
+    time in one append snapshot recording this sink's progress (as ``IcebergSink``): the
+    data files are written where the changes are (``IcebergDataFiles``: by Spark's tasks,
+    in a large step), and the driver commits the files of a time's pieces in one snapshot.
+
+    >>> from sparkway.core import dtypes
+    >>> sink = IcebergChangesSink(SqlCatalog("sqlite:///c.db", "wh"), ("app", "counts"), {"word": dtypes.STR})
+    >>> sink.table_schema().names
+    ['word', 'time', 'diff']
+    """
+
+    table_type = STREAM_OF_CHANGES
+
+    def __init__(self, catalog: Any, ident: tuple[str, ...], columns: dict[str, DType], *,
+                 name: str | None = None) -> None:
+        super().__init__(catalog, ident, columns, name=name)
+        self._files: list[Any] = []  # of the time being written
+
+    def piece_writer(self) -> IcebergDataFiles:
+        assert self._table is not None, "the sink was not opened"
+        return IcebergDataFiles(self._table.metadata, self._table.io, self.columns, self.table_schema())
+
+    def take_piece(self, time: int, piece: Piece) -> None:
+        self._files += pickle.loads(piece.data)
+
+    def end_time(self, time: int) -> None:
+        files, self._files = self._files, []
+        if not files:
+            return
+        if self._skipped(time):  # no snapshot will ever name these files
+            for data_file in files:
+                self._table.io.delete(data_file.file_path)
+            return
+        self._commit(time, sum(f.record_count for f in files),
+                     lambda transaction, properties: _append(transaction, files, properties))
+
+
+def _append(transaction: Any, files: list[Any], properties: dict[str, str]) -> None:
+    """One snapshot appending ``files``, made as pyiceberg's ``append`` makes it (a fast
+    or a merging append, as the table's properties say; pinned below 0.13)."""
+    with transaction._append_snapshot_producer(properties) as append:
+        for data_file in files:
+            append.append_data_file(data_file)

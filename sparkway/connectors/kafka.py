@@ -44,7 +44,7 @@ import pyarrow as pa
 
 from sparkway.connectors.base import OutputBatch, Segment, Sink, Source, record_ids
 from sparkway.connectors.formats.values import MAX_ROW_WARNINGS, RowError, json_converter, stored_default
-from sparkway.connectors.writers import JsonLinesSink
+from sparkway.connectors.writers import JsonLines
 from sparkway.core import changes
 from sparkway.core.columns import Column
 from sparkway.core.dtypes import BYTES, STR, DType
@@ -487,8 +487,7 @@ class KafkaSink(Sink):
         self.value = value
         if name is not None:
             self.name = name
-        # formats rows as JsonLinesSink does; it is never opened, so writes no file
-        self._json = JsonLinesSink("", columns, dtypes=dtypes)
+        self._json = JsonLines(columns, dtypes)  # the lines pw.io.jsonlines.write writes
         self._producer: Any = None
 
     @property

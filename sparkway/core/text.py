@@ -16,6 +16,9 @@ import json
 import re
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from sparkway.core import durations
 from sparkway.core.dtypes import Json
 
@@ -35,6 +38,19 @@ def text_of(value: Any) -> str:
     if isinstance(value, Json):
         return json.dumps(value.value, separators=(",", ":"), ensure_ascii=False)
     return str(value)
+
+
+def float_texts(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``text_of`` of every float of ``values`` (nulls stay null), the exponents mended
+    by Arrow at once rather than by Python's ``re`` value by value (most of a large CSV
+    file's formatting time).
+
+    >>> float_texts(pa.array([2.5e20, 1e-05, 0.5, float("nan"), None])).to_pylist()
+    ['2.5e20', '1e-5', '0.5', 'NaN', None]
+    """
+    texts = pa.array([None if v is None else repr(v) for v in values.to_pylist()], pa.string())
+    texts = pc.replace_substring_regex(texts, r"e\+?(-?)0*(\d)", r"e\1\2")
+    return pc.if_else(pc.equal(texts, "nan"), "NaN", texts)
 
 
 def pointer_text(row_id: int, *, short: bool = False) -> str:

@@ -70,21 +70,25 @@ def can_keep(spark: SparkSession) -> bool:
 
 class Collection:
     """The changes of several frames (the sinks' and the error log's), collected in one
-    Spark job (``union``); made once per plan, run by every step of its shape."""
+    Spark job (``union``); made once per plan, run by every step of its shape.
+    ``consolidated``: each sink's changes have distinct ids, so that pieces of them need
+    not be spread by id before they are consolidated."""
 
-    def __init__(self, frames: list[DataFrame | None]) -> None:
+    def __init__(self, frames: list[DataFrame | None], consolidated: bool = False) -> None:
         self.frames = frames
+        self.consolidated = consolidated
         # a frame read by several sinks is collected once, at its first position (in a
         # union twice, Spark would compute it twice)
-        self.first: dict[int, int] = {}
-        self.names: dict[int, list[str]] = {}  # per position, the frame's data columns
+        first: dict[int, int] = {}
+        names: dict[int, list[str]] = {}  # per tag, the frame's data columns
         tagged = []
         for k, frame in enumerate(frames):
-            if frame is not None and self.first.setdefault(id(frame), k) == k:
-                self.names[k] = [c for c in frame.columns if c not in (ID, DIFF)]
-                data = [col(c).alias(f"_{k}_{c}") for c in self.names[k]]
-                tagged.append(frame.select(F.lit(k).alias("_sink"), col(ID), col(DIFF), *data))
-        self.tagged = len(tagged)
+            if frame is not None and first.setdefault(id(frame), k) == k:
+                names[k] = [c for c in frame.columns if c not in (ID, DIFF)]
+                data = [col(c).alias(f"_{k}_{c}") for c in names[k]]
+                tagged.append(frame.select(F.lit(k).alias(TAG), col(ID), col(DIFF), *data))
+        tags = tuple(None if frame is None else first[id(frame)] for frame in frames)
+        self.layout = Layout(tags, names, len(tagged) == 1)
         self.union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), tagged) if tagged else None
 
     def exchanges_nothing(self) -> bool:
@@ -95,18 +99,38 @@ class Collection:
         plan = self.union._jdf.queryExecution().executedPlan().toString()
         return not any(word in plan for word in ("Exchange", "AdaptiveSparkPlan", "InMemory", "Subquery"))
 
+
+#: the column of a collected union that says which frame a row belongs to
+TAG = "_sink"
+
+
+class Layout:
+    """Where each frame's rows are in a piece of a collected union (picklable: Spark's
+    tasks split their pieces too).
+
+    >>> layout = Layout((0, None, 0), {0: ["w"]}, True)
+    >>> piece = pa.table({TAG: [0], ID: [5], "_0_w": ["a"], DIFF: [1]})
+    >>> [None if t is None else t.column_names for t in layout.split(piece)]
+    [['_id', 'w', '_diff'], None, ['_id', 'w', '_diff']]
+    """
+
+    def __init__(self, tags: tuple[int | None, ...], names: dict[int, list[str]], single: bool) -> None:
+        self.tags = tags  # per frame, the tag of its rows (None: no frame)
+        self.names = names  # per tag, the frame's data columns
+        self.single = single  # one frame only: no row has to be filtered out
+
+    def rows(self, piece: pa.Table, position: int) -> pa.Table | None:
+        """The changes of the frame at ``position`` in ``piece`` (None: no frame)."""
+        tag = self.tags[position]
+        if tag is None:
+            return None
+        rows = piece if self.single else piece.filter(pc.equal(piece.column(TAG), tag))
+        names = self.names[tag]
+        return rows.select([ID, *[f"_{tag}_{c}" for c in names], DIFF]).rename_columns([ID, *names, DIFF])
+
     def split(self, piece: pa.Table) -> list[pa.Table | None]:
         """A collected piece, as a table per frame (None: no frame)."""
-        out: list[pa.Table | None] = []
-        for frame in self.frames:
-            if frame is None:
-                out.append(None)
-                continue
-            tag = self.first[id(frame)]
-            rows = piece if self.tagged == 1 else piece.filter(pc.equal(piece.column("_sink"), tag))
-            names = self.names[tag]
-            out.append(rows.select([ID, *[f"_{tag}_{c}" for c in names], DIFF]).rename_columns([ID, *names, DIFF]))
-        return out
+        return [self.rows(piece, k) for k in range(len(self.tags))]
 
 
 class StepInputs:

@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 import time as _time
+import uuid
 from dataclasses import dataclass
 from collections.abc import Iterator
 from typing import Any
@@ -24,23 +25,23 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow import ipc
-from pyspark import TaskContext
+from pyspark import StorageLevel, TaskContext
 from pyspark.accumulators import Accumulator, AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from sparkway.connectors.base import ExecutorRead, OutputBatch, Source
+from sparkway.connectors.base import ExecutorRead, OutputBatch, Piece, PieceWriter, Source
 from sparkway.core import changes, spark_releases
 from sparkway.core.changes import DIFF, ERRORS, ID, LOGGED, consolidate, spark_schema
 from sparkway.engine.expressions import col
 from sparkway.engine import iterate  # noqa: F401 - registers the compiler of Iterate nodes
 from sparkway.engine.failures import computation_error, spark_ended
 from sparkway.engine.operators import StepContext, compile_node, error_entries
-from sparkway.engine.programs import Collection, StepInputs, can_keep, reusable_plan, shape_of
+from sparkway.engine.programs import TAG, Collection, StepInputs, can_keep, reusable_plan, shape_of
 from sparkway.engine.cache import state_cache
 from sparkway.engine.spark import (
     computing_step, default_parallelism, get_spark, give_back_settings, is_remote, jvm_process, running_stages,
-    spark_ui_url, take_result_settings,
+    spark_ui_url, take_result_settings, this_machine,
 )
 from sparkway.engine.signals import StopSignals
 from sparkway.engine.synchronization import Synchronizer
@@ -264,7 +265,8 @@ class Runner:
         read_here = {name: t.num_rows for name, t in tables.items() if isinstance(t, pa.Table)}
         self._count_entries(segments, read_here)
         with computing_step(spark, step, time):
-            deliveries, read_on_executors = self._compute(spark, location, step, time, tables, kind)
+            distinct = self._distinct_inserts(segments) if kind == "input" else set()
+            deliveries, read_on_executors = self._compute(spark, location, step, time, tables, kind, distinct)
         self._count_entries(segments, read_on_executors)
         for delivery in deliveries:
             delivery.finish()
@@ -321,16 +323,24 @@ class Runner:
                 tables[name] = empty if released is None else changes.conform(released, empty.schema)
         return tables
 
+    def _distinct_inserts(self, segments: dict[str, list]) -> set[str]:
+        """The sources whose changes in a step of these segments are insertions of
+        distinct ids (none, when synchronization groups may hold rows back or let
+        rows of earlier steps through)."""
+        if self.sync is not None:
+            return set()
+        return {s.name for s in self.sources if s.inserts_distinct_rows(segments.get(s.name, []))}
+
     def _source(self, name: str) -> Source:
         return next(s for s in self.sources if s.name == name)
 
     def _compute(
         self, spark: SparkSession, location: StateLocation, step: int, time: int,
-        tables: dict[str, pa.Table | ExecutorRead], kind: str = "input",
+        tables: dict[str, pa.Table | ExecutorRead], kind: str = "input", distinct: set[str] | None = None,
     ) -> tuple[list["_Delivery"], dict[str, int]]:
         """The step's output, per sink (a large step's is written to the sinks that take
-        it in pieces as it comes, see ``_collected``), and the rows read on the executors
-        per source."""
+        it in pieces as it comes, see ``_delivered``), and the rows read on the executors
+        per source (``distinct``: the sources whose changes are insertions of distinct ids)."""
         final = kind == "end"
         distributed = {name: t for name, t in tables.items() if isinstance(t, ExecutorRead)}
         rows_here = sum(t.num_rows for t in tables.values() if isinstance(t, pa.Table))
@@ -349,7 +359,7 @@ class Runner:
             inputs.write(step, {name: t for name, t in tables.items() if t.num_rows})
             collection = inputs.get(shape)
         if collection is None:
-            collection = self._build(ctx, tables, counters, inputs)
+            collection = self._build(ctx, tables, counters, inputs, distinct or set())
             step_bound = ctx.persisted or ctx.logged or ctx.reads_time
             if inputs is not None and not step_bound and collection.exchanges_nothing():
                 inputs.keep(shape, collection)
@@ -358,7 +368,7 @@ class Runner:
                       for out, label in zip(self.plan.outputs, self.output_labels)]
         errors = []
         try:
-            for *collected, logged in _failing_as_computation(_collected(collection, parts)):
+            for *collected, logged in _failing_as_computation(_delivered(collection, deliveries, parts, time, final)):
                 for delivery, table in zip(deliveries, collected):
                     delivery.add(table)
                 if logged is not None:
@@ -379,11 +389,13 @@ class Runner:
 
     def _build(
         self, ctx: StepContext, tables: dict[str, pa.Table | ExecutorRead], counters: dict[str, Accumulator],
-        inputs: StepInputs | None,
+        inputs: StepInputs | None, distinct: set[str],
     ) -> Collection:
         """The step's plan: the frames of the sinks and of the error log, to collect.
         With ``inputs``, the sources' rows are read from the step's files (a plan that
-        later steps may run again), else given to Spark as they are."""
+        later steps may run again), else given to Spark as they are.  ``distinct``: the
+        sources whose changes are insertions of distinct ids, which the collection needs
+        not consolidate (see ``Collection.consolidated``)."""
         spark = ctx.spark
         wakes = _holds_back if ctx.final else _forgets_marked if ctx.forgetting else (lambda node: False)
         frames: dict[int, DataFrame] = {}
@@ -419,7 +431,8 @@ class Runner:
                 ctx.persisted.append(frame)
             frames[id(node)] = frame
         sinks = [frames.get(id(out)) if id(out) in nonempty else None for out in self.plan.outputs]
-        return Collection(sinks + [self._log_entries(ctx, ctx.time)])
+        consolidated = all(_distinct_ids(out, distinct) for out in self.plan.outputs if id(out) in nonempty)
+        return Collection(sinks + [self._log_entries(ctx, ctx.time)], consolidated)
 
     def _log_entries(self, ctx: StepContext, time: int, error_log: n.ErrorLog | None = None) -> DataFrame | None:
         """The errors logged in this step: those of ``error_log``, or (None) every error;
@@ -564,6 +577,15 @@ def _error_log_order(nodes: list[n.Node]) -> tuple[list[n.Node], set[int]]:
 _END = 2**63
 
 
+def _distinct_ids(node: n.Node, distinct: set[str]) -> bool:
+    """Whether the node's changes in the step are insertions of distinct ids, which no
+    consolidation changes: selects and filters of the sources whose changes are
+    (``distinct``: ``Source.inserts_distinct_rows``)."""
+    if isinstance(node, n.Input):
+        return node.source.name in distinct
+    return isinstance(node, (n.Select, n.Filter, n.Output)) and all(_distinct_ids(i, distinct) for i in node.inputs)
+
+
 def _holds_back(node: n.Node) -> bool:
     """Whether the node holds rows back until its input ends (``pw.Table.buffer``)."""
     return isinstance(node, n.TimeGate) and node.mode == "buffer"
@@ -659,35 +681,49 @@ def _input_frame(spark: SparkSession, table: pa.Table, schema: T.StructType) -> 
 
 
 class _Delivery:
-    """One sink's changes in a step, given a piece at a time (``add``): written as they
-    come to a sink that ``takes_a_time_in_pieces`` (and sorts nothing), else held and
-    written whole by ``finish``.  A sink gets at least one batch per step."""
+    """One sink's changes in a step.  In a large step, a sink with a ``PieceWriter``
+    gets its changes a piece at a time: done by Spark's tasks (``_pieces``), given to the
+    sink as they come (``take``), or, for one whose tasks would write files a Spark
+    Connect server's executors may not share with the program, collected and done here
+    (``add``); the others get the step's changes in one batch (``finish``)."""
 
     def __init__(self, out: n.Output, label: str, time: int, final: bool, in_pieces: bool, stats: RunStats) -> None:
         self.out, self.label, self.time, self.final, self.stats = out, label, time, final, stats
-        self.in_pieces = in_pieces and out.sink.takes_a_time_in_pieces and not out.sink.sort_by
+        self.writer = out.sink.piece_writer()
+        self.in_pieces = in_pieces and self.writer is not None and not out.sink.sort_by
         self.held: list[pa.Table] = []
-        self.written = False
+        self.taken = False
+
+    def on_executors(self, remote: bool) -> PieceWriter | None:
+        """The writer Spark's tasks run for this sink, if they run one."""
+        if not self.in_pieces or (remote and self.writer.writes_files):
+            return None
+        return self.writer
 
     def add(self, table: pa.Table | None) -> None:
+        """Changes collected to the driver (all the changes of their ids)."""
         if table is None or table.num_rows == 0:
             return
         if self.in_pieces:
-            self._write(table)
+            self.take(self.writer.write_piece(changes_batch(list(self.out.columns), table, self.time, self.final)))
         else:
             self.held.append(table)
 
-    def finish(self) -> None:
-        if not (self.in_pieces and self.written):
-            self._write(pa.concat_tables(self.held) if self.held else None)
-        self.held = []
+    def take(self, piece: Piece) -> None:
+        self.out.sink.take_piece(self.time, piece)
+        self.stats.wrote(self.label, piece.rows)
+        self.taken = True
 
-    def _write(self, table: pa.Table | None) -> None:
-        batch = _output_batch(self.out, table, self.time)
-        batch.end_of_input = self.final
+    def finish(self) -> None:
+        if self.in_pieces:
+            self.out.sink.end_time(self.time)
+            if not self.taken:
+                self.stats.wrote(self.label, 0)
+            return
+        batch = _output_batch(self.out, pa.concat_tables(self.held) if self.held else None, self.time, self.final)
+        self.held = []
         self.out.sink.write(batch.sorted_by(self.out.sink.sort_by))
         self.stats.wrote(self.label, batch.table.num_rows)
-        self.written = True
 
 
 def _failing_as_computation(pieces: Iterator[list[pa.Table | None]]) -> Iterator[list[pa.Table | None]]:
@@ -699,13 +735,25 @@ def _failing_as_computation(pieces: Iterator[list[pa.Table | None]]) -> Iterator
         raise computation_error(error) from None
 
 
-def _collected(collection: Collection, parts: int | None = None) -> Iterator[list[pa.Table | None]]:
-    """Every frame's changes, in one Spark job (with ``parts``, in up to that many pieces,
-    see ``_pieces``): per piece, a table per frame (None: no frame)."""
+def _delivered(
+    collection: Collection, deliveries: list[_Delivery], parts: int | None, time: int, final: bool,
+) -> Iterator[list[pa.Table | None]]:
+    """Runs the step's Spark job: per piece of its output (all of it, or with ``parts``,
+    up to that many pieces, see ``_pieces``), a table per frame collected to the driver
+    (None: no frame, or one whose sink's pieces the tasks did: those are ``take``n)."""
     if collection.union is None:
         return
-    for piece in [spark_releases.collect_arrow(collection.union)] if parts is None else _pieces(collection.union, parts):
-        yield collection.split(piece)
+    if parts is None:
+        yield collection.layout.split(spark_releases.collect_arrow(collection.union))
+        return
+    remote = is_remote(collection.union.sparkSession)
+    done = {k: (writer, list(d.out.columns)) for k, d in enumerate(deliveries)
+            if (writer := d.on_executors(remote)) is not None}
+    for rows, pieces in _pieces(collection, parts, done, time, final):
+        tables = collection.layout.split(rows) if rows is not None else [None] * len(collection.layout.tags)
+        for k, piece in pieces:
+            deliveries[k].take(piece)
+        yield [None if k in done else table for k, table in enumerate(tables)]
 
 
 #: a large step's output is collected in at most this many pieces per state partition,
@@ -728,36 +776,125 @@ def collect_parts(tables: dict[str, pa.Table | ExecutorRead], partitions: int) -
     return min(COLLECT_PARTS_PER_STATE_PARTITION * partitions, max(partitions, wanted))
 
 
-def _pieces(frame: DataFrame, parts: int) -> Iterator[pa.Table]:
+def _pieces(
+    collection: Collection, parts: int, writers: dict[int, tuple[PieceWriter, list[str]]], time: int, final: bool,
+) -> Iterator[tuple[pa.Table | None, list[tuple[int, Piece]]]]:
     """A large step's output, a piece at a time: the rows are spread over ``parts``
-    partitions by id (all the changes of a row in one piece, where they consolidate),
-    then the driver fetches one partition after another, each as Arrow IPC blobs, so
-    that neither the JVM nor the driver holds the whole output (a first run over 100M
-    rows of history makes 2 GB of sessions).  The spreading is a shuffle, so the step's
-    stateful work runs once, whatever the number of fetches."""
-    schema = spark_releases.arrow_schema(frame.schema)
+    partitions by id (all the changes of a row in one piece, where they consolidate;
+    changes that need no consolidation stay in the partitions they were made in);
+    each task does the work of ``writers`` (per sink position: the writer and the sink's
+    columns) on its piece, and sends the other rows as Arrow IPC blobs; the driver takes
+    one piece after another, so that neither the JVM nor the driver holds the whole
+    output (a first run over 100M rows of history makes 2 GB of sessions).  The
+    spreading is a shuffle, so the step's stateful work runs once (a stateless step
+    runs it once with ``collect``, or persists it).  Per piece: the
+    collected rows (None: none) and the ``(position, Piece)`` of each writer's work."""
+    frame, layout = collection.union, collection.layout
+    spread = frame if collection.consolidated else frame.repartition(parts, col(ID))
+    collected = {layout.tags[k] for k in range(len(layout.tags)) if k not in writers and layout.tags[k] is not None}
+    every = collected == set(layout.names)
+    spool = ScratchFolder("pieces") if _executors_here(frame.sparkSession) else None
+    spool_path = spool.path if spool is not None else None
 
-    def as_blobs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def work(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         part = TaskContext.get().partitionId()
+        held = []
         for batch in batches:
-            sink = pa.BufferOutputStream()
-            with ipc.new_stream(sink, batch.schema) as writer:
-                writer.write_batch(batch)
-            yield pa.RecordBatch.from_pydict({"part": [part], "blob": [sink.getvalue().to_pybytes()]})
+            held.append(batch)
+            rows = batch if every else batch.filter(pc.is_in(batch.column(TAG), pa.array(sorted(collected))))
+            if rows.num_rows:
+                yield _piece_row(part, -1, rows.num_rows, _ipc(rows), spool_path)
+        if held and writers:
+            table = pa.Table.from_batches(held)
+            for k, (writer, columns) in writers.items():
+                changes = layout.rows(table, k)
+                if changes is not None and changes.num_rows:
+                    piece = writer.write_piece(changes_batch(columns, changes, time, final))
+                    fault_point("sink.piece.written", f"{k}-{type(writer).__name__}")
+                    yield _piece_row(part, k, piece.rows, piece.data, spool_path)
 
-    blobs = frame.repartition(parts, col(ID)).mapInArrow(as_blobs, "part long, blob binary")
-    rows = blobs.toLocalIterator() if is_remote(frame.sparkSession) else blobs.rdd.toLocalIterator(prefetchPartitions=False)
-    for _, piece in itertools.groupby(rows, key=lambda row: row.part):
-        yield pa.concat_tables([ipc.open_stream(row.blob).read_all() for row in piece]).cast(schema)
+    schema = spark_releases.arrow_schema(frame.schema)
+    blobs = spread.mapInArrow(work, "part long, sink long, rows long, blob binary")
+    try:
+        for _, rows in itertools.groupby(_fetched(blobs, spool is not None, bool(writers)), key=lambda row: row.part):
+            tables, pieces = [], []
+            for row in rows:
+                blob = _unspooled(row.blob) if spool is not None else bytes(row.blob)
+                if row.sink < 0:
+                    tables.append(ipc.open_stream(blob).read_all())
+                else:
+                    pieces.append((row.sink, Piece(row.rows, blob)))
+            yield (pa.concat_tables(tables).cast(schema) if tables else None), pieces
+    finally:
+        if spool is not None:
+            spool.remove()
 
 
-def _output_batch(out: n.Output, table: pa.Table | None, time: int) -> OutputBatch:
-    columns = list(out.columns)
+def _executors_here(spark: SparkSession) -> bool:
+    """Whether Spark's tasks run on this machine, and may hand the driver files."""
+    return not is_remote(spark) and this_machine(spark.sparkContext.master)
+
+
+def _fetched(blobs: DataFrame, spooled: bool, working: bool) -> Iterator[Any]:
+    """The rows of ``blobs``, in the order of their partitions.  Spooled (the blobs are
+    names of files the tasks wrote on this machine), all of them at once, in one job:
+    every task runs at the same time.  Else the driver fetches one partition per job, so
+    that it holds one piece at a time; tasks that do a sink's ``working`` would then
+    run one at a time, so they first run in one job, their output kept on the
+    executors' disks."""
+    if spooled:
+        yield from blobs.collect()
+        return
+    if working:
+        blobs = blobs.persist(StorageLevel.DISK_ONLY)
+        blobs.count()
+    try:
+        yield from (blobs.toLocalIterator() if is_remote(blobs.sparkSession)
+                    else blobs.rdd.toLocalIterator(prefetchPartitions=False))
+    finally:
+        if working:
+            blobs.unpersist()
+
+
+def _piece_row(part: int, sink: int, rows: int, blob: bytes, spool: str | None) -> pa.RecordBatch:
+    """A row of a piece's output: its bytes, or with a ``spool`` folder, the name of a
+    file there holding them."""
+    if spool is not None:
+        path = os.path.join(spool, f"{part}-{sink}-{uuid.uuid4().hex}")
+        with open(path, "wb") as f:
+            f.write(blob)
+        blob = path.encode()
+    return pa.RecordBatch.from_pydict({"part": [part], "sink": [sink], "rows": [rows], "blob": [blob]})
+
+
+def _unspooled(name: bytes) -> bytes:
+    path = name.decode()
+    with open(path, "rb") as f:
+        data = f.read()
+    os.remove(path)
+    return data
+
+
+def _ipc(batch: pa.RecordBatch) -> bytes:
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def _output_batch(out: n.Output, table: pa.Table | None, time: int, final: bool) -> OutputBatch:
     if table is None or table.num_rows == 0:
-        empty = pa.table({c: pa.array([], out.columns[c].arrow_type()) for c in columns})
-        return OutputBatch(empty, time, pa.array([], pa.int64()), pa.array([], pa.int64()))
+        empty = pa.table({c: pa.array([], out.columns[c].arrow_type()) for c in out.columns})
+        return OutputBatch(empty, time, pa.array([], pa.int64()), pa.array([], pa.int64()), end_of_input=final)
+    return changes_batch(list(out.columns), table, time, final)
+
+
+def changes_batch(columns: list[str], table: pa.Table, time: int, final: bool) -> OutputBatch:
+    """A sink's changes of one time (``_id``, ``columns``, ``_diff``) as it gets them:
+    consolidated, the retractions first."""
     merged = consolidate(table.drop_columns([DIFF]), table.column(DIFF))
     if merged.num_rows and pc.min(merged.column(DIFF)).as_py() < 0:
         merged = merged.take(pc.sort_indices(merged, sort_keys=[(DIFF, "ascending")]))  # retractions first
     errors = merged.column(ERRORS) if ERRORS in merged.column_names else None
-    return OutputBatch(merged.select(columns), time, merged.column(DIFF).combine_chunks(), merged.column(ID), errors)
+    return OutputBatch(merged.select(columns), time, merged.column(DIFF).combine_chunks(), merged.column(ID), errors,
+                       end_of_input=final)

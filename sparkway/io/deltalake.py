@@ -17,7 +17,7 @@ from sparkway.api.schema import Schema, schema_from_dict
 from sparkway.api.table import Table
 from sparkway.connectors.base import STREAM_OF_CHANGES
 from sparkway.connectors.deltalake import (
-    APPEND_ONLY, DeltaSink, DeltaSource,
+    APPEND_ONLY, DeltaChangesSink, DeltaSink, DeltaSource,
     delta_arrow_type, delta_storage_options, open_table, require_deltalake, stored_schema, table_uri,
 )
 from sparkway.core.expression import ColumnRef
@@ -123,7 +123,10 @@ def write(
     schema in its columns' metadata (``pw.io.deltalake.read`` needs no schema then) and
     is partitioned by ``partition_columns``.  Each commit records the time in Delta's
     ``txn`` action (application ``sparkway-<name>``) and in its ``commitInfo``
-    (``sparkway.time``), so that a time replayed after a crash is not written twice.
+    (``sparkway.time``), so that a time replayed after a crash is not written twice.  In
+    a large step, Spark's tasks write the data files of an unpartitioned stream of
+    changes, each its piece of the time, and the driver only commits them; the rest is
+    written from the driver.
     ``min_commit_frequency`` is accepted for Pathway's sake: sparkway commits every time
     (the commit is what makes it durable).  ``sort_by`` orders the rows of one time.
 
@@ -149,8 +152,12 @@ def write(
         partitions.append(column_name)
     metadata = {c: json.dumps(entry, sort_keys=True)
                 for c, entry in table.schema.to_json_serializable_dict()["columns"].items()}
-    sink = DeltaSink(table_uri(uri), columns, table_type=output_table_type, partition_columns=partitions,
-                     s3_settings=s3_connection_settings, column_metadata=metadata, name=name)
+    if output_table_type == STREAM_OF_CHANGES and not partitions:  # its data files written by Spark's tasks
+        sink: DeltaSink = DeltaChangesSink(table_uri(uri), columns, s3_settings=s3_connection_settings,
+                                           column_metadata=metadata, name=name)
+    else:
+        sink = DeltaSink(table_uri(uri), columns, table_type=output_table_type, partition_columns=partitions,
+                         s3_settings=s3_connection_settings, column_metadata=metadata, name=name)
     refuse_a_second_output(lambda other: isinstance(other, DeltaSink) and other.uri == sink.uri,
                            f"the Delta table {sink.uri!r}")
     graph.write_to_sink(table, sink, sort_by)

@@ -15,7 +15,7 @@ from sparkway.api.schema import Schema
 from sparkway.api.table import Table
 from sparkway.connectors.base import STREAM_OF_CHANGES
 from sparkway.connectors.iceberg import (
-    GlueCatalog, IcebergSink, IcebergSource, RestCatalog, SqlCatalog, check_catalog, identifier,
+    GlueCatalog, IcebergChangesSink, IcebergSink, IcebergSource, RestCatalog, SqlCatalog, check_catalog, identifier,
     require_pyiceberg,
 )
 from sparkway.connectors.formats.arrow import output_type
@@ -105,7 +105,9 @@ def write(
     values (copy-on-write: the data files holding them are rewritten).
 
     Each time is one Iceberg snapshot, one catalog commit, so a reader sees a time whole
-    or not at all.  Exactly once: the snapshot's summary records the sink and the time
+    or not at all.  In a large step, Spark's tasks write the data files of the stream of
+    changes, each its piece of the time, and the driver only commits them; a snapshot's
+    time is written from the driver.  Exactly once: the snapshot's summary records the sink and the time
     (``sparkway.sink`` = ``name``, default ``"iceberg"``; ``sparkway.time``); a time not
     above the one recorded is skipped, so a step replayed after a crash writes
     nothing.  Date-times are written in microseconds (``timestamp_unit="us"``):
@@ -131,7 +133,8 @@ def write(
             raise PlanError(f"column {column!r}: timestamp_unit='ns' needs an Iceberg v3 table, which pyiceberg "
                             "cannot write yet: use timestamp_unit='us'")
     ident = identifier(namespace, table_name)
-    sink = IcebergSink(catalog, ident, columns, table_type=output_table_type, name=name)
+    kind = IcebergChangesSink if output_table_type == STREAM_OF_CHANGES else IcebergSink
+    sink = kind(catalog, ident, columns, name=name)
     refuse_a_second_output(lambda other: isinstance(other, IcebergSink) and other.ident == ident
                            and other.catalog == catalog, f"the Iceberg table {'.'.join(ident)!r}")
     graph.write_to_sink(table, sink, sort_by)

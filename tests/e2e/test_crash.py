@@ -415,7 +415,7 @@ def exactly_once_sinks_scenario(
 def die_after_sink_write(module: str, sink: str) -> str:
     """The start of a program that, run with ``--die-after-a-commit``, is SIGKILLed right
     after ``sparkway.connectors.<module>.<sink>`` wrote a time with rows: between the
-    sink's own commit and the step's."""
+    sink's own commit and the step's (a ``PieceSink`` commits at the time's end)."""
     return f'''
 import os
 import signal
@@ -423,16 +423,32 @@ import sys
 
 import sparkway as pw
 from sparkway.connectors import {module} as connector
+from sparkway.connectors.base import PieceSink
 
 if "--die-after-a-commit" in sys.argv:
-    write = connector.{sink}.write
+    kind = connector.{sink}
+    if issubclass(kind, PieceSink):
+        take_piece, end_time = kind.take_piece, kind.end_time
 
-    def write_then_die(self, batch):
-        write(self, batch)
-        if batch.table.num_rows:
-            os.kill(os.getpid(), signal.SIGKILL)
+        def take_then_note(self, time, piece):
+            take_piece(self, time, piece)
+            self.took_rows = getattr(self, "took_rows", False) or piece.rows > 0
 
-    connector.{sink}.write = write_then_die
+        def end_then_die(self, time):
+            end_time(self, time)
+            if getattr(self, "took_rows", False):
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        kind.take_piece, kind.end_time = take_then_note, end_then_die
+    else:
+        write = kind.write
+
+        def write_then_die(self, batch):
+            write(self, batch)
+            if batch.table.num_rows:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        kind.write = write_then_die
 '''
 
 

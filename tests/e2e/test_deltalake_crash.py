@@ -94,7 +94,7 @@ def test_sigkill_at_random_moments_writes_every_change_once(tmp_path: Path, pyth
     )
 
 
-REPLAYED_PROGRAM = die_after_sink_write("deltalake", "DeltaSink") + '''
+REPLAYED_PROGRAM = die_after_sink_write("deltalake", "DeltaChangesSink") + '''
 
 class Words(pw.Schema):
     word: str

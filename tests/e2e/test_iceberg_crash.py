@@ -142,7 +142,7 @@ def test_sigkill_at_random_moments_writes_every_change_once(tmp_path: Path, pyth
 
 def test_a_step_replayed_after_its_iceberg_commit_writes_nothing_again(tmp_path: Path, python_env) -> None:
     script = write_script(tmp_path, "program.py",
-                          die_after_sink_write("iceberg", "IcebergSink") + PROGRAM.format(mode="static"))
+                          die_after_sink_write("iceberg", "IcebergChangesSink") + PROGRAM.format(mode="static"))
     expected = replayed_after_sink_commit_scenario(tmp_path, python_env, script, lambda: stream_changes(tmp_path))
     assert live_rows(tmp_path) == expected
     assert snapshot_rows(tmp_path) == expected
