@@ -150,3 +150,15 @@ def large_steps(monkeypatch: Any, writer: type) -> list[int]:
 
     monkeypatch.setattr(writer, "write_piece", recorded)
     return here
+
+
+def take_with_a_second_attempt(sink: Any, pieces: list[Any], time: int) -> None:
+    """Does each piece as a Spark task would, and the first one a second time (a task
+    retried, or a speculative copy) whose result never reaches the driver; then the
+    ``sink`` takes the first attempts' pieces and ends the time."""
+    writer = sink.piece_writer()
+    taken = [writer.write_piece(piece) for piece in pieces]
+    writer.write_piece(pieces[0])
+    for piece in taken:
+        sink.take_piece(time, piece)
+    sink.end_time(time)

@@ -31,7 +31,9 @@ from sparkway.connectors.iceberg import (  # noqa: E402
 )
 from sparkway.core import dtypes  # noqa: E402
 from sparkway.errors import PlanError  # noqa: E402
-from tests.tables import CHANGES, EVERY_TYPE_ROW, EveryType, Subscribed, large_steps  # noqa: E402
+from tests.tables import (  # noqa: E402
+    CHANGES, EVERY_TYPE_ROW, EveryType, Subscribed, large_steps, take_with_a_second_attempt,
+)
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -230,12 +232,7 @@ def test_a_second_attempt_s_data_file_never_shows_up_and_a_replayed_time_is_writ
     pieces = [batch([("a", 1, 1)], time=100), batch([("b", 2, 1)], time=100)]
     sink = IcebergChangesSink(catalog, ident, KV_COLUMNS, name="out")
     sink.open()
-    files = sink.piece_writer()
-    taken = [files.write_piece(pieces[0]), files.write_piece(pieces[1])]
-    files.write_piece(pieces[0])  # a task's second attempt (retried, or speculative): the driver never gets it
-    for piece in taken:
-        sink.take_piece(100, piece)
-    sink.end_time(100)
+    take_with_a_second_attempt(sink, pieces, 100)
     expected = [("a", 1, 100, 1), ("b", 2, 100, 1)]
     table = pyiceberg_table(catalog)
     on_disk = data_files(catalog)
