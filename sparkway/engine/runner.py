@@ -696,15 +696,16 @@ class _Delivery:
 
     def on_executors(self, remote: bool) -> PieceWriter | None:
         """The writer Spark's tasks run for this sink, if they run one."""
-        if not self.in_pieces or (remote and self.writer.writes_files):
+        writer = self.writer
+        if not self.in_pieces or writer is None or (remote and writer.writes_files):
             return None
-        return self.writer
+        return writer
 
     def add(self, table: pa.Table | None) -> None:
         """Changes collected to the driver (all the changes of their ids)."""
         if table is None or table.num_rows == 0:
             return
-        if self.in_pieces:
+        if self.in_pieces and self.writer is not None:
             self.take(self.writer.write_piece(changes_batch(list(self.out.columns), table, self.time, self.final)))
         else:
             self.held.append(table)
