@@ -189,3 +189,16 @@ def wait_quiet(limit_s: float, threshold: float = 0.3, log=print) -> float | Non
         log(f"   (other processes used {first:.1f} cores; waited {time.monotonic() - started:.0f} s, "
             f"now {busy:.1f} cores)")
     return busy
+
+
+def own_peak_rss() -> int:
+    """This process's peak RSS in bytes (the Python driver alone, without its JVM child):
+    the kernel's high-water mark of its memory map, exact where sampling from outside
+    could miss a short peak.  Not ``getrusage``'s ``ru_maxrss``: that one survives
+    ``exec``, so a process started by a large one (the benchmark runner, holding the
+    rows it generated) reports its parent's size."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("/proc/self/status has no VmHWM line")

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 import time
 
@@ -37,6 +36,8 @@ STARTED = time.time()
 
 from pyspark.sql import DataFrame, SparkSession, Window  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
+
+from machine import own_peak_rss  # noqa: E402
 
 MAX_GAP = 300
 
@@ -115,9 +116,7 @@ def write_probe(path: str | None, **fields: float) -> None:
     its JVM child) as one JSON line to ``path``."""
     if not path:
         return
-    # the kernel's high-water mark of this process (kB on Linux): exact, where sampling
-    # from outside could miss a short peak
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = own_peak_rss()
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps({"kind": "plain", **fields, "driver_peak_rss_bytes": peak}) + "\n")
 

@@ -27,13 +27,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 import time
 
 STARTED = time.time()
 
 import sparkway as pw  # noqa: E402
+from machine import own_peak_rss  # noqa: E402
 
 
 class InputSchema(pw.Schema):
@@ -79,12 +79,6 @@ class Probe:
         if self.file is not None:
             self.file.write(json.dumps({"kind": kind, "at": time.time(), **fields}) + "\n")
             self.file.flush()
-
-
-def driver_peak_rss() -> int:
-    """This process's peak RSS (the Python driver alone, without Spark's JVM, its child):
-    the kernel's high-water mark, in kB on Linux, exact where sampling could miss a peak."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def install_probes(probe: Probe) -> None:
@@ -175,7 +169,7 @@ def main() -> None:
         monitoring_level=pw.MonitoringLevel.NONE,
         persistence_config=pw.persistence.Config(backend),
     )
-    probe.emit("end", seconds=time.time() - STARTED, driver_peak_rss_bytes=driver_peak_rss())
+    probe.emit("end", seconds=time.time() - STARTED, driver_peak_rss_bytes=own_peak_rss())
     sys.stdout.flush()
 
 

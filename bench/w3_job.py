@@ -27,7 +27,8 @@ import time
 STARTED = time.time()
 
 import sparkway as pw  # noqa: E402
-from sparkway_job import Probe, driver_peak_rss, install_probes  # noqa: E402
+from machine import own_peak_rss  # noqa: E402
+from sparkway_job import Probe, install_probes  # noqa: E402
 
 
 class AccessLog(pw.Schema):
@@ -62,7 +63,7 @@ def main() -> None:
     logs = pw.io.csv.read(args.logs, schema=AccessLog, mode="static")
     pw.io.csv.write(transform(logs), args.out)
     pw.run(monitoring_level=pw.MonitoringLevel.NONE)
-    probe.emit("end", seconds=time.time() - STARTED, driver_peak_rss_bytes=driver_peak_rss())
+    probe.emit("end", seconds=time.time() - STARTED, driver_peak_rss_bytes=own_peak_rss())
     sys.stdout.flush()
 
 

@@ -6,6 +6,8 @@ import datetime as dt
 import json
 import logging
 import os
+import random
+import re
 import time
 from pathlib import Path
 
@@ -712,6 +714,26 @@ def test_csv_sink_text(tmp_path: Path, caplog) -> None:
         '"say ""hi""","None","2.0","False","None","","1701270092168","-1"\n'
     )
     assert "Done writing 2 entries, time 1701270092168" in caplog.text
+
+
+def test_csv_floats_are_written_as_pathway_writes_them(tmp_path: Path) -> None:
+    """Python's shortest digits, its choice of exponent form, the exponent without "+"
+    and leading zeros, whole numbers with ".0"; over many magnitudes."""
+    rng = random.Random(7)
+    values = [rng.random() * 10.0 ** rng.randint(-25, 25) * rng.choice([1, -1]) for _ in range(3000)]
+    values += [rng.randint(-10**6, 10**6) / rng.choice([1, 2, 1024]) for _ in range(1000)]
+    values += [0.0, -0.0, 1e16, 1e-4, 9.99e-5, 1e15, float("inf"), float("-inf"), float("nan")]
+
+    def pathway_text(value: float) -> str:
+        return "NaN" if value != value else re.sub(r"e\+?(-?)0*(\d)", r"e\1\2", repr(value))
+
+    out = tmp_path / "out.csv"
+    sink = CsvSink(str(out), ["x"])
+    sink.open()
+    sink.write(_batch(1, x=pa.array(values, pa.float64()), diff=pa.array([1] * len(values), pa.int64())))
+    sink.close()
+    written = [line.split(",")[0].strip('"') for line in out.read_text().splitlines()[1:]]
+    assert written == [pathway_text(v) for v in values]
 
 
 def test_json_lines_sink_text(tmp_path: Path) -> None:

@@ -32,7 +32,8 @@ Segment format (one file, one input transaction; JSON-able)::
      "lines_end": 9,               # lines consumed up to ``end``
      "size": 130, "mtime_ns": ..., "seen_at": 1701270092,   # as seen by discover()
      "digest": "...",              # blake2b of bytes [0, end)
-     "chunk_digest": "...",        # blake2b of bytes [start, end)
+     "pieces": [[7, 120, 2, 3735928559]],   # [start, end) cut at records' ends into
+                                   # parts of about PIECE_BYTES: [start, end, line, crc32]
      "complete": True,             # False: an unfinished last record was read
      "header": ["user", "t"],      # csv only
      "retract": {"generation": 0, "offset": 120}}   # modify and delete only
@@ -62,6 +63,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,8 +71,10 @@ import numpy as np
 import pyarrow as pa
 
 from sparkway.connectors.base import ExecutorRead, Segment, Source, record_ids
-from sparkway.connectors.formats import complete_end
-from sparkway.connectors.formats.csv import CsvParserSettings, check_csv_header, parse_csv, parse_csv_header
+from sparkway.connectors.file_scan import RangeFile, RangeReader, Scan, hash_prefix, piece_matches, scan_records
+from sparkway.connectors.formats.csv import (
+    CsvParserSettings, check_csv_header, csv_complete_end, parse_csv, parse_csv_header,
+)
 from sparkway.connectors.formats.jsonlines import parse_json_lines
 from sparkway.connectors.formats.parquet import check_parquet_schema, is_complete, parse_parquet
 from sparkway.connectors.formats.plaintext import parse_plaintext
@@ -88,10 +92,6 @@ log = logging.getLogger("sparkway")
 FORMATS = ("csv", "json", "plaintext", "plaintext_by_file", "binary", "parquet")
 _LINE_FORMATS = ("csv", "json", "plaintext")
 METADATA_COLUMN = "_metadata"
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 # ------------------------------------------------------------------------ filesystem
@@ -359,16 +359,15 @@ class FileSource(Source):
         seen_at = int(time.time())
         now = time.monotonic()
         since = {key: self._unchanged_since(key, entry, now) for key, entry in entries.items()}
-        segments: list[Segment] = []
-        for key in sorted(set(entries) | set(self._state)):
-            entry = entries.get(key)
-            if entry is None:
-                segments.append(self._delete_segment(key))
-                continue
-            stable = final or since[key] <= now - STABLE_AFTER_S
-            segment = self._scan_file(key, entry, stable, seen_at)
-            if segment is not None:
-                segments.append(segment)
+        changed = [key for key, entry in entries.items() if self._may_have_changed(key, entry)]
+        # a file's pass is mostly hashing and reading, which other threads may run meanwhile
+        with ThreadPoolExecutor(min(len(changed), os.cpu_count() or 1) or 1) as pool:
+            found = dict(zip(changed, pool.map(
+                lambda key: self._scan_file(key, entries[key], final or since[key] <= now - STABLE_AFTER_S, seen_at),
+                changed)))
+        segments = [found.get(key) if key in entries else self._delete_segment(key)
+                    for key in sorted(set(entries) | set(self._state))]
+        segments = [segment for segment in segments if segment is not None]
         self._last_seen = {key: ((e.size, e.mtime_ns), since[key]) for key, e in entries.items()}
         self._cache = {k: v for k, v in self._cache.items() if k in entries}
         return segments
@@ -404,11 +403,15 @@ class FileSource(Source):
             "(read it with retract_when_emptied=True to retract them)", self.label, self.files.root, len(self._state))
         return []
 
+    def _may_have_changed(self, key: str, entry: FileEntry) -> bool:
+        """False for a file read whole and not changed since: no need to open it."""
+        state = self._state.get(key)
+        return state is None or (entry.size, entry.mtime_ns, entry.size) != (
+            state["size"], state["mtime_ns"], state["offset"])
+
     def _scan_file(self, key: str, entry: FileEntry, stable: bool, seen_at: int) -> Segment | None:
         state = self._state.get(key)
         stat = (entry.size, entry.mtime_ns)
-        if state is not None and stat == (state["size"], state["mtime_ns"]) and state["offset"] == entry.size:
-            return None  # unchanged since it was read: no need to open it
         committed = None if state is None else (state["offset"], state["digest"], state["generation"])
         cache_key = (stat, stable, committed)
         cached = self._cache.get(key)
@@ -421,24 +424,24 @@ class FileSource(Source):
     def _examine(
         self, key: str, entry: FileEntry, state: dict[str, Any] | None, final: bool, seen_at: int
     ) -> Segment | None:
+        ctx = _Ctx(key, entry, functools.partial(self.files.read, entry.path), final, seen_at)
         try:
-            data = self.files.read(entry.path)
-        except OSError as exc:
-            self._warn_once(
-                (key, entry, "unreadable"), "%s: cannot read the file (%s); skipped", entry.path, exc
-            )
-            return None
-        ctx = _Ctx(key, entry, data, final, seen_at)
-        if not data:
-            self._warn_once((key, entry, "empty"), "%s: empty file; no rows", entry.path)
-        try:
+            if not ctx.read(0, 1):
+                self._warn_once((key, entry, "empty"), "%s: empty file; no rows", entry.path)
+                if state is None:
+                    return None
             if state is None:
-                return self._segment(ctx, "new", 0, None) if data else None
-            if self.format in _LINE_FORMATS and _prefix_unchanged(data, state):
-                return self._segment(ctx, "append", state["generation"], None, state)
-            if self.format not in _LINE_FORMATS and _digest(data) == state["digest"]:
+                return self._segment(ctx, "new", 0, None)
+            if self.format in _LINE_FORMATS:
+                prefix = _unchanged_prefix(ctx.read, state)
+                if prefix is not None:
+                    return self._segment(ctx, "append", state["generation"], None, state, prefix)
+            elif self._scan_bytes(ctx, hash_prefix(ctx.read, 0), 0, 1).digest == state["digest"]:
                 return None  # touched, not changed
             return self._segment(ctx, "modify", state["generation"] + 1, state)
+        except OSError as exc:
+            self._warn_once((key, entry, "unreadable"), "%s: cannot read the file (%s); skipped", entry.path, exc)
+            return None
         except SchemaMismatchError as error:
             if self.mode == "static" or self.on_bad_file == "stop":
                 raise
@@ -450,63 +453,82 @@ class FileSource(Source):
 
     def _segment(
         self, ctx: "_Ctx", kind: str, generation: int,
-        retract: dict[str, Any] | None, state: dict[str, Any] | None = None,
+        retract: dict[str, Any] | None, state: dict[str, Any] | None = None, prefix: Any = None,
     ) -> Segment | None:
         """The segment reading a file's complete records after ``state`` (from the start
-        without one); None when there is nothing to read and nothing to retract."""
+        without one; ``prefix``: the digest of the bytes before them); None when there is
+        nothing to read and nothing to retract."""
         start = state["offset"] if state else 0
         lines = state["lines"] if state else 0
         header = state.get("header") if state else None
         if self.format == "csv" and header is None:
-            # in streaming mode a header waits for its "\n" even when the file looks
-            # stable: a header cut short would fail the schema check and stop the run
-            final = ctx.final and self.mode == "static"
-            parsed = parse_csv_header(ctx.data, self.csv_settings, final=final)
+            parsed = self._csv_header(ctx)
             if parsed is not None:
                 header, start, lines = parsed
                 check_csv_header(ctx.entry.path, header, self.schema)
-            elif retract is None or ctx.data:
+            elif retract is None or ctx.read(0, 1):
                 return None  # the header is not complete yet: wait for it
-        end, complete = len(ctx.data), True
-        if self.format == "parquet" and ctx.data:
-            if not is_complete(ctx.data):
+        scan = self._scan_bytes(ctx, prefix if prefix is not None else hash_prefix(ctx.read, start), start, lines + 1)
+        if self.format == "parquet" and scan.size:
+            if not is_complete(ctx.read, scan.size):
                 if ctx.final and self.mode == "static":
                     raise SchemaMismatchError(f"{ctx.entry.path}: not a Parquet file (or one cut short: it does "
                                               "not start and end with PAR1)")
                 return None  # being written: its footer comes last
-            check_parquet_schema(ctx.entry.path, ctx.data, self.schema)
-        if self.format in _LINE_FORMATS:
-            end = complete_end(ctx.data, start, fmt=self.format, final=False, settings=self.csv_settings)
-            if ctx.final and end < len(ctx.data):
-                # the unfinished last record is read too; if the file grows later, that
-                # record changes, so the file is then read again (a modify)
-                end, complete = len(ctx.data), False
-        if end <= start and retract is None:
+            check_parquet_schema(ctx.entry.path, RangeFile(ctx.read, scan.size), self.schema)
+        if scan.end <= start and retract is None:
             return None
         segment = {
             "kind": kind,
             "file": ctx.key,
             "path": ctx.entry.path,
-            "metadata": self.files.metadata(ctx.entry, len(ctx.data), ctx.seen_at),
+            "metadata": self.files.metadata(ctx.entry, scan.size, ctx.seen_at),
             "generation": generation,
             "start": start,
-            "end": end,
+            "end": scan.end,
             "line": lines + 1,
-            "lines_end": lines + ctx.data.count(b"\n", start, end),
+            "lines_end": lines + scan.lines,
             # the size read and the mtime stat'ed before reading: when the file changed
             # in between, they match no later stat, so the file is looked at again
-            "size": len(ctx.data),
+            "size": scan.size,
             "mtime_ns": ctx.entry.mtime_ns,
             "seen_at": ctx.seen_at,
-            "digest": _digest(ctx.data[:end]),
-            "chunk_digest": _digest(ctx.data[start:end]),
-            "complete": complete,
+            "digest": scan.digest,
+            "pieces": scan.pieces,
+            "complete": scan.complete,
         }
         if self.format == "csv":
             segment["header"] = header
         if retract is not None:
             segment["retract"] = {"generation": retract["generation"], "offset": retract["offset"]}
         return segment
+
+    def _csv_header(self, ctx: "_Ctx") -> tuple[list[str], int, int] | None:
+        """``parse_csv_header`` over the file's first bytes, more of them while the
+        header goes on past them.  In streaming mode a header waits for its "\n" even
+        when the file looks stable: a header cut short would fail the schema check and
+        stop the run."""
+        final, size = ctx.final and self.mode == "static", HEADER_BYTES
+        while True:
+            head = ctx.read(0, size)
+            parsed = parse_csv_header(head, self.csv_settings, final=final and len(head) < size)
+            if parsed is not None or len(head) < size:
+                return parsed
+            size *= 4
+
+    def _scan_bytes(self, ctx: "_Ctx", prefix: Any, start: int, line: int) -> Scan:
+        """One pass over the file's bytes after ``start`` (``file_scan``)."""
+        if self.format not in _LINE_FORMATS:
+            return scan_records(ctx.read, prefix, start, line=line, quote=None, final=True, piece_bytes=None)
+        settings = self.csv_settings
+        quoted = self.format == "csv" and settings.enable_quoting
+        escaped = quoted and settings.escape is not None
+        return scan_records(
+            ctx.read, prefix, start, line=line, final=ctx.final,
+            quote=settings.quote.encode() if quoted and not escaped else None,
+            piece_bytes=None if escaped else PIECE_BYTES,  # quotes counted cannot cut escaped CSV
+            settle=functools.partial(_csv_records_end, settings) if quoted else None, always_settle=escaped,
+        )
 
     def _delete_segment(self, key: str) -> Segment:
         state = self._state[key]
@@ -553,7 +575,7 @@ class FileSource(Source):
             return None
         keep = RowStore(self._store.storage) if self._store.storage is not None else None
         reader = self._chunk_reader()
-        return ExecutorRead(self._pieces(segments, split=PIECE_BYTES), functools.partial(_read_piece, reader, keep),
+        return ExecutorRead(self._pieces(segments, split=True), functools.partial(_read_piece, reader, keep),
                             reader.output_schema, self.count_skipped, size)
 
     def count_skipped(self, skipped: dict[str, int]) -> None:
@@ -576,11 +598,10 @@ class FileSource(Source):
             bool(self.key_columns), self.files,
         )
 
-    def _pieces(self, segments: list[Segment], split: int | None = None) -> list[Segment]:
+    def _pieces(self, segments: list[Segment], split: bool = False) -> list[Segment]:
         """What reading the segments takes: for each, the committed chunks it retracts
         (``{"kind": "retract", "file", "generation", "start"}``), then the bytes it reads
-        (the segment itself, or with ``split`` pieces of about that many bytes, each
-        ending at a record's end)."""
+        (the segment itself, or with ``split`` its pieces of about ``PIECE_BYTES``)."""
         pieces: list[Segment] = []
         for segment in segments:
             retract = segment.get("retract")
@@ -589,29 +610,17 @@ class FileSource(Source):
                     pieces.append({"kind": "retract", "file": segment["file"], "generation": retract["generation"],
                                    "start": start})
             if segment["kind"] != "delete":
-                pieces += self._split(segment, split) if split else [segment]
+                pieces += self._split(segment) if split else [segment]
         return pieces
 
-    def _split(self, segment: Segment, size: int) -> list[Segment]:
-        """A segment as pieces of about ``size`` bytes, cut after a "\n" outside quotes
-        (an even number of quotes since the segment's start); CSV with an escape
-        character is not cut."""
-        start, end = segment["start"], segment["end"]
-        if end - start <= size or self.format not in _LINE_FORMATS or (
-                self.format == "csv" and self.csv_settings.escape is not None):
+    @staticmethod
+    def _split(segment: Segment) -> list[Segment]:
+        """A segment as the pieces its scan cut it into (``file_scan``): each ends at a
+        record's end.  A segment logged before pieces existed is one piece."""
+        pieces = segment.get("pieces")
+        if not pieces or len(pieces) == 1:
             return [segment]
-        try:
-            data = self.files.read(segment["path"], 0, end)
-        except OSError:
-            return [segment]  # reading the piece says what went wrong
-        quote = self.csv_settings.quote.encode() if self.format == "csv" and self.csv_settings.enable_quoting else None
-        pieces, line = [], segment["line"]
-        while start < end:
-            cut = _record_end(data, start + size, end, start, quote)
-            pieces.append({**segment, "start": start, "end": cut, "line": line, "chunk_digest": _digest(data[start:cut])})
-            line += data.count(b"\n", start, cut)
-            start = cut
-        return pieces
+        return [{**segment, "start": p[0], "end": p[1], "line": p[2], "pieces": [p]} for p in pieces]
 
     # --------------------------------------------------------------------- advance
 
@@ -638,6 +647,8 @@ class FileSource(Source):
 EXECUTOR_READ_BYTES = 32 << 20
 #: the bytes of one task of such a read
 PIECE_BYTES = 16 << 20
+#: the bytes a CSV header is looked for in first (more if it is longer)
+HEADER_BYTES = 64 << 10
 #: files named in the end-of-run count of skipped rows (those with the most)
 SKIPPED_FILES_LISTED = 10
 #: what a streaming read does with a file that does not fit the schema (a bad header):
@@ -706,7 +717,7 @@ class ChunkReader:
         except OSError as exc:
             log.warning("%s: cannot read the file (%s); its new rows are skipped", path, exc)
             return self.stored_schema.empty_table(), None, {}
-        if _digest(data) != segment["chunk_digest"]:
+        if not all(piece_matches(data, start, piece) for piece in segment.get("pieces", ())):
             log.warning("%s: changed after it was listed; it will be read again", path)
         with gc_paused():
             parsed = self._parse(segment, data)
@@ -768,28 +779,19 @@ def _read_piece(reader: ChunkReader, store: RowStore | None, piece: Segment) -> 
     return (pa.concat_tables(parts) if len(parts) > 1 else parts[0]), skipped
 
 
-def _record_end(data: bytes, at: int, end: int, start: int, quote: bytes | None) -> int:
-    """The end of the first record ending at or after ``at`` (a "\n" with an even
-    number of quotes in ``data[start:]`` before it), or ``end``."""
-    while at < end:
-        newline = data.find(b"\n", at, end)
-        if newline < 0:
-            return end
-        if quote is None or data.count(quote, start, newline) % 2 == 0:
-            return newline + 1
-        at = newline + 1
-    return end
-
-
 @dataclass(frozen=True)
 class _Ctx:
-    """What discover() saw of one file."""
+    """What discover() looks at in one file."""
 
     key: str
     entry: FileEntry
-    data: bytes
+    read: RangeReader  # the file's bytes [start, end)
     final: bool
     seen_at: int
+
+
+def _csv_records_end(settings: CsvParserSettings, data: bytes) -> int:
+    return csv_complete_end(data, 0, len(data), settings)
 
 
 def _schema_for(format: str, columns: dict[str, Column]) -> dict[str, Column]:
@@ -804,13 +806,14 @@ def _schema_for(format: str, columns: dict[str, Column]) -> dict[str, Column]:
     return {"data": Column("data", BYTES if format == "binary" else STR)}
 
 
-def _prefix_unchanged(data: bytes, state: dict[str, Any]) -> bool:
-    """True when the file still starts with what was consumed, and that ended with a
-    complete record (after an unfinished last record was read, more bytes change it)."""
-    offset = state["offset"]
-    if len(data) < offset or not state.get("complete", True):
-        return False
-    return _digest(data[:offset]) == state["digest"]
+def _unchanged_prefix(read: RangeReader, state: dict[str, Any]) -> Any | None:
+    """The digest of what was consumed when the file still starts with it, and that
+    ended with a complete record (after an unfinished last record was read, more bytes
+    change it); else None."""
+    if not state.get("complete", True):
+        return None
+    prefix = hash_prefix(read, state["offset"])
+    return prefix if prefix is not None and prefix.hexdigest() == state["digest"] else None
 
 
 def _state_after(segment: Segment) -> dict[str, Any]:

@@ -111,11 +111,15 @@ class TextLines(PieceWriter):
         """The batch as text: each row's columns, then its time and diff."""
         raise NotImplementedError
 
+    def format_bytes(self, batch: OutputBatch) -> bytes:
+        """``format_batch`` encoded in UTF-8 (a format may make the bytes at once)."""
+        return self.format_batch(batch).encode()
+
     def write_piece(self, batch: OutputBatch) -> Piece:
         rows = batch.table.num_rows
         # a large batch in blocks: the Python objects of one block at a time
-        blocks = [self.format_batch(batch.slice(start, _ROWS_PER_BLOCK)) for start in range(0, rows, _ROWS_PER_BLOCK)]
-        return Piece(rows, "".join(blocks).encode())
+        blocks = [self.format_bytes(batch.slice(start, _ROWS_PER_BLOCK)) for start in range(0, rows, _ROWS_PER_BLOCK)]
+        return Piece(rows, b"".join(blocks))
 
     def _is_json(self, column: str) -> bool:
         dtype = self.dtypes.get(column)
@@ -208,12 +212,6 @@ def _csv_quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def _quoted(texts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
-    """``_csv_quote`` of every text, and ``"None"`` for a null."""
-    escaped = pc.replace_substring(texts, '"', '""')
-    return pc.fill_null(pc.binary_join_element_wise('"', escaped, '"', ""), '"None"')
-
-
 def _text_of_object(value: Any) -> str:
     """A Python object (of an Any column) as the text of a CSV field."""
     if isinstance(value, bool):
@@ -257,28 +255,36 @@ class CsvLines(TextLines):
         return ",".join(_csv_quote(name) for name in [*self.columns, "time", "diff"]) + "\n"
 
     def format_batch(self, batch: OutputBatch) -> str:
+        return self.format_bytes(batch).decode()
+
+    def format_bytes(self, batch: OutputBatch) -> bytes:
         table = batch.table
         if table.num_rows == 0:
-            return ""
+            return b""
         fields = [self._fields(table, n) for n in self.columns]
-        fields += [_csv_quote(str(batch.time)), _quoted(batch.diffs.cast(pa.string()))]
-        lines = pc.binary_join_element_wise(*fields, ",").cast(pa.large_string())  # may pass 2 GB in all
+        fields += [pa.scalar(str(batch.time)), batch.diffs.cast(pa.string())]
+        # every field is quoted: the line is '"' + the fields joined by '","' + '"'
+        lines = pc.binary_join_element_wise(*fields, '","').cast(pa.large_string())  # may pass 2 GB in all
         if isinstance(lines, pa.ChunkedArray):
             lines = lines.combine_chunks()
         # one string, joined by Arrow: no Python object per line
         whole = pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines)
-        return pc.binary_join(whole, pa.scalar("\n", pa.large_string()))[0].as_py() + "\n"
+        joined = pc.binary_join(whole, pa.scalar('"\n"', pa.large_string()))[0]
+        return b'"' + joined.as_buffer().to_pybytes() + b'"\n'
 
     def _fields(self, table: pa.Table, name: str) -> pa.Array | pa.ChunkedArray:
-        """A column's CSV fields: integers and strings at once, other values one by one."""
+        """A column's CSV fields before quoting, with '"' doubled and None for a null:
+        integers, floats and strings at once, other values one by one."""
         column, dtype = table.column(name), self.dtypes.get(name)
         plain = dtype is None or dtype.with_optional(False).name in ("int", "str")
-        if plain and (pa.types.is_integer(column.type) or pa.types.is_string(column.type)):
-            return _quoted(column.cast(pa.string()))
+        if plain and pa.types.is_integer(column.type):
+            return pc.fill_null(column.cast(pa.string()), "None")
+        if plain and pa.types.is_string(column.type):
+            return pc.fill_null(pc.replace_substring(column, '"', '""'), "None")
         if (dtype is None or dtype.with_optional(False).name == "float") and pa.types.is_floating(column.type):
-            return _quoted(float_texts(column))
+            return pc.fill_null(float_texts(column), "None")
         text = self._text(table, name)
-        return pa.array(['"None"' if v is None else _csv_quote(text(v)) for v in column.to_pylist()], pa.string())
+        return pa.array(["None" if v is None else text(v).replace('"', '""') for v in column.to_pylist()], pa.string())
 
     def _text(self, table: pa.Table, name: str) -> Formatter:
         if self._is_json(name):

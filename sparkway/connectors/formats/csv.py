@@ -336,9 +336,6 @@ def _warn_of_open_quote(data: bytes, path: str, first_line: int, settings: CsvPa
 # ------------------------------------------------------------------ plain chunks
 
 
-_PLAIN_INT = "^-?[0-9]+$"  # ints that Arrow's cast reads as Pathway does ("+5" is not one)
-
-
 def _plain_rows(
     data: bytes, first_line: int, width: int, found: dict[str, int], columns: dict[str, Column],
     settings: CsvParserSettings,
@@ -391,7 +388,9 @@ def _plain_values(texts: pa.Array, dtype: DType) -> pa.Array | list[Any] | None:
     path then reports it as Pathway does)."""
     if dtype.name == "str":
         return texts
-    if dtype.name == "int" and not dtype.optional and pc.all(pc.match_substring_regex(texts, _PLAIN_INT)).as_py():
+    if dtype.name == "int" and not dtype.optional and pc.all(pc.ascii_is_decimal(pc.ascii_ltrim(texts, "-"))).as_py():
+        # digits after minus signs: what Arrow's cast reads as Pathway does ("+5" and "0x1f"
+        # are not ints to Pathway; "--5" then fails the cast)
         try:
             return pc.cast(texts, pa.int64())
         except pa.ArrowInvalid:  # out of the 64-bit range

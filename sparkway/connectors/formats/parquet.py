@@ -12,6 +12,8 @@ is skipped, with a warning naming the file, the row and the column.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,14 +28,15 @@ log = logging.getLogger("sparkway")
 MAGIC = b"PAR1"
 
 
-def is_complete(data: bytes) -> bool:
-    """Whether ``data`` is a whole Parquet file (starts and ends with ``PAR1``), not one
-    being written.
+def is_complete(read: Callable[[int, int], bytes], size: int) -> bool:
+    """Whether the ``size`` bytes that ``read(start, end)`` gives are a whole Parquet file
+    (starting and ending with ``PAR1``), not one being written.
 
-    >>> is_complete(b"PAR1...PAR1"), is_complete(b"PAR1...")
+    >>> data = b"PAR1...PAR1"
+    >>> is_complete(lambda s, e: data[s:e], 11), is_complete(lambda s, e: data[s:e], 7)
     (True, False)
     """
-    return len(data) >= 8 and data[:4] == MAGIC and data[-4:] == MAGIC
+    return size >= 8 and read(0, 4) == MAGIC and read(size - 4, size) == MAGIC
 
 
 def _pq():  # type: ignore[no-untyped-def]
@@ -42,18 +45,20 @@ def _pq():  # type: ignore[no-untyped-def]
     return pq
 
 
-def _schema(data: bytes, path: str) -> pa.Schema:
+def _schema(source: bytes | Any, path: str) -> pa.Schema:
+    """The schema of a Parquet file's bytes, or of a file object (read at its footer)."""
     pq = _pq()
     try:
-        return pq.read_schema(pa.BufferReader(data))
+        return pq.read_schema(pa.BufferReader(source) if isinstance(source, bytes) else source)
     except (pa.ArrowInvalid, OSError) as error:
         raise SchemaMismatchError(f"{path}: not a readable Parquet file ({error})") from None
 
 
-def check_parquet_schema(path: str, data: bytes, columns: dict[str, Column]) -> None:
+def check_parquet_schema(path: str, source: bytes | Any, columns: dict[str, Column]) -> None:
     """Raises ``SchemaMismatchError`` naming the file and the column when the file lacks
-    a column the schema needs, or holds one of a type the schema's type cannot read."""
-    schema = _schema(data, path)
+    a column the schema needs, or holds one of a type the schema's type cannot read.
+    ``source``: the file's bytes, or a file object."""
+    schema = _schema(source, path)
     missing = []
     for name, column in columns.items():
         index = schema.get_field_index(column.input_name)
