@@ -15,10 +15,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pyarrow as pa
 import pytest
+from pyspark import cloudpickle
 
 import sparkway as pw
 from sparkway.api.graph import write_to_sink
+from sparkway.connectors import kafka
 from sparkway.connectors.base import OutputBatch, Sink
 from sparkway.connectors.kafka import KafkaSource
 from sparkway.core.columns import Column
@@ -348,3 +351,63 @@ def test_a_message_refused_at_once_is_reported_the_same_way(kafka_broker) -> Non
     pw.io.kafka.write(table, {**kafka_broker.settings, "message.max.bytes": 1000}, topic)
     with pytest.raises(RuntimeError, match=f"messages to topic '{topic}' were not delivered.*too large"):
         pw.run()
+
+
+# ------------------------------------------------------------ a backlog read by Spark's tasks
+
+
+def test_a_backlog_is_read_in_pieces_of_offsets_then_the_poller_follows(kafka_broker, monkeypatch) -> None:
+    monkeypatch.setattr(kafka, "EXECUTOR_READ_MESSAGES", 10)
+    monkeypatch.setattr(kafka, "PIECE_MESSAGES", 4)
+    topic = kafka_broker.new_topic("backlog", partitions=2)
+    kafka_broker.produce(topic, [json.dumps({"n": i}) for i in range(9)], partition=0, batched=False)
+    kafka_broker.produce(topic, [json.dumps({"n": i}) for i in range(100, 106)], partition=1, batched=False)
+    source = _source(kafka_broker.settings, topic, autocommit_duration_ms=0)
+    try:
+        segments = source.discover()
+        assert source._poller is None  # the driver asked for offsets only
+        assert segments == [{"partition": 0, "start": 0, "end": 9}, {"partition": 1, "start": 0, "end": 6}]
+        distributed = source.read_on_executors(segments)
+        assert distributed is not None
+        assert [(p["partition"], p["start"], p["end"]) for p in distributed.pieces] == [
+            (0, 0, 4), (0, 4, 8), (0, 8, 9), (1, 0, 4), (1, 4, 6)]
+        # what a task runs, shipped as Spark ships it
+        read = cloudpickle.loads(cloudpickle.dumps(distributed.read))
+        tasks = pa.concat_tables([read(piece)[0] for piece in distributed.pieces]).to_pylist()
+        assert sorted(tasks, key=lambda r: r["_id"]) == sorted(source.read(segments).to_pylist(), key=lambda r: r["_id"])
+        assert sorted(r["n"] for r in tasks) == [*range(9), *range(100, 106)]
+        source.advance(segments)
+
+        kafka_broker.produce(topic, [json.dumps({"n": 9})], partition=0, batched=False)
+        rest = _discover_all(source, 1)  # caught up: the poller buffers the new message
+        assert source._poller is not None and source.read_on_executors(rest) is None
+        assert [r["n"] for r in source.read(rest).to_pylist()] == [9]
+    finally:
+        source.close()
+
+
+def test_a_run_over_a_backlog_outputs_each_message_once(kafka_broker, monkeypatch, caplog) -> None:
+    monkeypatch.setattr(kafka, "EXECUTOR_READ_MESSAGES", 20)
+    monkeypatch.setattr(kafka, "PIECE_MESSAGES", 7)
+    topic = kafka_broker.new_topic("backlog-run", partitions=2)
+    kafka_broker.produce(topic, [json.dumps({"user": f"u{i}", "amount": i}) for i in range(20)], partition=0,
+                         batched=False)
+    kafka_broker.produce(topic, [*(json.dumps({"user": f"v{i}", "amount": i}) for i in range(15)), "not json"],
+                         partition=1, batched=False)
+    sink = collect(pw.io.kafka.read(kafka_broker.settings, topic, schema=Payment, format="json",
+                                    autocommit_duration_ms=100))
+    sent_more = threading.Event()
+
+    def more_after_the_backlog() -> bool:
+        if len(sink.rows) >= 35 and not sent_more.is_set():
+            sent_more.set()
+            kafka_broker.produce(topic, [json.dumps({"user": "late", "amount": 1})], partition=1, batched=False)
+        return len(sink.rows) >= 36
+
+    with caplog.at_level(logging.WARNING, logger="sparkway"):
+        run_until(more_after_the_backlog)
+    expected = {(f"u{i}", i, 1) for i in range(20)} | {(f"v{i}", i, 1) for i in range(15)} | {("late", 1, 1)}
+    assert changes(sink.rows, ["user", "amount"]) == collections.Counter(expected)
+    backlog_times = {r["time"] for r in sink.rows if r["user"] != "late"}
+    assert len(backlog_times) == 1  # one step, one transaction
+    assert any("1 message(s) skipped" in r.getMessage() for r in caplog.records)

@@ -218,6 +218,8 @@ class DebeziumSource(KafkaSource):
     """
 
     connector_label = "DebeziumReader"
+    #: upsert events are reduced to the last per key over the whole step, on the driver
+    reads_on_executors = False
 
     def __init__(
         self,

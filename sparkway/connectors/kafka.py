@@ -9,9 +9,18 @@ partition, at most once every ``autocommit_duration_ms``; ``read()`` parses the 
 messages of the segments, or fetches them again by offset when a step of an earlier run
 is replayed after a crash.
 
+A topic that holds at least ``EXECUTOR_READ_MESSAGES`` unread messages (a first run
+over its history, or a poller that fell a full buffer behind) is read by Spark's tasks
+instead: ``discover()`` then asks the broker for each partition's last offset only, and
+each task fetches and parses a range of at most ``PIECE_MESSAGES`` offsets of one
+partition, as Spark's own Kafka source plans its batches.  The poller starts once the
+topic is caught up.
+
 Segment (the messages of one partition, one input transaction; JSON-able)::
 
     {"partition": 0, "start": 12, "end": 40, "count": 28}
+
+A segment read by the tasks has no ``count``: the driver did not see its messages.
 
 ``start`` is the offset of its first message and ``end`` one past the offset of its last
 one, so both ends are real messages; offsets in between may be missing (compaction,
@@ -31,6 +40,7 @@ topic, partition, offset and the reason, as the file readers do.
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import logging
 import math
@@ -42,7 +52,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkway.connectors.base import OutputBatch, Segment, Sink, Source, record_ids
+from sparkway.connectors.base import ExecutorRead, OutputBatch, Segment, Sink, Source, record_ids
 from sparkway.connectors.formats.values import MAX_ROW_WARNINGS, RowError, json_converter, stored_default
 from sparkway.connectors.writers import JsonLines
 from sparkway.core import changes
@@ -56,6 +66,12 @@ log = logging.getLogger("sparkway")
 FORMATS = ("raw", "plaintext", "json")
 DEFAULT_BACKLOG = 100_000  # buffered messages at most; the poller waits beyond that
 FETCH_TIMEOUT_S = 60  # re-reading a replayed segment gives up after this long without it
+#: unread messages from which a step's messages are read by Spark's tasks
+EXECUTOR_READ_MESSAGES = 200_000
+#: the offsets one task of such a read fetches
+PIECE_MESSAGES = 250_000
+#: what a message is taken to weigh when the step's size is planned (the driver never sees it)
+PLANNED_MESSAGE_BYTES = 256
 _POLL_S = 0.2
 
 
@@ -136,6 +152,11 @@ class _Poller(threading.Thread):
         if good:
             self.on_messages()
 
+    def full(self) -> bool:
+        """Whether the buffer holds as many messages as it may (the step loop is behind)."""
+        with self.lock:
+            return self.size >= self.backlog
+
     def segments(self) -> list[Segment]:
         with self.lock:
             return [
@@ -188,6 +209,8 @@ class KafkaSource(Source):
     """
 
     connector_label = "KafkaReader"
+    #: whether a large backlog is read by Spark's tasks (``read_on_executors``)
+    reads_on_executors = True
 
     def __init__(
         self,
@@ -215,6 +238,7 @@ class KafkaSource(Source):
         self._fields = _json_fields(self.schema, json_field_paths or {}) if format == "json" else {}
         self.arrow_schema = changes.arrow_schema(self.columns)
         self._poller: _Poller | None = None
+        self._metadata: Any = None  # a consumer that asks the broker for offsets only
         self.open(None)
 
     # ------------------------------------------------------------------ life cycle
@@ -239,6 +263,12 @@ class KafkaSource(Source):
         log.info("%s: restored offsets %s", self.label, self.position()["offsets"])
 
     def close(self) -> None:
+        self._stop_poller()
+        if self._metadata is not None:
+            self._metadata.close()
+            self._metadata = None
+
+    def _stop_poller(self) -> None:
         if self._poller is not None:
             self._poller.stop()
             self._poller = None
@@ -246,18 +276,55 @@ class KafkaSource(Source):
     # ---------------------------------------------------------------- discover, read
 
     def discover(self) -> list[Segment]:
-        poller = self._poller or self._start_poller()
-        if poller.failure is not None:
-            raise KafkaError(f"{self.label}: reading topic {self.topic!r} failed: {poller.failure}")
+        if self._poller is not None and self._poller.failure is not None:
+            raise KafkaError(f"{self.label}: reading topic {self.topic!r} failed: {self._poller.failure}")
         if time.monotonic() - self._last_commit < self.commit_interval_s:
             return []  # input waits for the next commit, at most autocommit_duration_ms
-        return poller.segments()
+        if self.reads_on_executors and (self._poller is None or self._poller.full()):
+            backlog = self._backlog()
+            if backlog:
+                self._stop_poller()  # what it holds, the tasks read again
+                return backlog
+        return (self._poller or self._start_poller()).segments()
+
+    def _backlog(self) -> list[Segment]:
+        """Segments from each partition's next offset to its end, when the topic holds
+        at least ``EXECUTOR_READ_MESSAGES`` unread messages; else none."""
+        from confluent_kafka import TopicPartition
+
+        if self._metadata is None:
+            self._metadata = _consumer(self.settings)
+        segments = []
+        for partition in self._partitions(self._metadata):
+            low, high = self._metadata.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=30)
+            if partition not in self._offsets:  # where the poller would start: from now on, there
+                self._offsets[partition] = self._first_offset(partition, low, high)
+            start = max(self._offsets[partition], low)  # older messages are gone (retention)
+            if high > start:
+                segments.append({"partition": partition, "start": start, "end": high})
+        return segments if sum(s["end"] - s["start"] for s in segments) >= EXECUTOR_READ_MESSAGES else []
+
+    def _first_offset(self, partition: int, low: int, high: int) -> int:
+        """Where a partition without a stored offset starts: the group's committed
+        offset, else the end that ``auto.offset.reset`` names (librdkafka's default:
+        the latest)."""
+        from confluent_kafka import TopicPartition
+
+        [committed] = self._metadata.committed([TopicPartition(self.topic, partition)], timeout=30)
+        if committed.offset >= 0:
+            return committed.offset
+        reset = str(self.settings.get("auto.offset.reset", "latest"))
+        return low if reset in ("smallest", "earliest", "beginning") else high
 
     def _start_poller(self) -> _Poller:
         from confluent_kafka import TopicPartition
 
         consumer = _consumer(self.settings)
-        partitions = self._partitions(consumer)
+        try:
+            partitions = self._partitions(consumer)
+        except KafkaError:
+            consumer.close()
+            raise
         consumer.assign([
             TopicPartition(self.topic, p, self._offsets[p]) if p in self._offsets else TopicPartition(self.topic, p)
             for p in partitions
@@ -275,19 +342,38 @@ class KafkaSource(Source):
     def _partitions(self, consumer: Any) -> list[int]:
         metadata = consumer.list_topics(self.topic, timeout=30).topics.get(self.topic)
         if metadata is None or metadata.error is not None or not metadata.partitions:
-            consumer.close()
             reason = metadata.error if metadata is not None else "not in the broker's metadata"
             raise KafkaError(f"{self.label}: cannot read topic {self.topic!r} ({reason}); create it first")
         return sorted(metadata.partitions)
 
     def read(self, segments: list[Segment]) -> pa.Table:
-        tables = [self._segment_table(s, self._messages(s)) for s in segments]
+        tables = [self.reader.table(s["partition"], self._messages(s), self.message_rows)[0] for s in segments]
         return pa.concat_tables(tables) if tables else self.arrow_schema.empty_table()
+
+    def read_on_executors(self, segments: list[Segment]) -> ExecutorRead | None:
+        """The segments of a backlog (``_backlog``: they have no ``count``) are fetched
+        and parsed by Spark's tasks, at most ``PIECE_MESSAGES`` offsets each."""
+        if not self.reads_on_executors or not segments or any("count" in s for s in segments):
+            return None
+        pieces = [{"partition": s["partition"], "start": start, "end": min(start + PIECE_MESSAGES, s["end"])}
+                  for s in segments for start in range(s["start"], s["end"], PIECE_MESSAGES)]
+        planned = sum(s["end"] - s["start"] for s in segments) * PLANNED_MESSAGE_BYTES
+        return ExecutorRead(pieces, functools.partial(_read_piece, self.reader, self.settings), self.arrow_schema,
+                            self._count_skipped, planned)
+
+    @property
+    def reader(self) -> "MessageReader":
+        return MessageReader(self.label, self.topic, self.name or "", self.format, self.schema,
+                             bool(self.key_columns), self._fields, self.arrow_schema)
+
+    def _count_skipped(self, skipped: dict[str, int]) -> None:
+        for where, count in skipped.items():
+            log.warning("%s: %s: %d message(s) skipped (see the warnings of Spark's tasks)", self.label, where, count)
 
     def _messages(self, segment: Segment) -> list[Message]:
         held = self._poller.held(segment) if self._poller is not None else None
         messages = held if held is not None else self._fetch(segment)
-        if len(messages) != segment["count"]:
+        if len(messages) != segment.get("count", len(messages)):
             log.warning(
                 "%s: partition %d offsets %d-%d held %d messages when first read, %d now "
                 "(retention or compaction removed some); the step reads what is left",
@@ -297,38 +383,53 @@ class KafkaSource(Source):
 
     def _fetch(self, segment: Segment) -> list[Message]:
         """Reads a segment's messages again from the broker (a replayed step)."""
-        from confluent_kafka import TopicPartition
+        return fetch_range(self.settings, self.label, self.topic, segment["partition"], segment["start"],
+                           segment["end"], why="to replay an interrupted step")
 
-        partition, start, end = segment["partition"], segment["start"], segment["end"]
-        consumer = _consumer(self.settings)
-        consumer.assign([TopicPartition(self.topic, partition, start)])
-        messages: list[Message] = []
-        deadline = time.monotonic() + FETCH_TIMEOUT_S
-        try:
-            while not messages or messages[-1].offset < end - 1:
-                if time.monotonic() > deadline:
-                    raise KafkaError(
-                        f"{self.label}: cannot read offsets {start}-{end - 1} of partition {partition} of topic "
-                        f"{self.topic!r} again to replay an interrupted step; is the broker up?"
-                    )
-                message = consumer.poll(_POLL_S)
-                if message is None or message.error() is not None:
-                    continue
-                if message.offset() >= end:
-                    break  # the last message is gone (compaction): the segment ends here
-                messages.append(Message(partition, message.offset(), message.value(), message.key()))
-        finally:
-            consumer.close()
-        return messages
+    def message_rows(self, message: Message) -> list[tuple[list[Any], int]]:
+        """The changes a message makes: the stored values of each row (in the order of
+        ``self.schema``) and its diff; raises RowError for a bad message.  Here one
+        insertion per message; a subclass reading a change format (Debezium) may give
+        several rows, retractions, or none."""
+        return self.reader.rows(message)
 
-    def _segment_table(self, segment: Segment, messages: list[Message]) -> pa.Table:
+    # --------------------------------------------------------------------- advance
+
+    def advance(self, segments: list[Segment]) -> None:
+        for segment in segments:
+            partition = segment["partition"]
+            self._offsets[partition] = max(self._offsets.get(partition, 0), segment["end"])
+        if self._poller is not None:
+            self._poller.drop_before(self._offsets)
+        self._last_commit = time.monotonic()
+
+
+@dataclass(frozen=True)
+class MessageReader:
+    """How a partition's messages become changes; picklable, so that Spark's tasks read
+    too (``KafkaSource.read_on_executors``)."""
+
+    label: str
+    topic: str
+    name: str  # the source's, in the row ids
+    format: str
+    schema: dict[str, Column]
+    keyed: bool  # ids come from primary key columns (made by the engine)
+    fields: dict[str, "_JsonField"]
+    arrow_schema: pa.Schema
+
+    def table(
+        self, partition: int, messages: list[Message], message_rows: Callable[[Message], list[tuple[list[Any], int]]],
+    ) -> tuple[pa.Table, dict[str, int]]:
+        """The changes of ``messages`` (``message_rows`` of each), and the messages
+        skipped, by partition."""
         values: dict[str, list[Any]] = {n: [] for n in self.schema}
         offsets: list[int] = []
         skipped = 0
         diffs: list[int] = []
         for message in messages:
             try:
-                rows = self.message_rows(message)
+                rows = message_rows(message)
             except RowError as exc:
                 skipped += 1
                 if skipped <= MAX_ROW_WARNINGS:
@@ -342,24 +443,22 @@ class KafkaSource(Source):
                     values[name].append(value)
         if skipped > MAX_ROW_WARNINGS:
             log.warning("%s: %d more messages skipped", self.label, skipped - MAX_ROW_WARNINGS)
-        if self.key_columns:
+        if self.keyed:
             ids = [0] * len(offsets)  # made from the key by the engine (Source.key_columns)
         else:
-            ids = record_ids(self.name or "", f"{self.topic}:{segment['partition']}", offsets)
+            ids = record_ids(self.name, f"{self.topic}:{partition}", offsets)
         arrays = [pa.array(ids, pa.int64())]
         arrays += [pa.array(values[n], c.dtype.arrow_type()) for n, c in self.schema.items()]
         arrays.append(pa.array(diffs, pa.int64()))
-        return pa.Table.from_arrays(arrays, schema=self.arrow_schema)
+        table = pa.Table.from_arrays(arrays, schema=self.arrow_schema)
+        return table, ({f"topic {self.topic!r}, partition {partition}": skipped} if skipped else {})
 
-    def message_rows(self, message: Message) -> list[tuple[list[Any], int]]:
-        """The changes a message makes: the stored values of each row (in the order of
-        ``self.schema``) and its diff; raises RowError for a bad message.  Here one
-        insertion per message; a subclass reading a change format (Debezium) may give
-        several rows, retractions, or none."""
+    def rows(self, message: Message) -> list[tuple[list[Any], int]]:
+        """One insertion per message: its row's stored values; raises RowError for a
+        bad message."""
         return [(self._parse(message.value), 1)]
 
     def _parse(self, value: bytes | None) -> list[Any]:
-        """The stored values of a message's row; raises RowError for a bad message."""
         if value is None:
             raise RowError("the message has no value (a tombstone)")
         if self.format == "raw":
@@ -376,17 +475,50 @@ class KafkaSource(Source):
             raise RowError(f"invalid JSON: {exc.msg} at character {exc.pos}") from exc
         if not isinstance(obj, dict):
             raise RowError(f"expected a JSON object, found {type(obj).__name__}")
-        return [field.value(obj) for field in self._fields.values()]
+        return [field.value(obj) for field in self.fields.values()]
 
-    # --------------------------------------------------------------------- advance
 
-    def advance(self, segments: list[Segment]) -> None:
-        for segment in segments:
-            partition = segment["partition"]
-            self._offsets[partition] = max(self._offsets.get(partition, 0), segment["end"])
-        if self._poller is not None:
-            self._poller.drop_before(self._offsets)
-        self._last_commit = time.monotonic()
+def fetch_range(
+    settings: dict[str, Any], label: str, topic: str, partition: int, start: int, end: int, *, why: str,
+) -> list[Message]:
+    """The messages of offsets [start, end) of a partition, fetched from the broker.
+    Offsets may be missing (compaction, the markers of transactions, which are never
+    delivered): the fetch ends at the first offset from ``end`` on, or at the end of
+    the partition's log."""
+    from confluent_kafka import KafkaError as RdKafkaError
+    from confluent_kafka import TopicPartition
+
+    consumer = _consumer({**settings, "enable.partition.eof": "true"})
+    consumer.assign([TopicPartition(topic, partition, start)])
+    messages: list[Message] = []
+    deadline = time.monotonic() + FETCH_TIMEOUT_S
+    try:
+        while not messages or messages[-1].offset < end - 1:
+            if time.monotonic() > deadline:
+                raise KafkaError(f"{label}: cannot read offsets {start}-{end - 1} of partition {partition} of topic "
+                                 f"{topic!r} {why}; is the broker up?")
+            message = consumer.poll(_POLL_S)
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None:
+                if error.code() == RdKafkaError._PARTITION_EOF:
+                    break
+                continue
+            if message.offset() >= end:
+                break
+            messages.append(Message(partition, message.offset(), message.value(), message.key()))
+            deadline = time.monotonic() + FETCH_TIMEOUT_S
+    finally:
+        consumer.close()
+    return messages
+
+
+def _read_piece(reader: MessageReader, settings: dict[str, Any], piece: Segment) -> tuple[pa.Table, dict[str, int]]:
+    """A piece's changes, and the messages skipped, read in a Spark task."""
+    messages = fetch_range(settings, reader.label, reader.topic, piece["partition"], piece["start"], piece["end"],
+                           why="in a Spark task")
+    return reader.table(piece["partition"], messages, reader.rows)
 
 
 @dataclass(frozen=True)

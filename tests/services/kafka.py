@@ -57,16 +57,24 @@ class KafkaBroker:
             future.result(timeout=30)
         return name
 
-    def produce(self, topic: str, values: Iterable[bytes | str], partition: int | None = None) -> None:
-        """Sends messages and waits until the broker has them all."""
+    def produce(
+        self, topic: str, values: Iterable[bytes | str], partition: int | None = None, *, batched: bool = True,
+    ) -> None:
+        """Sends messages and waits until the broker has them all.  ``batched=False``
+        sends each in a record batch of its own: tansu's in-memory storage reports a
+        partition's end offset (high watermark) as one past the first offset of its
+        last batch, where Kafka reports one past its last message."""
         from confluent_kafka import Producer
 
         producer = Producer({"bootstrap.servers": self.bootstrap})
         failures: list[Any] = []
+        remaining = 0
         for value in values:
             kwargs = {} if partition is None else {"partition": partition}
             producer.produce(topic, value=value, on_delivery=lambda err, _msg: err and failures.append(err), **kwargs)
-        remaining = producer.flush(30)
+            if not batched:
+                remaining += producer.flush(30)
+        remaining += producer.flush(30)
         assert remaining == 0 and not failures, f"producing to {topic} failed: {failures or remaining}"
 
     def consume(self, topic: str, count: int, partitions: int = 1, timeout: float = 60) -> list[Any]:
