@@ -297,3 +297,21 @@ def test_each_stateful_operator_gives_spark_one_python_function_for_all_its_step
     made = {key for key in set(_ARROW_FUNCTIONS[spark.sparkContext]) - before if b"_run_partitions" in key}
     assert (totals, highest) == ({"ant": 4, "bee": 6}, {"ant": 3, "bee": 4})
     assert len(made) == 2, f"{len(made)} Python functions for two operators over four steps"
+
+
+def test_a_stream_or_a_large_batch_gets_the_optimizing_jit_and_a_small_batch_the_fast_tier(tmp_path: Path) -> None:
+    from sparkway.connectors.files import FileSource
+    from sparkway.engine.runner import OPTIMIZING_JIT_BYTES, wants_optimizing_jit
+
+    small, large = tmp_path / "small", tmp_path / "large"
+    for folder, size in [(small, 1000), (large, OPTIMIZING_JIT_BYTES)]:
+        folder.mkdir()
+        with open(folder / "a.txt", "wb") as f:
+            f.truncate(size)  # sparse: the size is what the listing reports
+
+    def source(folder: Path, mode: str) -> FileSource:
+        return FileSource(str(folder), format="plaintext", columns={}, mode=mode)
+
+    assert not wants_optimizing_jit([source(small, "static")])
+    assert wants_optimizing_jit([source(large, "static")])
+    assert wants_optimizing_jit([source(small, "static"), source(small, "streaming")])

@@ -149,6 +149,11 @@ class Source(ABC):
         made only from such sources can be computed before ``pw.run`` (``Table.plot``)."""
         return self.mode == "static"
 
+    def planned_bytes(self) -> int:
+        """About how many bytes the run will read from this source, as known before
+        Spark starts (0: unknown): a large batch gets a JVM that compiles for speed."""
+        return 0
+
     def close(self) -> None:
         """Release resources at the end of the run."""
 

@@ -337,6 +337,14 @@ class FileSource(Source):
             self._finished = True
             log.warning("%s: Closing the data source", self.label)
 
+    def planned_bytes(self) -> int:
+        """The size of the files the path lists now (those a restored position has
+        read included: unknown before the restore)."""
+        try:
+            return sum(entry.size for entry in self.files.list().values())
+        except OSError:
+            return 0
+
     # -------------------------------------------------------------------- discover
 
     def discover(self) -> list[Segment]:

@@ -173,12 +173,13 @@ def give_back_settings(spark: SparkSession, before: dict[str, str | None]) -> No
 CLASSIC_ONLY_SETTINGS = ("spark.sql.execution.arrow.pyspark.fallback.enabled",)
 
 
-def get_spark(master: str | None = None, ui: bool = False, long_running: bool = False) -> SparkSession:
+def get_spark(master: str | None = None, ui: bool = False, optimizing_jit: bool = False) -> SparkSession:
     """The active SparkSession, or a new one on ``master``, with Spark's web UI when
     ``ui`` or ``$SPARKWAY_SPARK_UI`` is set (off otherwise: it costs start-up time).
     A new JVM compiles only with the JIT's fast tier (C1), which starts sooner, unless
-    it is for a ``long_running`` program (a streaming run, a server): the optimizing
-    tier (C2) then makes every step's planning faster once warm.
+    ``optimizing_jit`` (a streaming run or a server, whose every step then plans faster
+    once warm; a batch over a large input, whose tasks run longer than the JIT's warm-up):
+    then with the optimizing tier (C2) too.
 
     ``master`` defaults to ``$SPARKWAY_SPARK_MASTER``, then to ``$SPARK_REMOTE``, then to
     ``spark-submit``'s master (a program it started), then to embedded ``local[2]``.  A
@@ -201,7 +202,7 @@ def get_spark(master: str | None = None, ui: bool = False, long_running: bool = 
     # the serial collector gives the heap it freed back to the system once more than 20%
     # of it is free (Java's default: 70%): at 10M rows of sessions the JVM peaked at
     # 2.2 GB instead of 2.6, as fast (bench/README.md)
-    jit = "" if long_running else "-XX:TieredStopAtLevel=1"
+    jit = "" if optimizing_jit else "-XX:TieredStopAtLevel=1"
     jvm = f"-XX:+UseSerialGC {jit} -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=20"
     # the driver's young generation (in local mode, the executor's too) is at most 64 MB,
     # not a third of the heap: its eden, which allocation sweeps whole between two
@@ -280,7 +281,7 @@ def serve(address: str = "127.0.0.1", port: int = 15002) -> SparkSession:
         "spark.connect.grpc.binding.port": str(port),
         SERVER_SETTING: _this_package(),
     })
-    return get_spark(os.environ.get("SPARKWAY_SPARK_MASTER") or DEFAULT_MASTER, long_running=True)
+    return get_spark(os.environ.get("SPARKWAY_SPARK_MASTER") or DEFAULT_MASTER, optimizing_jit=True)
 
 
 def _this_package() -> str:
