@@ -111,3 +111,23 @@ def test_discover_never_holds_a_whole_file(tmp_path: Path, monkeypatch) -> None:
     assert segment["end"] == size and segment["lines_end"] == 20_001
     assert max(asked) <= 64 << 10  # blocks, and the first bytes for the header
     assert sum(asked) < 3 * size  # the header's bytes, then one pass
+
+
+def test_only_a_read_whose_digest_may_be_compared_hashes_the_file(tmp_path: Path) -> None:
+    from sparkway.persistence.storage import BlobStorage
+
+    text = b"user_id,access_time\nbob,1\n"
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "a.csv").write_bytes(text)
+    columns = {"user_id": Column("user_id", STR), "access_time": Column("access_time", INT)}
+
+    def segment(mode: str, storage: BlobStorage | None) -> dict:
+        source = FileSource(str(tmp_path / "logs"), format="csv", mode=mode, name="logs", columns=columns)
+        source.open(storage)
+        [found] = source.discover()
+        return found
+
+    assert segment("static", None)["digest"] is None  # read once, never looked at again
+    expected = hashlib.blake2b(text, digest_size=16).hexdigest()
+    assert segment("streaming", None)["digest"] == expected
+    assert segment("static", BlobStorage(str(tmp_path / "store")))["digest"] == expected

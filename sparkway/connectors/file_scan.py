@@ -67,20 +67,22 @@ class Scan:
     end: int  # the bytes to parse are [start, end)
     complete: bool  # False: an unfinished last record was taken too
     lines: int  # "\n" in [start, end)
-    digest: str  # of [0, end)
+    digest: str | None  # of [0, end); None when not asked for
     pieces: list[Piece]
 
 
 def scan_records(
-    read: RangeReader, prefix: Any, start: int, *, line: int = 1, quote: bytes | None, final: bool,
+    read: RangeReader, prefix: Any | None, start: int, *, line: int = 1, quote: bytes | None, final: bool,
     piece_bytes: int | None, settle: Callable[[bytes], int] | None = None, always_settle: bool = False,
 ) -> Scan:
     """The complete records after ``start`` (``final``: the unfinished last one too),
     cut into pieces of at least ``piece_bytes`` (None: one piece).  ``prefix`` is
-    ``hash_prefix(read, start)``; ``line`` the line number of byte ``start``.
+    ``hash_prefix(read, start)``, or None for no digest (nothing will compare it: a
+    bytes' digest costs more than reading them); ``line`` the line number of byte
+    ``start``.
     ``settle(data)``: where the complete records of ``data`` (the bytes from ``start``
     to the last "\\n") end, when quotes do not pair up there, or always."""
-    scan = _Pass(start, line, quote, piece_bytes, prefix.copy())
+    scan = _Pass(start, line, quote, piece_bytes, prefix.copy() if prefix is not None else None)
     at = start
     while True:
         block = read(at, at + BLOCK_BYTES)
@@ -99,11 +101,13 @@ def scan_records(
     return scan.result(size=at, take_tail=False, complete=True)
 
 
-def _settled(prefix: Any, data: bytes, start: int, line: int, size: int) -> Scan:
+def _settled(prefix: Any | None, data: bytes, start: int, line: int, size: int) -> Scan:
     """The scan of ``data`` from ``start``, in one piece."""
-    digest = prefix.copy()
-    digest.update(data)
-    return Scan(size, start + len(data), True, data.count(b"\n"), digest.hexdigest(),
+    digest = None
+    if prefix is not None:
+        digest = prefix.copy()
+        digest.update(data)
+    return Scan(size, start + len(data), True, data.count(b"\n"), digest.hexdigest() if digest else None,
                 [[start, start + len(data), line, zlib.crc32(data)]])
 
 
@@ -135,7 +139,8 @@ class _Pass:
             return
         data = b"".join([*self.tail, block[:last + 1]]) if self.tail else block[:last + 1]
         self.tail = [block[last + 1:]] if last + 1 < len(block) else []
-        self.digest.update(data)
+        if self.digest is not None:
+            self.digest.update(data)
         at = 0
         while (cut := self._cut(data, at)) is not None:
             self._take(data[at:cut])
@@ -172,11 +177,13 @@ class _Pass:
     def result(self, size: int, take_tail: bool, complete: bool) -> Scan:
         if take_tail and self.tail:
             tail = b"".join(self.tail)
-            self.digest.update(tail)
+            if self.digest is not None:
+                self.digest.update(tail)
             self._take(tail)
             complete = False
         pieces = [piece for piece in self.pieces if piece[1] > piece[0]]
-        return Scan(size, self.taken, complete, self.lines, self.digest.hexdigest(), pieces)
+        digest = self.digest.hexdigest() if self.digest is not None else None
+        return Scan(size, self.taken, complete, self.lines, digest, pieces)
 
 
 class RangeFile(io.RawIOBase):

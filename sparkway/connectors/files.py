@@ -31,7 +31,8 @@ Segment format (one file, one input transaction; JSON-able)::
      "line": 2,                    # file line number of byte ``start``
      "lines_end": 9,               # lines consumed up to ``end``
      "size": 130, "mtime_ns": ..., "seen_at": 1701270092,   # as seen by discover()
-     "digest": "...",              # blake2b of bytes [0, end)
+     "digest": "...",              # blake2b of bytes [0, end); None where nothing compares
+                                   # it (a static run without persistence)
      "pieces": [[7, 120, 2, 3735928559]],   # [start, end) cut at records' ends into
                                    # parts of about PIECE_BYTES: [start, end, line, crc32]
      "complete": True,             # False: an unfinished last record was read
@@ -476,7 +477,9 @@ class FileSource(Source):
                 check_csv_header(ctx.entry.path, header, self.schema)
             elif retract is None or ctx.read(0, 1):
                 return None  # the header is not complete yet: wait for it
-        scan = self._scan_bytes(ctx, prefix if prefix is not None else hash_prefix(ctx.read, start), start, lines + 1)
+        if prefix is None and self._compares_digests:
+            prefix = hash_prefix(ctx.read, start)
+        scan = self._scan_bytes(ctx, prefix, start, lines + 1)
         if self.format == "parquet" and scan.size:
             if not is_complete(ctx.read, scan.size):
                 if ctx.final and self.mode == "static":
@@ -511,6 +514,12 @@ class FileSource(Source):
             segment["retract"] = {"generation": retract["generation"], "offset": retract["offset"]}
         return segment
 
+    @property
+    def _compares_digests(self) -> bool:
+        """Whether a file's digest may be compared later: a stream looks at its files
+        again, a persisted run in its next run; a static run without persistence never."""
+        return self.mode == "streaming" or self._store.storage is not None
+
     def _csv_header(self, ctx: "_Ctx") -> tuple[list[str], int, int] | None:
         """``parse_csv_header`` over the file's first bytes, more of them while the
         header goes on past them.  In streaming mode a header waits for its "\n" even
@@ -524,7 +533,7 @@ class FileSource(Source):
                 return parsed
             size *= 4
 
-    def _scan_bytes(self, ctx: "_Ctx", prefix: Any, start: int, line: int) -> Scan:
+    def _scan_bytes(self, ctx: "_Ctx", prefix: Any | None, start: int, line: int) -> Scan:
         """One pass over the file's bytes after ``start`` (``file_scan``)."""
         if self.format not in _LINE_FORMATS:
             return scan_records(ctx.read, prefix, start, line=line, quote=None, final=True, piece_bytes=None)
