@@ -76,7 +76,7 @@ ONE_BATCH_ROWS = 10_000  # Spark's default spark.sql.execution.arrow.maxRecordsP
 #: a step reading at least this many rows is large (see ``StepContext.large``)
 LARGE_STEP_ROWS = 200_000
 #: input from which a batch's JVM compiles with the optimizing JIT (``wants_optimizing_jit``)
-OPTIMIZING_JIT_BYTES = 512 << 20
+OPTIMIZING_JIT_BYTES = 160 << 20
 #: a shuffle costs a step about what two state partitions' work in a task costs (a
 #: stage, and a plan made again between stages: 60 ms of a step of 1,000 rows on two
 #: cores): with at most this many state partitions, one task does a small step's work
@@ -768,9 +768,10 @@ INPUT_BYTES_PER_COLLECT_PART = 16 << 20
 
 def wants_optimizing_jit(sources: list[Source]) -> bool:
     """Whether a JVM started for these sources should compile with the optimizing JIT:
-    for a stream (many steps), or a batch of at least ``OPTIMIZING_JIT_BYTES`` (at 1 GB
-    of CSV, W3 took 26 s with it and 30 s with the fast tier only; at 100 MB, 9 s
-    against 8: the optimizing tier's warm-up costs more than it gives)."""
+    for a stream (many steps), or a batch of at least ``OPTIMIZING_JIT_BYTES`` (with it
+    and with the fast tier only: W3 over 1 GB of CSV 26 s and 30 s, the sessions and
+    count first runs over 210 MB 35-39 s and 45 s, 18 s and 23 s; W3 over 100 MB 9 s and
+    8 s: there the optimizing tier's warm-up costs more than it gives)."""
     return not all(s.bounded for s in sources) or sum(s.planned_bytes() for s in sources) >= OPTIMIZING_JIT_BYTES
 
 
