@@ -415,8 +415,9 @@ class FileSource(Source):
     def _may_have_changed(self, key: str, entry: FileEntry) -> bool:
         """False for a file read whole and not changed since: no need to open it."""
         state = self._state.get(key)
-        return state is None or (entry.size, entry.mtime_ns, entry.size) != (
-            state["size"], state["mtime_ns"], state["offset"])
+        if state is None:
+            return True
+        return (entry.size, entry.mtime_ns) != (state["size"], state["mtime_ns"]) or state["offset"] != entry.size
 
     def _scan_file(self, key: str, entry: FileEntry, stable: bool, seen_at: int) -> Segment | None:
         state = self._state.get(key)

@@ -361,8 +361,10 @@ class KafkaSource(Source):
         return ExecutorRead(pieces, functools.partial(_read_piece, self.reader, self.settings), self.arrow_schema,
                             self._count_skipped, planned)
 
-    @property
+    @functools.cached_property
     def reader(self) -> "MessageReader":
+        """What turns this source's messages into changes (made at first use: a
+        subclass completes the schema in its constructor)."""
         return MessageReader(self.label, self.topic, self.name or "", self.format, self.schema,
                              bool(self.key_columns), self._fields, self.arrow_schema)
 
