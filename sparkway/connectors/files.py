@@ -442,13 +442,16 @@ class FileSource(Source):
                     return None
             if state is None:
                 return self._segment(ctx, "new", 0, None)
+            whole = None
             if self.format in _LINE_FORMATS:
                 prefix = _unchanged_prefix(ctx.read, state)
                 if prefix is not None:
                     return self._segment(ctx, "append", state["generation"], None, state, prefix)
-            elif self._scan_bytes(ctx, hash_prefix(ctx.read, 0), 0, 1).digest == state["digest"]:
-                return None  # touched, not changed
-            return self._segment(ctx, "modify", state["generation"] + 1, state)
+            else:
+                whole = self._scan_bytes(ctx, hash_prefix(ctx.read, 0), 0, 1)
+                if whole.digest == state["digest"]:
+                    return None  # touched, not changed
+            return self._segment(ctx, "modify", state["generation"] + 1, state, whole=whole)
         except OSError as exc:
             self._warn_once((key, entry, "unreadable"), "%s: cannot read the file (%s); skipped", entry.path, exc)
             return None
@@ -464,10 +467,12 @@ class FileSource(Source):
     def _segment(
         self, ctx: "_Ctx", kind: str, generation: int,
         retract: dict[str, Any] | None, state: dict[str, Any] | None = None, prefix: Any = None,
+        whole: Scan | None = None,
     ) -> Segment | None:
         """The segment reading a file's complete records after ``state`` (from the start
-        without one; ``prefix``: the digest of the bytes before them); None when there is
-        nothing to read and nothing to retract."""
+        without one; ``prefix``: the digest of the bytes before them; ``whole``: the scan
+        of a file of a format without records, made already); None when there is nothing
+        to read and nothing to retract."""
         start = state["offset"] if state else 0
         lines = state["lines"] if state else 0
         header = state.get("header") if state else None
@@ -480,7 +485,7 @@ class FileSource(Source):
                 return None  # the header is not complete yet: wait for it
         if prefix is None and self._compares_digests:
             prefix = hash_prefix(ctx.read, start)
-        scan = self._scan_bytes(ctx, prefix, start, lines + 1)
+        scan = whole or self._scan_bytes(ctx, prefix, start, lines + 1)
         if self.format == "parquet" and scan.size:
             if not is_complete(ctx.read, scan.size):
                 if ctx.final and self.mode == "static":
