@@ -9,6 +9,7 @@ with fields ``[0]``, ``[1]``...; durations as microseconds in a long.
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import json
 import logging
@@ -390,6 +391,64 @@ def test_a_large_step_s_data_files_are_written_by_spark_s_tasks_and_committed_in
     assert written_here == [], "the data files were written by the tasks, not by the driver"
 
 
+class Events(pw.Schema):
+    day: str | None
+    hot: bool
+    at: pw.DateTimeNaive
+    n: int
+
+
+def test_a_partitioned_table_s_data_files_are_written_by_spark_s_tasks_a_file_per_partition_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Partition values that need escaping in a folder name (a space, a slash, an equals
+    sign), a null one, booleans and date-times: each data file lies in its partition's
+    folder without the partition columns, and delta-rs and sparkway read back the rows."""
+    days = ["d 1", "x/y=z", None]
+    noon = dt.datetime(2024, 5, 1, 12)
+    rows = [(days[i % 3], i % 2 == 0, noon + dt.timedelta(hours=i % 2), i) for i in range(40)]
+    written_here = large_steps(monkeypatch, DeltaDataFiles)
+    lake = tmp_path / "lake"
+    events = pw.debug.table_from_rows(Events, rows)
+    pw.io.deltalake.write(events, lake, partition_columns=[events.day, events.at, events.hot])
+    pw.run()
+    assert written_here == [], "the data files were written by the tasks, not by the driver"
+
+    table = deltalake.DeltaTable(str(lake))
+    assert table.version() == 1 and table.metadata().partition_columns == ["day", "at", "hot"]
+    back = table.to_pyarrow_table()
+    assert sorted((r["day"] or "", r["hot"], r["at"], r["n"], r["diff"]) for r in back.to_pylist()) == \
+        sorted((d or "", h, a, n, 1) for d, h, a, n in rows)
+    folders = collections.Counter()
+    for uri in table.file_uris():
+        assert pq.read_table(uri).column_names == ["n", "time", "diff"]
+        folders[os.path.relpath(os.path.dirname(uri), lake)] += 1
+    assert sorted(folders) == sorted(
+        f"day={d}/at=2024-05-01%20{h}%3A00%3A00.000000/hot={hot}"
+        for d in ("d%201", "x%2Fy%3Dz", "__HIVE_DEFAULT_PARTITION__") for h, hot in (("12", "true"), ("13", "false")))
+    assert sum(folders.values()) > len(folders), "a file per partition value in each piece"
+    clear()
+
+    read = pw.io.deltalake.read(lake, Events, mode="static")
+    ours = pw.debug.table_to_pandas(read, include_id=False)
+    assert sorted((d or "", h, a.to_pydatetime(), n) for d, h, a, n in zip(ours["day"], ours["hot"], ours["at"], ours["n"])) \
+        == sorted((d or "", h, a, n) for d, h, a, n in rows)
+
+
+def test_a_second_attempt_at_a_partitioned_piece_never_shows_up(tmp_path: Path) -> None:
+    lake = str(tmp_path / "lake")
+    pieces = [batch([(1, "a", 1, 1), (2, "b", 2, 1)], time=100), batch([(3, "a", 3, 1)], time=100)]
+    sink = DeltaChangesSink(lake, KV_COLUMNS, partition_columns=["k"], name="out")
+    sink.open()
+    take_with_a_second_attempt(sink, pieces, 100)
+    table = deltalake.DeltaTable(lake)
+    on_disk = [os.path.join(folder, name) for folder, _, names in os.walk(lake) for name in names
+               if name.endswith(".parquet")]
+    assert table.version() == 1 and len(table.file_uris()) == 3 and len(on_disk) == 5
+    assert rows_of(table.to_pyarrow_table(), ["k", "v", "time", "diff"]) == [
+        ("a", 1, 100, 1), ("a", 3, 100, 1), ("b", 2, 100, 1)]
+
+
 def test_a_second_attempt_s_data_file_never_shows_up_and_a_replayed_time_is_written_once(tmp_path: Path) -> None:
     lake = str(tmp_path / "lake")
     pieces = [batch([(1, "a", 1, 1)], time=100), batch([(2, "b", 2, 1)], time=100)]
@@ -417,12 +476,30 @@ def test_a_piece_s_data_file_is_written_to_s3(s3_bucket: Any) -> None:
     """What a task does for a table on S3 (through s3fs); the commit is delta-rs's."""
     uri = f"s3://{s3_bucket.name}/lake"
     files = DeltaChangesSink(uri, KV_COLUMNS, s3_settings=s3_bucket.settings(), name="out").piece_writer()
-    receipt = json.loads(files.write_piece(batch([(1, "a", 1, 1), (2, "b", 2, -1)], time=7)).data)
+    (receipt,) = json.loads(files.write_piece(batch([(1, "a", 1, 1), (2, "b", 2, -1)], time=7)).data)
     path = f"{s3_bucket.name}/lake/{receipt['path']}"
     client = s3_bucket.client()
     assert receipt["stats"]["numRecords"] == 2 and client.info(path)["size"] == receipt["size"]
     with client.open(path, "rb") as f:
         assert rows_of(pq.read_table(f), ["k", "v", "time", "diff"]) == [("a", 1, 7, 1), ("b", 2, 7, -1)]
+
+
+def test_the_pieces_of_a_time_are_committed_once_to_a_partitioned_table_on_s3(s3_bucket: Any) -> None:
+    uri = f"s3://{s3_bucket.name}/lake"
+    pieces = [batch([(1, "a", 1, 1), (2, "b", 2, 1)], time=100), batch([(3, "a", 3, 1)], time=100)]
+    sink = DeltaChangesSink(uri, KV_COLUMNS, partition_columns=["k"], s3_settings=s3_bucket.settings(), name="out")
+    sink.open()
+    take_with_a_second_attempt(sink, pieces, 100)
+    restarted = DeltaChangesSink(uri, KV_COLUMNS, partition_columns=["k"], s3_settings=s3_bucket.settings(),
+                                 name="out")
+    restarted.open()
+    restarted.write(pieces[1])  # a replay of the committed time
+    table = deltalake.DeltaTable(uri, storage_options=sink.storage_options)
+    assert table.version() == 1 and table.metadata().partition_columns == ["k"]
+    assert rows_of(table.to_pyarrow_table(), ["k", "v", "time", "diff"]) == [
+        ("a", 1, 100, 1), ("a", 3, 100, 1), ("b", 2, 100, 1)]
+    data_files = [p for p in s3_bucket.client().find(f"{s3_bucket.name}/lake") if p.endswith(".parquet")]
+    assert len(data_files) == 5 and {p.split("/")[2] for p in data_files} == {"k=a", "k=b"}
 
 
 def test_values_get_pathways_delta_types_and_read_back_the_same(tmp_path: Path) -> None:

@@ -795,6 +795,26 @@ def test_pieces_read_on_executors_give_the_rows_and_ids_of_one_read(tmp_path: Pa
     assert {'user 3, "the" 3\nsecond line', "u1", "bob"} <= {r["user_id"] for r in expected.to_pylist()}
 
 
+def test_a_task_tells_whether_it_sees_the_files_of_a_read(tmp_path: Path, monkeypatch, spark) -> None:
+    """What a program attached to Spark Connect asks before its executors read: one
+    task looks for each file at its listed length (the pieces name absolute paths,
+    since a task's working folder is not the program's)."""
+    from sparkway.engine.executor_reads import executors_see
+
+    monkeypatch.setattr("sparkway.connectors.files.EXECUTOR_READ_BYTES", 0)
+    monkeypatch.setattr("sparkway.connectors.files.PIECE_BYTES", 16)
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "in" / "a.csv", "user_id,access_time\n" + "".join(f"u{i},{i}\n" for i in range(20)))
+    src = source(Path("in"), storage=BlobStorage(str(tmp_path / "state")))
+    read = src.read_on_executors(src.discover())
+    assert all(os.path.isabs(piece["path"]) for piece in read.pieces)
+    assert executors_see(spark, read, "logs")
+    write(tmp_path / "in" / "a.csv", "user_id,access_time\n")  # shorter than listed
+    assert not executors_see(spark, read, "logs")
+    (tmp_path / "in" / "a.csv").unlink()
+    assert not executors_see(spark, read, "logs")
+
+
 def test_pieces_keep_their_rows_so_that_a_changed_file_is_retracted(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr("sparkway.connectors.files.EXECUTOR_READ_BYTES", 0)
     monkeypatch.setattr("sparkway.connectors.files.PIECE_BYTES", 16)

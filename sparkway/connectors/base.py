@@ -162,15 +162,18 @@ class Source(ABC):
 class ExecutorRead:
     """Segments read by Spark's tasks: ``read(piece)`` (picklable, run in a task) gives
     a piece's changes, of ``schema``, and the rows it skipped by file (they did not
-    parse), which the driver gives to ``skipped`` once per piece; together the pieces'
-    changes are what ``read`` would give.  Reading a piece again gives the same rows and
-    ids."""
+    parse), which the driver gives to ``skipped`` summed over the pieces; together the
+    pieces' changes are what ``read`` would give.  Reading a piece again gives the same
+    rows and ids.  ``reachable`` (picklable, run in a task) tells whether a task sees
+    the input, for executors that may not (a Spark Connect server's); None: never
+    read on those."""
 
     pieces: list[Segment]
     read: Callable[[Segment], tuple[pa.Table, dict[str, int]]]
     schema: pa.Schema
     skipped: Callable[[dict[str, int]], None]
     input_bytes: int = 0  # of the files the pieces read: the step's size
+    reachable: Callable[[], bool] | None = None
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ after a crash is not written twice.
 
 * ``stream_of_changes``: every change is a row, ``<columns>, time, diff`` (a table with
   ``delta.appendOnly``).  ``DeltaChangesSink``: in a large step Spark's tasks write the
-  data files, each its piece of the time's changes, and the driver only commits them
-  (with the statistics delta-rs would keep); into a partitioned table, ``DeltaSink``
-  writes the time from the driver;
+  data files, each its piece of the time's changes (into a partitioned table, a file per
+  partition value in the piece, in ``column=value/`` folders), and the driver only
+  commits them (with the statistics delta-rs would keep);
 * ``snapshot``: the table holds the live rows, one per row id (a ``_id`` column): one
   MERGE per time upserts the inserted rows and deletes the retracted ones (``DeltaSink``,
   on the driver).
@@ -45,7 +45,7 @@ import time as _time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import numpy as np
 import pyarrow as pa
@@ -197,7 +197,10 @@ class _Files:
         import pyarrow.parquet as pq
 
         footer: list[Any] = []
-        with self.fs.open(posixpath.join(self.root, name), "wb") as f:
+        path = posixpath.join(self.root, name)
+        if not is_s3(self.uri):
+            self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
+        with self.fs.open(path, "wb") as f:
             pq.write_table(table, f, metadata_collector=footer)
             size = f.tell()
             if not is_s3(self.uri):
@@ -419,6 +422,26 @@ def _pointer(text: str) -> int:
     digits = text[1:] if text.startswith("^") else text
     value = int(digits, 16)
     return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def partition_text(value: Any) -> str | None:
+    """A partition value as Delta's log writes it (``partitionValues``), from a value of
+    a Delta column (``to_delta``); ``partition_value`` reads it back.
+
+    >>> partition_text(dt.datetime(2024, 5, 1, 12, 30)), partition_text(True), partition_text(float("nan"))
+    ('2024-05-01 12:30:00.000000', 'true', 'NaN')
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    return str(value)
 
 
 def partition_value(text: str | None, dtype: DType) -> Any:
@@ -659,6 +682,8 @@ def _file_identity(path: str) -> str:
 
 # ------------------------------------------------------------------------ sink
 
+#: the folder name of a null partition value (Hive's, which Spark's Delta writer uses)
+_PARTITION_NULL = "__HIVE_DEFAULT_PARTITION__"
 #: a data file of a ``DeltaChangesSink``: its time (zero-padded, so that names sort in time
 #: order) and a token of its own, so that two attempts of one Spark task never write one file
 DATA_FILE = "part-{time:020d}-{token}.parquet"
@@ -687,8 +712,7 @@ def change_rows(batch: OutputBatch, columns: dict[str, DType], schema: pa.Schema
 
 class DeltaSink(Sink):
     """Writes each time's changes, and this sink's progress, in one Delta commit, all of
-    it from the driver: the ``snapshot`` layout (one MERGE per time), and a stream of
-    changes into a partitioned table (delta-rs's append).  An unpartitioned stream of
+    it from the driver: the ``snapshot`` layout (one MERGE per time).  A stream of
     changes is ``DeltaChangesSink``'s, whose data files Spark's tasks write.
 
     >>> from sparkway.core import dtypes
@@ -767,13 +791,7 @@ class DeltaSink(Sink):
     def write(self, batch: OutputBatch) -> None:
         if batch.table.num_rows == 0 or self._skipped(batch.time):
             return
-        if self.table_type == STREAM_OF_CHANGES:
-            deltalake = require_deltalake()
-            data = change_rows(batch, self.columns, self.table_schema())
-            self._commit(batch.time, data.num_rows, lambda commit: deltalake.write_deltalake(
-                self._table, data, mode="append", commit_properties=commit))
-        else:
-            self._commit(batch.time, batch.table.num_rows, lambda commit: self._merge(batch, commit))
+        self._commit(batch.time, batch.table.num_rows, lambda commit: self._merge(batch, commit))
 
     def _skipped(self, time: int) -> bool:
         """Whether ``time`` is in the table already (a step replayed after a crash that
@@ -833,44 +851,66 @@ class DeltaSink(Sink):
 
 
 class DeltaDataFiles(PieceWriter):
-    """Writes a piece of a time's changes as one Parquet data file in the Delta table's
-    folder, where it runs (a Spark task), and returns its receipt (JSON: its name in the
-    table, size and statistics), which the ``DeltaChangesSink`` on the driver commits.  A data
-    file that no commit names is no part of the table, invisible to readers (Spark's own
-    Delta writer relies on it too): a second attempt of a task, whose receipt never
-    reaches the driver, leaves such an orphan file, which ``vacuum`` removes.
+    """Writes a piece of a time's changes as Parquet data files in the Delta table's
+    folder, one per partition value found in the piece (in the ``column=value/`` folder
+    Spark's own Delta writer would use; the partition columns are in the log, not in the
+    file), where it runs (a Spark task), and returns their receipts (JSON: each file's
+    path in the table's folder, partition values, size and statistics), which the
+    ``DeltaChangesSink`` on the driver commits.  A data file that no commit names is no
+    part of the table, invisible to readers (Spark's own Delta writer relies on it too):
+    a second attempt of a task, whose receipts never reach the driver, leaves such an
+    orphan file, which ``vacuum`` removes.
 
     >>> from sparkway.core import dtypes
-    >>> columns = {"word": dtypes.STR}
+    >>> columns = {"day": dtypes.STR, "word": dtypes.STR}
     >>> folder = str(getfixture("tmp_path"))
-    >>> files = DeltaDataFiles(folder, None, columns, delta_schema(columns, {}, STREAM_OF_CHANGES))
-    >>> piece = files.write_piece(OutputBatch(pa.table({"word": ["a", "b"]}), 7, pa.array([1, 1])))
-    >>> receipt = json.loads(piece.data)
-    >>> piece.rows, receipt["stats"]["maxValues"], receipt["path"].startswith("part-00000000000000000007-")
-    (2, {'word': 'b', 'time': 7, 'diff': 1}, True)
+    >>> files = DeltaDataFiles(folder, None, columns, delta_schema(columns, {}, STREAM_OF_CHANGES), ["day"])
+    >>> piece = files.write_piece(OutputBatch(pa.table({"day": ["d1", "d1", "d 2"], "word": ["a", "b", "c"]}),
+    ...                                       7, pa.array([1, 1, 1])))
+    >>> [(r["partitionValues"], r["path"].split("/")[0], r["stats"]["numRecords"]) for r in json.loads(piece.data)]
+    [({'day': 'd 2'}, 'day=d%202', 1), ({'day': 'd1'}, 'day=d1', 2)]
     """
 
     writes_files = True
 
     def __init__(self, uri: str, s3_settings: AwsS3Settings | None, columns: dict[str, DType],
-                 schema: pa.Schema) -> None:
+                 schema: pa.Schema, partition_columns: list[str] | None = None) -> None:
         self.uri, self.s3_settings, self.columns, self.schema = uri, s3_settings, columns, schema
+        self.partition_columns = list(partition_columns or [])
 
     def write_piece(self, batch: OutputBatch) -> Piece:
         rows = change_rows(batch, self.columns, self.schema)
-        name = DATA_FILE.format(time=batch.time, token=uuid.uuid4().hex)
-        size, footer = _Files(self.uri, self.s3_settings).write_parquet(name, rows)
-        receipt = {"path": name, "size": size, "written_ms": int(_time.time() * 1000),
-                   "stats": file_stats(footer, self.schema)}
-        return Piece(rows.num_rows, json.dumps(receipt).encode())
+        files = _Files(self.uri, self.s3_settings)
+        receipts = [self._write(files, batch.time, values, part) for values, part in self._partitions(rows)]
+        return Piece(rows.num_rows, json.dumps(receipts).encode())
+
+    def _partitions(self, rows: pa.Table) -> Iterator[tuple[dict[str, str | None], pa.Table]]:
+        """The rows of each partition value in ``rows``, without the partition columns."""
+        if not self.partition_columns:
+            yield {}, rows
+            return
+        numbered = rows.append_column("__row", pa.array(np.arange(rows.num_rows)))
+        groups = numbered.group_by(self.partition_columns, use_threads=False).aggregate([("__row", "list")])
+        data = rows.drop_columns(self.partition_columns)
+        for group in sorted(groups.to_pylist(), key=lambda g: [str(g[c]) for c in self.partition_columns]):
+            yield {c: partition_text(group[c]) for c in self.partition_columns}, data.take(group["__row_list"])
+
+    def _write(self, files: _Files, time: int, values: dict[str, str | None], rows: pa.Table) -> dict[str, Any]:
+        folder = "/".join(f"{quote(c, safe='')}={_PARTITION_NULL if v is None else quote(v, safe='')}"
+                          for c, v in values.items())
+        name = posixpath.join(folder, DATA_FILE.format(time=time, token=uuid.uuid4().hex))
+        size, footer = files.write_parquet(name, rows)
+        return {"path": name, "partitionValues": values, "size": size, "written_ms": int(_time.time() * 1000),
+                "stats": file_stats(footer, rows.schema)}
 
 
 class DeltaChangesSink(PieceSink, DeltaSink):
-    """Appends every change as a row, ``<columns>, time, diff``, to an unpartitioned
-    Delta table, each time in one commit with this sink's progress (as ``DeltaSink``):
-    the data files are written where the changes are (``DeltaDataFiles``: by Spark's
-    tasks, in a large step), and the driver commits the files of a time's pieces in one
-    transaction.  Local tables and ``s3://`` ones (the tasks write through s3fs).
+    """Appends every change as a row, ``<columns>, time, diff``, to a Delta table
+    (partitioned or not), each time in one commit with this sink's progress (as
+    ``DeltaSink``): the data files are written where the changes are
+    (``DeltaDataFiles``: by Spark's tasks, in a large step), and the driver commits the
+    files of a time's pieces in one transaction.  Local tables and ``s3://`` ones (the
+    tasks write through s3fs).
 
     >>> from sparkway.core import dtypes
     >>> sink = DeltaChangesSink("/data/lake/counts", {"word": dtypes.STR, "n": dtypes.INT})
@@ -878,18 +918,19 @@ class DeltaChangesSink(PieceSink, DeltaSink):
     ['word', 'n', 'time', 'diff']
     """
 
-    def __init__(self, uri: str, columns: dict[str, DType], *, s3_settings: AwsS3Settings | None = None,
-                 column_metadata: dict[str, str] | None = None, name: str | None = None) -> None:
-        super().__init__(uri, columns, table_type=STREAM_OF_CHANGES, s3_settings=s3_settings,
-                         column_metadata=column_metadata, name=name)
-        self.files = DeltaDataFiles(uri, s3_settings, self.columns, self.table_schema())
+    def __init__(self, uri: str, columns: dict[str, DType], *, partition_columns: list[str] | None = None,
+                 s3_settings: AwsS3Settings | None = None, column_metadata: dict[str, str] | None = None,
+                 name: str | None = None) -> None:
+        super().__init__(uri, columns, table_type=STREAM_OF_CHANGES, partition_columns=partition_columns,
+                         s3_settings=s3_settings, column_metadata=column_metadata, name=name)
+        self.files = DeltaDataFiles(uri, s3_settings, self.columns, self.table_schema(), self.partition_columns)
         self._receipts: list[dict[str, Any]] = []  # of the time being written
 
     def piece_writer(self) -> DeltaDataFiles:
         return self.files
 
     def take_piece(self, time: int, piece: Piece) -> None:
-        self._receipts.append(json.loads(piece.data))
+        self._receipts += json.loads(piece.data)
 
     def end_time(self, time: int) -> None:
         receipts, self._receipts = self._receipts, []
@@ -904,17 +945,19 @@ class DeltaChangesSink(PieceSink, DeltaSink):
 
     def _add(self, actions: list[Any], commit: Any) -> None:
         self._table.create_write_transaction(actions, mode="append", schema=self.table_schema(),
-                                             commit_properties=commit)
+                                             partition_by=self.partition_columns or None, commit_properties=commit)
         # unlike delta-rs's own writes, this one leaves the table object at its version:
         # the next commit would take this one for a concurrent transaction of its app id
         self._table.update_incremental()
 
 
 def _add_action(receipt: dict[str, Any]) -> Any:
-    """The ``add`` action of a data file a ``DeltaDataFiles`` wrote."""
+    """The ``add`` action of a data file a ``DeltaDataFiles`` wrote (delta-rs encodes its
+    path for the log)."""
     from deltalake.transaction import AddAction
 
-    return AddAction(receipt["path"], receipt["size"], {}, receipt["written_ms"], True, json.dumps(receipt["stats"]))
+    return AddAction(receipt["path"], receipt["size"], receipt.get("partitionValues", {}), receipt["written_ms"], True,
+                     json.dumps(receipt["stats"]))
 
 
 def file_stats(footer: Any, schema: pa.Schema) -> dict[str, Any]:

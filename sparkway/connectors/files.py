@@ -598,8 +598,15 @@ class FileSource(Source):
             return None
         keep = RowStore(self._store.storage) if self._store.storage is not None else None
         reader = self._chunk_reader()
-        return ExecutorRead(self._pieces(segments, split=True), functools.partial(_read_piece, reader, keep),
-                            reader.output_schema, self.count_skipped, size)
+        # a task's working folder is not this program's (a cluster's executor, a Connect server)
+        pieces = [p if p.get("kind") == "retract" else {**p, "path": os.path.abspath(p["path"])}
+                  for p in self._pieces(segments, split=True)]
+        ends: dict[str, int] = {}
+        for piece in pieces:
+            if piece.get("kind") != "retract":
+                ends[piece["path"]] = max(ends.get(piece["path"], 0), piece["end"])
+        return ExecutorRead(pieces, functools.partial(_read_piece, reader, keep), reader.output_schema,
+                            self.count_skipped, size, functools.partial(_files_seen, self.files, ends))
 
     def count_skipped(self, skipped: dict[str, int]) -> None:
         """Adds rows skipped (that did not parse) per file to the run's count, which
@@ -800,6 +807,15 @@ def _read_piece(reader: ChunkReader, store: RowStore | None, piece: Segment) -> 
     (``FileSource.read_on_executors``)."""
     parts, skipped = reader.changes(piece, store)
     return (pa.concat_tables(parts) if len(parts) > 1 else parts[0]), skipped
+
+
+def _files_seen(files: LocalFiles, ends: dict[str, int]) -> bool:
+    """Whether this process sees the files, each at least ``ends[path]`` bytes long (a
+    Spark Connect server's task looks, ``engine.executor_reads``)."""
+    try:
+        return all(end == 0 or len(files.read(path, end - 1, end)) == 1 for path, end in ends.items())
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)

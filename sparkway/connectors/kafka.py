@@ -359,7 +359,7 @@ class KafkaSource(Source):
                   for s in segments for start in range(s["start"], s["end"], PIECE_MESSAGES)]
         planned = sum(s["end"] - s["start"] for s in segments) * PLANNED_MESSAGE_BYTES
         return ExecutorRead(pieces, functools.partial(_read_piece, self.reader, self.settings), self.arrow_schema,
-                            self._count_skipped, planned)
+                            self._count_skipped, planned, functools.partial(_reaches_topic, self.settings, self.topic))
 
     @functools.cached_property
     def reader(self) -> "MessageReader":
@@ -514,6 +514,20 @@ def fetch_range(
     finally:
         consumer.close()
     return messages
+
+
+def _reaches_topic(settings: dict[str, Any], topic: str) -> bool:
+    """Whether this process reaches the topic's brokers (a Spark Connect server's task
+    asks, ``engine.executor_reads``)."""
+    try:
+        consumer = _consumer(settings)
+        try:
+            found = consumer.list_topics(topic, timeout=FETCH_TIMEOUT_S / 4).topics.get(topic)
+        finally:
+            consumer.close()
+    except Exception:  # the library missing, no broker: either way, not here
+        return False
+    return found is not None and found.error is None
 
 
 def _read_piece(reader: MessageReader, settings: dict[str, Any], piece: Segment) -> tuple[pa.Table, dict[str, int]]:

@@ -19,6 +19,8 @@ table):
 - ``Column.try_cast`` (4.0): the JVM's cast in its TRY mode; Spark's variant type (4.0)
   for JSON arrays: a Python function.
 - the JVM's ``mapInArrow`` with a profile (4.0), or with an expression (3.5).
+- a Connect client told a job's observed metrics (4.0): without them, a program
+  attached to a Connect server reads its input itself (``engine.executor_reads``).
 
 A feature that has no fallback on an older release is refused by ``require`` in one
 line naming it and the release it needs.
@@ -286,6 +288,17 @@ def _to_pandas(array: pa.Array | pa.ChunkedArray) -> Any:
     if pa.types.is_struct(array.type):
         return pd.DataFrame({f.name: _to_pandas(array.field(i)) for i, f in enumerate(array.type)})
     return pd.Series(pd.arrays.ArrowExtensionArray(array))
+
+
+def observation() -> Any:
+    """A Spark Connect ``Observation`` (metrics a job gathers in its tasks and the
+    server sends back with its result), or None where the Connect client does not
+    report them back (3.5's)."""
+    if SPARK < (4, 0):
+        return None
+    from pyspark.sql.connect.observation import Observation
+
+    return Observation()
 
 
 def _is_remote(spark: SparkSession) -> bool:

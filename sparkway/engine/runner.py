@@ -26,7 +26,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow import ipc
 from pyspark import StorageLevel, TaskContext
-from pyspark.accumulators import Accumulator, AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
@@ -35,6 +34,7 @@ from sparkway.core import changes, spark_releases
 from sparkway.core.changes import DIFF, ERRORS, ID, LOGGED, consolidate, spark_schema
 from sparkway.engine.expressions import col
 from sparkway.engine import iterate  # noqa: F401 - registers the compiler of Iterate nodes
+from sparkway.engine.executor_reads import PieceCounts, read_by_attached_executors
 from sparkway.engine.failures import computation_error, spark_ended
 from sparkway.engine.operators import StepContext, compile_node, error_entries
 from sparkway.engine.programs import TAG, Collection, StepInputs, can_keep, reusable_plan, shape_of
@@ -113,6 +113,7 @@ class Runner:
         self._user_settings: dict[str, str | None] = {}  # a user's session's own, given back after the run
         self.wakeup = threading.Event()  # set when a source has input, or on a stop request
         self.entries: dict[str, int] = {}  # per source, entries read in this and earlier runs
+        self._executors_see: dict[str, bool] = {}  # per source, attached to Spark Connect
         self._scratch: ScratchFolder | None = None  # the state of a run without persistence
         self._inputs: StepInputs | None = None  # with the plans later steps run again (``programs``)
         self.order, self.reads_log = _error_log_order(self.plan.nodes)
@@ -316,14 +317,25 @@ class Runner:
             if sync is not None and sync.holds(source.name):
                 held[source.name] = source.read_transactions(found)
             else:
-                # a server's executors may not see this program's files, nor report counts back
-                distributed = source.read_on_executors(found) if found and not is_remote(self._spark) else None
+                distributed = self._read_on_executors(source, found)
                 tables[source.name] = distributed if distributed is not None else source.read(found)
         if sync is not None:
             for name, released in sync.step(held, idle, _time.monotonic()).items():
                 empty = self._source(name).read([])
                 tables[name] = empty if released is None else changes.conform(released, empty.schema)
         return tables
+
+    def _read_on_executors(self, source: Source, found: list) -> ExecutorRead | None:
+        """How Spark's tasks read ``found``, if they do (large input whose pieces
+        they can reach: a Connect server's executors may not see this program's input)."""
+        read = source.read_on_executors(found) if found else None
+        if read is not None and is_remote(self._spark):
+            if source.name not in self._executors_see:
+                self._executors_see[source.name] = read_by_attached_executors(self._spark, read, source.label)
+            read = read if self._executors_see[source.name] else None
+        if read is not None:
+            log.info("%s: %d piece(s) to read by Spark's tasks", source.label, len(read.pieces))
+        return read
 
     def _distinct_inserts(self, segments: dict[str, list]) -> set[str]:
         """The sources whose changes in a step of these segments are insertions of
@@ -352,7 +364,7 @@ class Runner:
                           large=bool(distributed) or rows_here >= LARGE_STEP_ROWS,
                           one_task=not distributed and rows_here <= ONE_BATCH_ROWS
                           and self.partitions <= ONE_TASK_PARTITIONS)
-        counters = {name: spark.sparkContext.accumulator({}, _PieceRows()) for name in distributed}
+        counters = {name: PieceCounts(spark) for name in distributed}
         # a small step of input may run the plan of an earlier step (``engine.programs``)
         inputs = self._inputs if kind == "input" and ctx.one_task else None
         collection = None
@@ -384,13 +396,13 @@ class Runner:
         _log_errors(pa.concat_tables(errors) if errors else None)
         rows = {}
         for name, counter in counters.items():
-            rows[name] = sum(count for count, _ in counter.value.values())
-            for _, skipped in counter.value.values():
+            rows[name], skipped = counter.totals()
+            if skipped:
                 distributed[name].skipped(skipped)
         return deliveries, rows
 
     def _build(
-        self, ctx: StepContext, tables: dict[str, pa.Table | ExecutorRead], counters: dict[str, Accumulator],
+        self, ctx: StepContext, tables: dict[str, pa.Table | ExecutorRead], counters: dict[str, PieceCounts],
         inputs: StepInputs | None, distinct: set[str],
     ) -> Collection:
         """The step's plan: the frames of the sinks and of the error log, to collect.
@@ -418,7 +430,7 @@ class Runner:
                     for name in (ERRORS, LOGGED):
                         schema = schema.add(name, T.ArrayType(T.StringType()))
                 if isinstance(table, ExecutorRead):
-                    ctx.inputs[id(node)] = _read_on_executors(spark, table, schema, counters[node.source.name])
+                    ctx.inputs[id(node)] = counters[node.source.name].frame(table, schema)
                 elif inputs is not None:
                     ctx.inputs[id(node)] = inputs.frame(spark, node.source.name, schema)
                 else:
@@ -644,32 +656,6 @@ def _distinct(labels: list[str]) -> list[str]:
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-
-
-class _PieceRows(AccumulatorParam):
-    """Rows read and rows skipped by file, per piece of an ``ExecutorRead``: a piece
-    read twice (a task Spark retried, a frame computed twice) counts once."""
-
-    def zero(self, value: dict) -> dict:
-        return {}
-
-    def addInPlace(self, counts: dict, more: dict) -> dict:
-        counts.update(more)
-        return counts
-
-
-def _read_on_executors(spark: SparkSession, read: ExecutorRead, schema: T.StructType, counter: Accumulator) -> DataFrame:
-    """The changes of an ``ExecutorRead``: a task per piece."""
-    pieces, reader = read.pieces, read.read
-
-    def read_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for index in batch.column(0).to_pylist():
-                table, skipped = reader(pieces[index])
-                counter.add({index: (table.num_rows, skipped)})
-                yield from table.to_batches()
-
-    return spark.range(len(pieces), numPartitions=len(pieces)).mapInArrow(read_pieces, schema)
 
 
 def _input_frame(spark: SparkSession, table: pa.Table, schema: T.StructType) -> DataFrame:

@@ -152,9 +152,9 @@ def write(
         partitions.append(column_name)
     metadata = {c: json.dumps(entry, sort_keys=True)
                 for c, entry in table.schema.to_json_serializable_dict()["columns"].items()}
-    if output_table_type == STREAM_OF_CHANGES and not partitions:  # its data files written by Spark's tasks
-        sink: DeltaSink = DeltaChangesSink(table_uri(uri), columns, s3_settings=s3_connection_settings,
-                                           column_metadata=metadata, name=name)
+    if output_table_type == STREAM_OF_CHANGES:  # its data files written by Spark's tasks
+        sink: DeltaSink = DeltaChangesSink(table_uri(uri), columns, partition_columns=partitions,
+                                           s3_settings=s3_connection_settings, column_metadata=metadata, name=name)
     else:
         sink = DeltaSink(table_uri(uri), columns, table_type=output_table_type, partition_columns=partitions,
                          s3_settings=s3_connection_settings, column_metadata=metadata, name=name)

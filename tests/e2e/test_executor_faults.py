@@ -484,12 +484,14 @@ pw.io.csv.write(counts, "out/counts.csv")
 pw.io.jsonlines.write(counts, "out/counts.jsonlines")
 pw.io.fs.write(counts, "out/parquet", format="parquet")
 pw.io.deltalake.write(counts, "out/delta")
+pw.io.deltalake.write(counts, "out/delta_by_count", partition_columns=[counts.count], name="by_count")
 pw.io.iceberg.write(counts, pw.io.iceberg.SqlCatalog(uri="sqlite:///catalog.db", warehouse="warehouse"),
                     ["lake"], "counts")
 pw.run()
 '''
 #: the sinks whose pieces Spark's tasks write, by the class of their ``PieceWriter``
 PIECE_WRITERS = {"CsvLines", "JsonLines", "ParquetFiles", "DeltaDataFiles", "IcebergDataFiles"}
+PARALLEL_SINKS = 6  # two Delta tables: one partitioned
 
 
 def sink_rows(root: Path) -> dict[str, collections.Counter]:
@@ -511,6 +513,8 @@ def sink_rows(root: Path) -> dict[str, collections.Counter]:
         "jsonlines": counted(read_jsonlines_output(root / "out" / "counts.jsonlines")),
         "parquet": counted(pq.read_table(root / "out" / "parquet").to_pylist()),
         "delta": counted(deltalake.DeltaTable(str(root / "out" / "delta")).to_pyarrow_table().to_pylist()),
+        "delta, partitioned": counted(
+            deltalake.DeltaTable(str(root / "out" / "delta_by_count")).to_pyarrow_table().to_pylist()),
         "iceberg": counted(catalog.load_table("lake.counts").scan().to_arrow().to_pylist()),
     }
 
@@ -536,6 +540,7 @@ def test_a_task_failing_once_in_each_parallel_sink_changes_nothing(tmp_path: Pat
     context = f"the counter's lines (tail):\n{summary(lines)}"
     failed = acted(lines)
     assert {line["op"].split("-", 1)[1] for line in failed} == PIECE_WRITERS, context
+    assert len({line["op"] for line in failed}) == PARALLEL_SINKS, context
     assert all(line["action"] == "fail" for line in failed), context
     for line in failed:  # the same piece, done again by a later attempt of its task
         assert any(later["task"] == line["task"] and later["op"] == line["op"]

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import check_ok, describe, run_program, snapshot_diff, word_counts, write_file, write_script
+from .helpers import (
+    check_ok, describe, read_jsonlines_output, run_program, snapshot_diff, word_counts, write_file, write_script,
+)
 from .test_crash import ONE_SOURCE, count_changes, run_crash_test
 from .test_server import counted_changes, streaming_until_sigterm
 
@@ -65,3 +67,55 @@ def test_a_streaming_program_through_spark_connect_stops_on_sigterm(tmp_path: Pa
     program.wait_until(lambda: len(count_changes(output, allow_torn=True)) == 2, 120, "the change c.csv makes")
     assert program.terminate() == 0, describe(program)
     assert counted_changes(output) == collections.Counter({("x", 2, -1): 1, ("x", 3, 1): 1})
+
+
+LARGE_INPUT = '''
+import sparkway as pw
+from sparkway.connectors import files
+
+files.EXECUTOR_READ_BYTES = 1 << 20  # a step of 1 MB is large, cut in pieces of 128 KB
+files.PIECE_BYTES = 128 << 10
+
+
+class Words(pw.Schema):
+    word: str
+    n: int
+
+
+words = pw.io.csv.read("inputs/", schema=Words, mode="static", persistent_id="words")
+counts = words.groupby(words.word).reduce(words.word, count=pw.reducers.count(), total=pw.reducers.sum(words.n))
+pw.io.jsonlines.write(counts, "out.jsonlines")
+pw.run(persistence_config=pw.persistence.Config(pw.persistence.Backend.filesystem("./state/")))
+'''
+
+
+def test_large_input_through_spark_connect_is_read_by_the_servers_executors(tmp_path: Path, attached_env) -> None:
+    """Two CSV files of about 1 MB each, with rows that do not parse, behind a relative
+    path (the server's working folder is not the program's): the server's tasks read
+    them in pieces, the rows and the skipped rows are counted once, and the counts are
+    those of the files."""
+    expected: collections.Counter = collections.Counter()
+    totals: collections.Counter = collections.Counter()
+    good = 0
+    for name, bad in (("a.csv", 3), ("b.csv", 2)):
+        lines = ["word,n"]
+        for i in range(90_000):
+            word = f"w{(i * 7919) % 97}"
+            lines.append(f"{word},{i}")
+            expected[word] += 1
+            totals[word] += i
+            good += 1
+            if i % 30_000 == 1 and bad:
+                lines.append("x,not-a-number")
+                bad -= 1
+        write_file(tmp_path / "inputs" / name, "\n".join(lines) + "\n")
+
+    proc = run_program(write_script(tmp_path, "large.py", LARGE_INPUT), tmp_path, attached_env)
+    check_ok(proc)
+    assert "by Spark's tasks" in proc.stderr and "this program reads it" not in proc.stderr, describe(proc)
+    assert f"{good} entries" in proc.stderr, describe(proc)
+    assert "5 row(s) skipped in this run" in proc.stderr, describe(proc)
+    rows = read_jsonlines_output(tmp_path / "out.jsonlines")
+    assert {r["word"]: r["count"] for r in rows if r["diff"] == 1} == dict(expected)
+    assert {r["word"]: r["total"] for r in rows if r["diff"] == 1} == dict(totals)
+    assert all(r["diff"] == 1 for r in rows)

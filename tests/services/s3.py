@@ -3,23 +3,29 @@
 ``s3_endpoint`` is the session's server (an HTTP S3 API on 127.0.0.1, on a free port, so
 that programs run as subprocesses reach it too); ``s3_bucket`` gives each test a fresh,
 empty bucket.  Dummy credentials go through ``AwsS3Settings``: the environment is not
-touched.
+touched.  The server is a process of its own: in a thread of the tests' process, it
+would wait for the interpreter lock while delta-rs, holding it, waits for its answer.
 """
 
 from __future__ import annotations
 
 import itertools
-import logging
 import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from services import free_port, listening
+
 ACCESS_KEY = "testing"
 SECRET_KEY = "testing-secret"
 REGION = "us-east-1"
+START_TIMEOUT_S = 60
 _bucket_numbers = itertools.count()
 
 
@@ -49,13 +55,16 @@ class S3Bucket:
 
 class S3Endpoint:
     def __init__(self) -> None:
-        from moto.server import ThreadedMotoServer
-
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
-        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self.server.start()
-        host, port = self.server.get_host_and_port()
-        self.url = f"http://{host}:{port}"
+        port = free_port()
+        self.server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not listening(port):
+            if self.server.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"moto's S3 server did not start on port {port}")
+            time.sleep(0.1)
+        self.url = f"http://127.0.0.1:{port}"
 
     def new_bucket(self) -> S3Bucket:
         name = f"test-{os.getpid()}-{next(_bucket_numbers)}"
@@ -63,7 +72,8 @@ class S3Endpoint:
         return S3Bucket(self.url, name)
 
     def stop(self) -> None:
-        self.server.stop()
+        self.server.terminate()
+        self.server.wait(timeout=30)
 
 
 def _client(endpoint: str):
