@@ -387,3 +387,26 @@ def test_a_persistent_program_restarted_continues_after_the_last_offset(kafka_br
         (3, ("ann", "bob", "cid"), -1),
         (3, ("ann", "cid", "dan"), 1),
     ]
+
+
+@pytest.mark.usefixtures("spark")
+def test_a_backlog_of_events_is_read_by_spark_s_tasks_with_the_changes_of_a_read_here(
+    kafka_broker, monkeypatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    from sparkway.connectors import kafka
+
+    monkeypatch.setattr(kafka, "EXECUTOR_READ_MESSAGES", 5)
+    monkeypatch.setattr(kafka, "PIECE_MESSAGES", 3)
+    topic = kafka_broker.new_topic("debezium-backlog")
+    for event in [event for phase in PHASES for event in phase] + [by_pet(9, b"not json")]:
+        send(kafka_broker, topic, [event])  # a batch each: the tests' broker counts a batch's first offset
+    # one step over the whole backlog: its changes consolidated, what the events leave
+    net: collections.Counter = collections.Counter()
+    for change in (c for phase in PHASE_CHANGES for c in phase):
+        net[change[:3]] += change[3]
+    expected = collections.Counter({(*k, n): 1 for k, n in net.items() if n})
+    sink = collect(pw.io.debezium.read(kafka_broker.settings, topic, schema=Pet, autocommit_duration_ms=100))
+    with caplog.at_level(logging.INFO, logger="sparkway"):
+        run_until(lambda: changes(sink.rows, COLUMNS) == expected)
+    assert "piece(s) to read by Spark's tasks" in caplog.text
+    assert "1 message(s) skipped" in caplog.text

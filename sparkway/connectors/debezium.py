@@ -24,11 +24,17 @@ A tombstone (a message without value, which Debezium sends after a delete for lo
 compaction) changes nothing.  A message that is not such an envelope (not JSON, no
 ``payload``, an unknown ``op``, a value that does not fit its column) is skipped with a
 warning naming topic, partition, offset and the reason, as the Kafka source does.
+
+A backlog of a relational database's events (a first run over a topic's history, a
+restart after a long stop) is fetched and parsed by Spark's tasks, as the Kafka
+source's is; a backlog of MongoDB's upsert events is read here, since the upserts of a
+step are reduced to the last per key over all of them.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import logging
 from collections.abc import Callable
@@ -218,8 +224,6 @@ class DebeziumSource(KafkaSource):
     """
 
     connector_label = "DebeziumReader"
-    #: upsert events are reduced to the last per key over the whole step, on the driver
-    reads_on_executors = False
 
     def __init__(
         self,
@@ -248,24 +252,27 @@ class DebeziumSource(KafkaSource):
             self.schema[UPSERT_FLAG] = Column(UPSERT_FLAG, BOOL)
             self.columns[UPSERT_FLAG] = BOOL
             self.arrow_schema = changes.arrow_schema(self.columns)
-        self._warnings = 0
 
     @property
     def upserts(self) -> bool:
         """Whether the rows are upsert events, to be made a table by ``stream_to_table``."""
         return self.parser.upserts
 
-    def message_rows(self, message: Message) -> Rows:
-        parsed = self.parser.parse(message.key, message.value)
-        if parsed.warning is not None:
-            self._warn(message, parsed.warning)
-        return parsed.rows
+    @property
+    def reads_on_executors(self) -> bool:  # type: ignore[override]
+        """A backlog of changes is read by Spark's tasks; one of upsert events is not:
+        they are reduced to the last per key over the whole step, here."""
+        return not self.upserts
 
-    def _warn(self, message: Message, warning: str) -> None:
-        self._warnings += 1
-        if self._warnings <= MAX_ROW_WARNINGS:
-            log.warning("%s: topic %r, partition %d, offset %d: %s",
-                        self.label, self.topic, message.partition, message.offset, warning)
+    def message_rows(self, message: Message) -> Rows:
+        return self._rows_here(message)
+
+    @functools.cached_property
+    def _rows_here(self) -> "EventRows":
+        return self.task_rows()  # made at first use: the label holds the name given later
+
+    def task_rows(self) -> "EventRows":
+        return EventRows(self.parser, self.label, self.topic)
 
     def read(self, segments: list[Segment]) -> pa.Table:
         rows = super().read(segments)
@@ -276,6 +283,25 @@ class DebeziumSource(KafkaSource):
         if self.upserts:
             return [self.read(segments)] if segments else []
         return super().read_transactions(segments)
+
+
+class EventRows:
+    """The rows of a Debezium event (``EnvelopeParser.parse``), its warnings logged with
+    its offset, at most ``MAX_ROW_WARNINGS`` of them per process; picklable, so that
+    Spark's tasks parse events too."""
+
+    def __init__(self, parser: EnvelopeParser, label: str, topic: str) -> None:
+        self.parser, self.label, self.topic = parser, label, topic
+        self.warnings = 0
+
+    def __call__(self, message: Message) -> Rows:
+        parsed = self.parser.parse(message.key, message.value)
+        if parsed.warning is not None:
+            self.warnings += 1
+            if self.warnings <= MAX_ROW_WARNINGS:
+                log.warning("%s: topic %r, partition %d, offset %d: %s",
+                            self.label, self.topic, message.partition, message.offset, parsed.warning)
+        return parsed.rows
 
 
 def last_per_key(rows: pa.Table, keys: list[str]) -> pa.Table:

@@ -31,6 +31,7 @@ Segment format (one file, one input transaction; JSON-able)::
      "line": 2,                    # file line number of byte ``start``
      "lines_end": 9,               # lines consumed up to ``end``
      "size": 130, "mtime_ns": ..., "seen_at": 1701270092,   # as seen by discover()
+     "version": "9b2c...",         # an object's ETag (FileEntry.version), where it has one
      "digest": "...",              # blake2b of bytes [0, end); None where nothing compares
                                    # it (a static run without persistence)
      "pieces": [[7, 120, 2, 3735928559]],   # [start, end) cut at records' ends into
@@ -45,6 +46,8 @@ Position format::
 
     {"version": 1, "files": {"sub/a.csv": {"path", "offset", "size", "mtime_ns", "digest",
                                           "generation", "lines", "header", "complete"}}}
+
+(and an object's "version", where it has one).
 
 ``files`` grows with every file read: a commit stores only the files its step changed
 (``committed_position``, an index: ``persistence/index.py``).
@@ -103,6 +106,12 @@ class FileEntry:
     path: str  # to open and to show
     size: int
     mtime_ns: int
+    version: str = ""  # an object's ETag, where the store gives one
+
+    @property
+    def stats(self) -> tuple[int, int, str]:
+        """What changes when the file does (its bytes are compared only then)."""
+        return self.size, self.mtime_ns, self.version
 
 
 #: a streaming file's last line without a newline is read once the file has not changed
@@ -113,7 +122,10 @@ STABLE_AFTER_S = 0.5
 class LocalFiles:
     """The files under a path on the local filesystem: where the source lists and opens
     files.  Another filesystem is a class with the same methods (``list``, ``exists``,
-    ``read``, ``metadata`` and a ``root``), e.g. ``connectors.pyfilesystem.PyFilesystemFiles``."""
+    ``read``, ``metadata`` and a ``root``), e.g. ``connectors.object_store.ObjectStoreFiles``;
+    with ``read_by_tasks`` true, Spark's tasks may read its files themselves."""
+
+    read_by_tasks = True
 
     def __init__(self, root: str, pattern: str = "*") -> None:
         self.root = root
@@ -311,7 +323,7 @@ class FileSource(Source):
         self._changed: set[str] = set()  # the file keys advanced since the last commit
         self._store = RowStore(storage)
         #: per file, its stats at the previous discover and since when it has had them
-        self._last_seen: dict[str, tuple[tuple[int, int], float]] = {}
+        self._last_seen: dict[str, tuple[tuple[int, int, str], float]] = {}
         self._cache: dict[str, tuple[Any, Segment | None]] = {}
         self._warned: set[tuple[Any, ...]] = set()
         self._static_pending: list[Segment] | None = None
@@ -377,7 +389,7 @@ class FileSource(Source):
         segments = [found.get(key) if key in entries else self._delete_segment(key)
                     for key in sorted(set(entries) | set(self._state))]
         segments = [segment for segment in segments if segment is not None]
-        self._last_seen = {key: ((e.size, e.mtime_ns), since[key]) for key, e in entries.items()}
+        self._last_seen = {key: (e.stats, since[key]) for key, e in entries.items()}
         self._cache = {k: v for k, v in self._cache.items() if k in entries}
         return segments
 
@@ -385,7 +397,7 @@ class FileSource(Source):
         """Since when the file has had its size and modification time (``now`` if they
         are new)."""
         stats, since = self._last_seen.get(key, (None, now))
-        return since if stats == (entry.size, entry.mtime_ns) else now
+        return since if stats == entry.stats else now
 
     def _missing_root(self, final: bool) -> list[Segment]:
         """No change while the input path does not exist.  A static read of a path that
@@ -417,11 +429,12 @@ class FileSource(Source):
         state = self._state.get(key)
         if state is None:
             return True
-        return (entry.size, entry.mtime_ns) != (state["size"], state["mtime_ns"]) or state["offset"] != entry.size
+        listed = (state["size"], state["mtime_ns"], state.get("version", ""))
+        return entry.stats != listed or state["offset"] != entry.size
 
     def _scan_file(self, key: str, entry: FileEntry, stable: bool, seen_at: int) -> Segment | None:
         state = self._state.get(key)
-        stat = (entry.size, entry.mtime_ns)
+        stat = entry.stats
         committed = None if state is None else (state["offset"], state["digest"], state["generation"])
         cache_key = (stat, stable, committed)
         cached = self._cache.get(key)
@@ -509,6 +522,7 @@ class FileSource(Source):
             # in between, they match no later stat, so the file is looked at again
             "size": scan.size,
             "mtime_ns": ctx.entry.mtime_ns,
+            **({"version": ctx.entry.version} if ctx.entry.version else {}),
             "seen_at": ctx.seen_at,
             "digest": scan.digest,
             "pieces": scan.pieces,
@@ -590,16 +604,16 @@ class FileSource(Source):
         """Large input (at least ``EXECUTOR_READ_BYTES`` to parse) is parsed by Spark's
         tasks, a piece of at most ``PIECE_BYTES`` each, which also keep its rows in the
         persistence storage; not when the rows must stay in this process for a later
-        retraction (streaming without persistence), or when the files are not local."""
-        if not isinstance(self.files, LocalFiles) or (self._store.storage is None and self.mode != "static"):
+        retraction (streaming without persistence), or when the tasks cannot open the
+        files (``read_by_tasks``: a PyFilesystem object stays in this process)."""
+        if not self.files.read_by_tasks or (self._store.storage is None and self.mode != "static"):
             return None
         size = sum(s.get("end", 0) - s.get("start", 0) for s in segments)
         if size < EXECUTOR_READ_BYTES:
             return None
         keep = RowStore(self._store.storage) if self._store.storage is not None else None
         reader = self._chunk_reader()
-        # a task's working folder is not this program's (a cluster's executor, a Connect server)
-        pieces = [p if p.get("kind") == "retract" else {**p, "path": os.path.abspath(p["path"])}
+        pieces = [p if p.get("kind") == "retract" else {**p, "path": self._task_path(p["path"])}
                   for p in self._pieces(segments, split=True)]
         ends: dict[str, int] = {}
         for piece in pieces:
@@ -607,6 +621,11 @@ class FileSource(Source):
                 ends[piece["path"]] = max(ends.get(piece["path"], 0), piece["end"])
         return ExecutorRead(pieces, functools.partial(_read_piece, reader, keep), reader.output_schema,
                             self.count_skipped, size, functools.partial(_files_seen, self.files, ends))
+
+    def _task_path(self, path: str) -> str:
+        """A path as a task opens it: a task's working folder is not this program's (a
+        cluster's executor, a Connect server)."""
+        return os.path.abspath(path) if isinstance(self.files, LocalFiles) else path
 
     def count_skipped(self, skipped: dict[str, int]) -> None:
         """Adds rows skipped (that did not parse) per file to the run's count, which
@@ -809,7 +828,7 @@ def _read_piece(reader: ChunkReader, store: RowStore | None, piece: Segment) -> 
     return (pa.concat_tables(parts) if len(parts) > 1 else parts[0]), skipped
 
 
-def _files_seen(files: LocalFiles, ends: dict[str, int]) -> bool:
+def _files_seen(files: Any, ends: dict[str, int]) -> bool:
     """Whether this process sees the files, each at least ``ends[path]`` bytes long (a
     Spark Connect server's task looks, ``engine.executor_reads``)."""
     try:
@@ -861,6 +880,7 @@ def _state_after(segment: Segment) -> dict[str, Any]:
         "offset": segment["end"],
         "size": segment["size"],
         "mtime_ns": segment["mtime_ns"],
+        **({"version": segment["version"]} if segment.get("version") else {}),
         "digest": segment["digest"],
         "generation": segment["generation"],
         "lines": segment["lines_end"],

@@ -358,7 +358,8 @@ class KafkaSource(Source):
         pieces = [{"partition": s["partition"], "start": start, "end": min(start + PIECE_MESSAGES, s["end"])}
                   for s in segments for start in range(s["start"], s["end"], PIECE_MESSAGES)]
         planned = sum(s["end"] - s["start"] for s in segments) * PLANNED_MESSAGE_BYTES
-        return ExecutorRead(pieces, functools.partial(_read_piece, self.reader, self.settings), self.arrow_schema,
+        read = functools.partial(_read_piece, self.reader, self.settings, self.task_rows())
+        return ExecutorRead(pieces, read, self.arrow_schema,
                             self._count_skipped, planned, functools.partial(_reaches_topic, self.settings, self.topic))
 
     @functools.cached_property
@@ -367,6 +368,10 @@ class KafkaSource(Source):
         subclass completes the schema in its constructor)."""
         return MessageReader(self.label, self.topic, self.name or "", self.format, self.schema,
                              bool(self.key_columns), self._fields, self.arrow_schema)
+
+    def task_rows(self) -> Callable[[Message], list[tuple[list[Any], int]]]:
+        """``message_rows`` as Spark's tasks run it (picklable)."""
+        return self.reader.rows
 
     def _count_skipped(self, skipped: dict[str, int]) -> None:
         for where, count in skipped.items():
@@ -530,11 +535,14 @@ def _reaches_topic(settings: dict[str, Any], topic: str) -> bool:
     return found is not None and found.error is None
 
 
-def _read_piece(reader: MessageReader, settings: dict[str, Any], piece: Segment) -> tuple[pa.Table, dict[str, int]]:
+def _read_piece(
+    reader: MessageReader, settings: dict[str, Any], message_rows: Callable[[Message], list[tuple[list[Any], int]]],
+    piece: Segment,
+) -> tuple[pa.Table, dict[str, int]]:
     """A piece's changes, and the messages skipped, read in a Spark task."""
     messages = fetch_range(settings, reader.label, reader.topic, piece["partition"], piece["start"], piece["end"],
                            why="in a Spark task")
-    return reader.table(piece["partition"], messages, reader.rows)
+    return reader.table(piece["partition"], messages, message_rows)
 
 
 @dataclass(frozen=True)

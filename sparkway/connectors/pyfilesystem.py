@@ -19,6 +19,9 @@ class PyFilesystemFiles:
     """The files under ``path`` in the filesystem ``source`` (listed recursively, at
     most once per ``refresh_interval`` seconds: listing a remote filesystem is slow)."""
 
+    #: an FS object lives in this process: Spark's tasks cannot open its files
+    read_by_tasks = False
+
     def __init__(self, source: Any, path: str = "", refresh_interval: float = 30.0) -> None:
         self.source = source
         self.root = "/" + path.strip("/")

@@ -3,11 +3,11 @@
 import importlib
 from typing import Any
 
-from sparkway.io import csv, deltalake, fs, jsonlines, kafka, null, plaintext, pyfilesystem, python, s3, spark, sqlite
+from sparkway.io import csv, deltalake, fs, jsonlines, kafka, minio, null, plaintext, pyfilesystem, python, s3, spark, sqlite
 from sparkway.io._subscribe import subscribe
 from sparkway.io._synchronization import DurationLike, SynchronizedColumn, register_input_synchronization_group
 
-__all__ = ["csv", "debezium", "deltalake", "fs", "iceberg", "jsonlines", "kafka", "null", "plaintext", "postgres", "pyfilesystem", "python", "s3", "spark", "sqlite", "subscribe",
+__all__ = ["csv", "debezium", "deltalake", "fs", "iceberg", "jsonlines", "kafka", "minio", "null", "plaintext", "postgres", "pyfilesystem", "python", "s3", "spark", "sqlite", "subscribe",
            "DurationLike", "SynchronizedColumn", "register_input_synchronization_group"]
 
 

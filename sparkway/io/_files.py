@@ -45,10 +45,12 @@ def read_files(
     json_field_paths: dict[str, str] | None = None,
     retract_when_emptied: bool = False,
     on_bad_file: str = "skip",
+    files: Any = None,
     **options: Any,
 ) -> Table:
     """A table fed by the files under ``path``; see ``pw.io.fs.read``.  ``function`` is the
-    public name, for messages."""
+    public name, for messages; ``files`` lists and reads them where they are not local
+    (``connectors.object_store``)."""
     refuse_unknown_options(function, options, _IGNORED_READ_OPTIONS)
     if json_field_paths:
         raise PlanError(f"{function}: json_field_paths is not supported by the file readers yet: "
@@ -65,9 +67,10 @@ def read_files(
         with_metadata=with_metadata,
         csv_settings=csv_settings,
         object_pattern=object_pattern,
-        connector_label=_LABELS[format],
+        connector_label=_LABELS.get(format, "FileReader"),
         retract_when_emptied=retract_when_emptied,
         on_bad_file=on_bad_file,
+        files=files,
     )
     return graph.table_from_source(source)
 
