@@ -141,6 +141,7 @@ def child_env(cache: str) -> dict[str, str]:
     env["PYSPARK_PYTHON"] = PYTHON
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
     env["SPARKWAY_STATE_CACHE"] = cache  # working copies of the state, per benchmark case
+    env["SPARKWAY_DAEMON"] = "0"  # each run is a process with a Spark of its own, as the baselines are
     return env
 
 

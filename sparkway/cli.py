@@ -3,6 +3,7 @@ persistence storage, look at and clean the machine-local cache.
 
     sparkway run --master local[4] --driver-memory 8g --conf spark.sql.shuffle.partitions=8 pipeline.py ARGS
     sparkway server --port 15002      # a warm Spark that programs attach to (sc://127.0.0.1:15002)
+    sparkway daemon status            # the warm local Spark that short runs share; also: stop
     sparkway inspect ./state
     sparkway cache info
     sparkway cache clean
@@ -18,6 +19,7 @@ import os
 import runpy
 import shutil
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,6 +62,15 @@ def _parser() -> argparse.ArgumentParser:
     server.add_argument("--port", type=int, default=15002, help="the port to listen on (default 15002)")
     _spark_options(server, "the Spark master of the server's session (SPARKWAY_SPARK_MASTER; default local[2])")
     server.set_defaults(command=_server)
+
+    daemon = commands.add_parser("daemon", help="the warm local Spark that short runs share (SPARKWAY_DAEMON=0: "
+                                 "none), started by the first run and stopped after SPARKWAY_DAEMON_IDLE seconds idle")
+    daemon_actions = daemon.add_subparsers(title="actions", required=True)
+    daemon_actions.add_parser("status", help="this user's daemons").set_defaults(command=_daemon_status)
+    daemon_actions.add_parser("stop", help="stop this user's daemons").set_defaults(command=_daemon_stop)
+    serve = daemon_actions.add_parser("serve", help="(what a program starts) run a daemon with this folder")
+    serve.add_argument("folder")
+    serve.set_defaults(command=_daemon_serve)
 
     inspect = commands.add_parser("inspect", help="what a persistence storage holds")
     inspect.add_argument("storage", help="its folder, or s3://bucket/prefix")
@@ -146,6 +157,46 @@ def _server(args: argparse.Namespace) -> int:
     signals.restore()
     spark.stop()
     return 0
+
+
+# -- daemon -------------------------------------------------------------------------------
+
+def _daemon_status(args: argparse.Namespace) -> int:
+    from sparkway.engine import daemon
+
+    running = [d for d in daemon.all_daemons() if d.address() is not None]
+    if not running:
+        print(f"no sparkway daemon runs ({daemon.daemons_folder()})")
+    for found in running:
+        record = found.record or {}
+        clients = found.clients()
+        print(f"daemon {found.folder.name}: pid {record['pid']}, port {record['port']}, "
+              f"up {_duration(time.time() - record['started_at'])}, {len(clients)} program(s) attached, "
+              f"sparkway {record['package']}")
+    return 0
+
+
+def _daemon_stop(args: argparse.Namespace) -> int:
+    from sparkway.engine import daemon
+
+    for found in daemon.all_daemons():
+        record = found.record
+        if daemon.stop(found):
+            print(f"stopped the daemon {found.folder.name} (pid {record['pid']})")
+    return 0
+
+
+def _daemon_serve(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from sparkway.engine import daemon
+
+    daemon.serve(Path(args.folder))
+    return 0
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 # -- inspect ------------------------------------------------------------------------------

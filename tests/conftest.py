@@ -17,6 +17,9 @@ from services.standalone import executor_environment, standalone_cluster  # noqa
 from e2e.helpers import EXECUTOR_KILLS, KILLS, program_kills
 
 ROOT = Path(__file__).resolve().parents[1]
+# the programs the tests run start a Spark of their own, as in CI: only tests/e2e/test_daemon.py
+# lets them leave a daemon behind (in a cache folder of its own)
+os.environ["SPARKWAY_DAEMON"] = "0"
 
 # corpus programs import pathway (tests/test_corpus.py runs them with sparkway in its place)
 collect_ignore_glob = ["corpus/programs/*.py", "corpus/record.py", "corpus/run_attached.py"]

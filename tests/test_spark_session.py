@@ -228,7 +228,7 @@ def test_attaching_without_the_spark_connect_client_says_how_to_install_it(monke
         listening.listen()
         address = f"sc://127.0.0.1:{listening.getsockname()[1]}"
         with pytest.raises(SparkError, match=r"grpcio >= 1.76.0 must be installed \(install the Spark Connect client: "
-                                             r"pip install 'sparkway\[connect\]'\)"):
+                                             r"pip install 'pyspark\[connect\]'\)"):
             _attach(address)
 
 

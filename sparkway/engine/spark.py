@@ -32,6 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from sparkway.core import spark_releases
+from sparkway.engine import daemon
 from sparkway.engine.cache import cds_folder
 from sparkway.engine.failures import spark_not_started
 from sparkway.errors import SparkError
@@ -182,7 +183,8 @@ def get_spark(master: str | None = None, ui: bool = False, optimizing_jit: bool 
     then with the optimizing tier (C2) too.
 
     ``master`` defaults to ``$SPARKWAY_SPARK_MASTER``, then to ``$SPARK_REMOTE``, then to
-    ``spark-submit``'s master (a program it started), then to embedded ``local[2]``.  A
+    ``spark-submit``'s master (a program it started), then to this user's warm local
+    Spark (``engine.daemon``) for a short batch, then to embedded ``local[2]``.  A
     Spark Connect address (``sc://host:port``, of a ``sparkway server`` or Spark's own
     Connect server) attaches to that server, whose JVM and Python workers are already
     warm, instead of starting a JVM.
@@ -192,6 +194,12 @@ def get_spark(master: str | None = None, ui: bool = False, optimizing_jit: bool 
         if not is_remote(active):
             _workers_run_this_python(active)
         return active
+    # a short batch attaches to the warm daemon; a stream or a large batch, which Spark's
+    # start does not hold up for long, gets a Spark of its own and all its memory
+    if master is None and not ui and not optimizing_jit and daemon.wanted():
+        address = daemon.attach_address()
+        if address is not None:
+            return _attach(address)
     master = (master or os.environ.get("SPARKWAY_SPARK_MASTER") or os.environ.get("SPARK_REMOTE")
               or _submitted_master() or DEFAULT_MASTER)
     if master.startswith("sc://"):
@@ -279,12 +287,12 @@ def serve(address: str = "127.0.0.1", port: int = 15002) -> SparkSession:
         "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
         "spark.connect.grpc.binding.address": address,
         "spark.connect.grpc.binding.port": str(port),
-        SERVER_SETTING: _this_package(),
+        SERVER_SETTING: package_identity(),
     })
     return get_spark(os.environ.get("SPARKWAY_SPARK_MASTER") or DEFAULT_MASTER, optimizing_jit=True)
 
 
-def _this_package() -> str:
+def package_identity() -> str:
     """What identifies this sparkway to a server: its version and folder."""
     from importlib import metadata
 
@@ -306,12 +314,12 @@ def _attach(address: str) -> SparkSession:
     except Exception as error:
         log.debug("no Spark Connect session at %s", address, exc_info=True)
         said = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        todo = ("install the Spark Connect client: pip install 'sparkway[connect]'" if isinstance(error, ImportError)
+        todo = ("install the Spark Connect client: pip install 'pyspark[connect]'" if isinstance(error, ImportError)
                 else "start one with `sparkway server`, or unset SPARKWAY_SPARK_MASTER")
         raise SparkError(f"could not attach to the Spark Connect server at {address}: {said} ({todo})") from None
-    if served is not None and served != _this_package():
+    if served is not None and served != package_identity():
         raise SparkError(f"the sparkway server at {address} runs sparkway {served}, this program sparkway "
-                         f"{_this_package()}: start a server from this installation (sparkway server)")
+                         f"{package_identity()}: start a server from this installation (sparkway server)")
     for key, value in {**SQL_SETTINGS, **user_conf()}.items():
         if key not in CLASSIC_ONLY_SETTINGS:
             spark.conf.set(key, value)

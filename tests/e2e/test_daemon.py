@@ -1,0 +1,170 @@
+"""The daemon (``engine/daemon.py``): a first short run leaves a warm Spark behind, later
+runs attach to it with the same outputs, persistence and errors; it is private to its
+user, stops when idle or told to, and never starts in CI or with SPARKWAY_DAEMON=0."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sparkway.engine import daemon
+
+from .helpers import check_ok, describe, run_program, snapshot_diff, word_counts, write_file, write_script
+from .test_crash import ONE_SOURCE
+from .test_server import counted_changes
+
+pytestmark = pytest.mark.subprocess
+
+LEFT = "Left sparkway's daemon starting"
+ATTACHED = "Attached to the Spark Connect server at sc://localhost:"
+
+FAILING = '''
+import sparkway as pw
+
+t = pw.debug.table_from_markdown("a\\n1\\n0")
+t = t.select(b=pw.apply(lambda a: 10 // a, t.a))
+pw.debug.compute_and_print(t)
+'''
+
+
+@pytest.fixture(scope="module")
+def daemon_cache(tmp_path_factory) -> Iterator[Path]:
+    """The cache folder of this module's daemons; every daemon stopped at the end."""
+    cache = tmp_path_factory.mktemp("daemon-cache")
+    yield cache
+    for found in _daemons(cache):
+        daemon.stop(found)
+
+
+@pytest.fixture
+def daemon_env(python_env, daemon_cache) -> dict[str, str]:
+    env = {k: v for k, v in python_env.items() if k not in daemon.CI_VARIABLES + daemon.OWN_SPARK_VARIABLES}
+    return {**env, "SPARKWAY_DAEMON": "1", "SPARKWAY_CACHE": str(daemon_cache), "SPARKWAY_DAEMON_IDLE": "300"}
+
+
+def _daemons(cache: Path) -> list[daemon.Daemon]:
+    folder = cache / "daemon"
+    return [daemon.Daemon(f) for f in sorted(folder.iterdir())] if folder.is_dir() else []
+
+
+def _ready(cache: Path, timeout_s: float = 180) -> daemon.Daemon:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        ready = [d for d in _daemons(cache) if d.address() is not None]
+        if ready:
+            return ready[0]
+        time.sleep(0.5)
+    logs = {str(d.folder): (d.folder / "daemon.log").read_text() for d in _daemons(cache)}
+    raise AssertionError(f"no daemon came up: {logs}")
+
+
+def _sparkway(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "sparkway", *args], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_later_runs_attach_to_the_daemon_a_first_run_left_and_continue_its_work(
+    tmp_path: Path, daemon_env, daemon_cache,
+) -> None:
+    """Three runs of a persistent word count on one storage, each with a new file: the
+    first with its own Spark (it leaves the daemon), the second attached, the third with
+    SPARKWAY_DAEMON=0; each outputs exactly what its file changed."""
+    inputs = tmp_path / "inputs"
+    expected_before: collections.Counter = collections.Counter()
+    for run, (name, text, env) in enumerate([
+        ("a.csv", "word\nx\ny\nx\n", daemon_env),
+        ("b.csv", "word\ny\nz\n", daemon_env),
+        ("c.csv", "word\nz\nw\n", {**daemon_env, "SPARKWAY_DAEMON": "0"}),
+    ]):
+        write_file(inputs / name, text)
+        script = write_script(tmp_path, f"run{run}.py", ONE_SOURCE, mode="static", output=f"out{run}.jsonlines")
+        proc = run_program(script, tmp_path, env)
+        check_ok(proc)
+        assert (LEFT in proc.stderr, ATTACHED in proc.stderr) == (run == 0, run == 1), describe(proc)
+        expected = word_counts(inputs)
+        assert counted_changes(tmp_path / f"out{run}.jsonlines") == snapshot_diff(expected_before, expected), run
+        expected_before = expected
+        if run == 0:
+            _ready(daemon_cache)
+    status = _sparkway(daemon_env, "daemon", "status")
+    assert "1 program(s) attached" not in status and "0 program(s) attached" in status, status
+
+
+def test_an_error_reads_the_same_attached_and_with_a_spark_of_its_own(tmp_path: Path, daemon_env, daemon_cache) -> None:
+    script = write_script(tmp_path, "failing.py", FAILING)
+    own = run_program(script, tmp_path, {**daemon_env, "SPARKWAY_DAEMON": "0"})
+    _ready(daemon_cache)
+    attached = run_program(script, tmp_path, daemon_env)
+    assert ATTACHED in attached.stderr, describe(attached)
+    assert own.returncode == attached.returncode == 1, describe(attached)
+
+    def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
+        return [line for line in proc.stderr.splitlines() if "ZeroDivisionError" in line]
+
+    assert error_lines(own) and error_lines(own) == error_lines(attached), (own.stderr[-3000:], attached.stderr[-3000:])
+
+
+def test_the_daemon_is_private_to_its_user(daemon_env, daemon_cache) -> None:
+    """Its folder and record are the user's only, and a client without its token is
+    refused."""
+    found = _ready(daemon_cache)
+    assert stat.S_IMODE(os.stat(daemon_cache / "daemon").st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(found.folder / "daemon.json").st_mode) == 0o600
+    port = found.record["port"]
+    probe = ("from pyspark.sql import SparkSession\n"
+             f"SparkSession.builder.remote('sc://localhost:{port}').getOrCreate().range(1).collect()\n")
+    env = {k: v for k, v in daemon_env.items() if k != "SPARK_CONNECT_AUTHENTICATE_TOKEN"}
+    refused = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "UNAUTHENTICATED" in refused.stderr.upper(), refused.stderr[-2000:]
+
+
+def test_stop_and_idle_end_the_daemon(tmp_path: Path, daemon_env, daemon_cache) -> None:
+    found = _ready(daemon_cache)
+    pid = found.record["pid"]
+    assert "stopped the daemon" in _sparkway(daemon_env, "daemon", "stop")
+    assert not daemon._alive(pid) and found.address() is None
+    assert "no sparkway daemon runs" in _sparkway(daemon_env, "daemon", "status")
+    # a daemon left with an idle time of 2 s ends by itself
+    write_file(tmp_path / "inputs" / "a.csv", "word\nx\n")
+    script = write_script(tmp_path, "run.py", ONE_SOURCE, mode="static", output="out.jsonlines")
+    check_ok(run_program(script, tmp_path, {**daemon_env, "SPARKWAY_DAEMON_IDLE": "2"}))
+    found = _ready(daemon_cache)
+    pid = found.record["pid"]
+    deadline = time.monotonic() + 60
+    while daemon._alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not daemon._alive(pid) and found.record is None, (found.folder / "daemon.log").read_text()
+
+
+@pytest.mark.parametrize("setting", [{"CI": "true"}, {"SPARKWAY_DAEMON": "0"}, {"SPARKWAY_SPARK_CONF": "{}"}])
+def test_no_daemon_in_ci_when_turned_off_or_with_spark_settings(tmp_path: Path, daemon_env, setting) -> None:
+    cache = tmp_path / "cache"
+    write_file(tmp_path / "inputs" / "a.csv", "word\nx\n")
+    script = write_script(tmp_path, "run.py", ONE_SOURCE, mode="static", output="out.jsonlines")
+    proc = run_program(script, tmp_path, {**daemon_env, "SPARKWAY_CACHE": str(cache), **setting})
+    check_ok(proc)
+    assert LEFT not in proc.stderr and not (cache / "daemon").exists(), describe(proc)
+
+
+def test_edited_sources_name_another_daemon_of_the_same_installation() -> None:
+    before = daemon.installation_key()
+    source = Path(daemon.__file__)
+    stats = source.stat()
+    try:
+        os.utime(source, ns=(stats.st_atime_ns, stats.st_mtime_ns + 1))
+        after = daemon.installation_key()
+    finally:
+        os.utime(source, ns=(stats.st_atime_ns, stats.st_mtime_ns))
+    assert before != after and before.split("-")[0] == after.split("-")[0]
+    assert daemon.installation_key() == before
