@@ -71,6 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     serve = daemon_actions.add_parser("serve", help="(what a program starts) run a daemon with this folder")
     serve.add_argument("folder")
     serve.set_defaults(command=_daemon_serve)
+    daemon_actions.add_parser("warm-up", help="(what a daemon runs) a small program, attached to it").set_defaults(
+        command=_daemon_warm_up)
 
     inspect = commands.add_parser("inspect", help="what a persistence storage holds")
     inspect.add_argument("storage", help="its folder, or s3://bucket/prefix")
@@ -192,6 +194,22 @@ def _daemon_serve(args: argparse.Namespace) -> int:
     from sparkway.engine import daemon
 
     daemon.serve(Path(args.folder))
+    return 0
+
+
+def _daemon_warm_up(args: argparse.Namespace) -> int:
+    """A small program of the usual operators (reducers, a join, a filter, a Python
+    function, string methods, a window), which a new daemon runs attached to itself."""
+    import sparkway.public as pw
+
+    sales = pw.debug.table_from_markdown("shop | amount | t\n north | 2 | 1\n south | 3 | 4\n north | 5 | 9")
+    shops = pw.debug.table_from_markdown("shop | city\n north | Oslo\n south | Rome")
+    totals = sales.groupby(sales.shop).reduce(sales.shop, total=pw.reducers.sum(sales.amount), n=pw.reducers.count())
+    joined = totals.join(shops, totals.shop == shops.shop).select(shops.city, totals.total)
+    shaped = joined.filter(joined.total > 1).select(text=pw.apply(str, joined.city), city=joined.city.str.upper())
+    windows = sales.windowby(sales.t, window=pw.temporal.tumbling(duration=5)).reduce(n=pw.reducers.count())
+    pw.debug.table_to_dicts(shaped)
+    pw.debug.table_to_dicts(windows)
     return 0
 
 

@@ -21,6 +21,8 @@ table):
 - the JVM's ``mapInArrow`` with a profile (4.0), or with an expression (3.5).
 - a Connect client told a job's observed metrics (4.0): without them, a program
   attached to a Connect server reads its input itself (``engine.executor_reads``).
+- a Connect client's session settings read and set in one request each (4.0): one
+  request per setting before.
 
 A feature that has no fallback on an older release is refused by ``require`` in one
 line naming it and the release it needs.
@@ -299,6 +301,24 @@ def observation() -> Any:
     from pyspark.sql.connect.observation import Observation
 
     return Observation()
+
+
+def settings_of(spark: SparkSession, keys: Sequence[str]) -> dict[str, str | None]:
+    """The session's values of ``keys`` (None: not set).  Through Spark Connect each
+    request is a round trip to the server."""
+    if _is_remote(spark) and SPARK >= (4, 0):
+        values = spark.conf.getAll
+        return {key: values.get(key) for key in keys}
+    return {key: spark.conf.get(key, None) for key in keys}
+
+
+def set_settings(spark: SparkSession, settings: dict[str, str]) -> None:
+    """Sets the session's ``settings``."""
+    if _is_remote(spark) and SPARK >= (4, 0):
+        spark.conf._set_all(settings, silent=False)  # one request (the client's own batch of `set`)
+        return
+    for key, value in settings.items():
+        spark.conf.set(key, value)
 
 
 def _is_remote(spark: SparkSession) -> bool:

@@ -150,13 +150,10 @@ def take_result_settings(spark: SparkSession) -> dict[str, str | None]:
     """Sets the ``RESULT_SETTINGS`` that ``spark`` has otherwise (a session of the user's:
     a notebook's, one made before ``pw.run``); returns the values they had, for
     ``give_back_settings``."""
-    before = {}
-    for key in RESULT_SETTINGS:
-        value = spark.conf.get(key, None)
-        if value != SQL_SETTINGS[key]:
-            before[key] = value
-            spark.conf.set(key, SQL_SETTINGS[key])
+    before = {key: value for key, value in spark_releases.settings_of(spark, RESULT_SETTINGS).items()
+              if value != SQL_SETTINGS[key]}
     if before:
+        spark_releases.set_settings(spark, {key: SQL_SETTINGS[key] for key in before})
         log.info("For this run, the Spark session's %s", ", ".join(f"{k}={SQL_SETTINGS[k]} (was {v})"
                                                                   for k, v in before.items()))
     return before
@@ -320,9 +317,8 @@ def _attach(address: str) -> SparkSession:
     if served is not None and served != package_identity():
         raise SparkError(f"the sparkway server at {address} runs sparkway {served}, this program sparkway "
                          f"{package_identity()}: start a server from this installation (sparkway server)")
-    for key, value in {**SQL_SETTINGS, **user_conf()}.items():
-        if key not in CLASSIC_ONLY_SETTINGS:
-            spark.conf.set(key, value)
+    settings = {**SQL_SETTINGS, **user_conf()}
+    spark_releases.set_settings(spark, {k: v for k, v in settings.items() if k not in CLASSIC_ONLY_SETTINGS})
     log.info("Attached to the Spark Connect server at %s", address)
     return spark
 
