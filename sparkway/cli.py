@@ -191,9 +191,9 @@ def _daemon_stop(args: argparse.Namespace) -> int:
 def _daemon_serve(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from sparkway.engine import daemon
+    from sparkway.engine import daemon_server
 
-    daemon.serve(Path(args.folder))
+    daemon_server.serve(Path(args.folder))
     return 0
 
 

@@ -34,12 +34,10 @@ import hashlib
 import json
 import logging
 import os
-import secrets
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -50,10 +48,6 @@ from sparkway.engine.cache import cache_root
 
 log = logging.getLogger("sparkway")
 
-#: seconds without an attached program after which a daemon stops
-IDLE_S = 300.0
-#: the JVM heap of a daemon (its Python workers come on top)
-MEMORY = "2g"
 #: variables that mark a CI job, which a daemon would outlive
 CI_VARIABLES = ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "JENKINS_URL", "TF_BUILD", "TEAMCITY_VERSION",
                 "CIRCLECI", "TRAVIS")
@@ -89,20 +83,20 @@ class Daemon:
     def address(self) -> str | None:
         """The Connect address of the daemon, if it runs and listens."""
         record = self.record
-        if record is None or "port" not in record or not _alive(record["pid"]) or not _listening(record["port"]):
+        if record is None or "port" not in record or not alive(record["pid"]) or not _listening(record["port"]):
             return None
         return f"sc://localhost:{record['port']}/;token={record['token']}"
 
     def starting(self) -> bool:
         """Whether a daemon process runs that does not listen yet."""
         record = self.record
-        return record is not None and "port" not in record and _alive(record["pid"])
+        return record is not None and "port" not in record and alive(record["pid"])
 
     def clients(self) -> list[int]:
         """The pids of the programs attached, alive."""
         found = []
-        for entry in _files(self.folder / "clients"):
-            if entry.name.isdigit() and _alive(int(entry.name)):
+        for entry in files_in(self.folder / "clients"):
+            if entry.name.isdigit() and alive(int(entry.name)):
                 found.append(int(entry.name))
             else:
                 entry.unlink(missing_ok=True)
@@ -135,8 +129,6 @@ def installation_key() -> str:
     """What a daemon's workers must share with the program, as ``<installation>-<sources>``:
     sparkway's version and folder, pyspark, the workers' Python and ``PYTHONPATH``; then
     the state of sparkway's sources (an edited checkout)."""
-    from sparkway.engine.spark import package_identity
-
     root = Path(__file__).resolve().parents[1]
     sources = sorted((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in root.rglob("*.py"))
     import pyspark
@@ -144,6 +136,17 @@ def installation_key() -> str:
     installation = [package_identity(), pyspark.__version__, os.environ.get("PYSPARK_PYTHON", sys.executable),
                     os.environ.get("PYTHONPATH", ""), sys.version]
     return f"{_digest(installation)}-{_digest(sources)}"
+
+
+def package_identity() -> str:
+    """What identifies this sparkway to a server: its version and folder."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("sparkway")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return f"{version} at {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}"
 
 
 def _digest(value: Any) -> str:
@@ -172,7 +175,7 @@ def _leave_behind(daemon: Daemon) -> None:
                 [sys.executable, "-m", "sparkway", "daemon", "serve", str(daemon.folder)],
                 stdin=subprocess.DEVNULL, stdout=output, stderr=output, start_new_session=True,
             )
-        _write_private(daemon.folder / "daemon.json", json.dumps({"pid": process.pid}))
+        write_private(daemon.folder / "daemon.json", json.dumps({"pid": process.pid}))
     log.info("Left sparkway's daemon starting, a warm Spark for the next runs (`sparkway daemon stop` stops it; "
              "SPARKWAY_DAEMON=0: none)")
 
@@ -186,11 +189,11 @@ def _register(daemon: Daemon) -> None:
     atexit.register(client.unlink, missing_ok=True)
 
 
-def _stop_stale(folder: Path) -> None:
+def stop_stale(folder: Path) -> None:
     """Stops the daemons of this installation's earlier sources: their workers run code
     that is no longer there."""
     installation = folder.name.split("-")[0]
-    for other in _files(daemons_folder()):
+    for other in files_in(daemons_folder()):
         if other != folder and other.name.split("-")[0] == installation:
             stop(Daemon(other))
 
@@ -198,95 +201,27 @@ def _stop_stale(folder: Path) -> None:
 def stop(daemon: Daemon, wait_s: float = 30.0) -> bool:
     """Stops a daemon (SIGTERM, then SIGKILL to its session); whether it ran."""
     record = daemon.record
-    if record is None or not _alive(record["pid"]):
+    if record is None or not alive(record["pid"]):
         (daemon.folder / "daemon.json").unlink(missing_ok=True)
         return False
     os.kill(record["pid"], signal.SIGTERM)
     deadline = time.monotonic() + wait_s
-    while _alive(record["pid"]) and time.monotonic() < deadline:
+    while alive(record["pid"]) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if _alive(record["pid"]):
+    if alive(record["pid"]):
         log.warning("sparkway's daemon (pid %d) did not stop in %.0f s: killed", record["pid"], wait_s)
         os.killpg(record["pid"], signal.SIGKILL)  # its JVM and Python workers too
     return True
 
 
 def all_daemons() -> list[Daemon]:
-    return [Daemon(folder) for folder in _files(daemons_folder()) if folder.is_dir()]
-
-
-# ------------------------------------------------------------------------ the daemon
-
-
-def serve(folder: Path, idle_s: float | None = None) -> None:
-    """The daemon's process: a ``sparkway server`` on a free port of 127.0.0.1 that
-    admits its token only, until idle for ``idle_s`` seconds or SIGTERM."""
-    from sparkway.engine import spark as sparkway_spark
-    from sparkway.engine.signals import StopSignals
-
-    idle_s = float(os.environ.get("SPARKWAY_DAEMON_IDLE", IDLE_S)) if idle_s is None else idle_s
-    daemon = Daemon(folder)
-    _stop_stale(folder)
-    token = secrets.token_urlsafe(32)
-    # the server reads its token from the environment, which other users cannot see
-    # (a Spark setting would be on the JVM's command line)
-    os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = token
-    os.environ.setdefault("SPARKWAY_DRIVER_MEMORY", os.environ.get("SPARKWAY_DAEMON_MEMORY", MEMORY))
-    port = _free_port()
-    stopping = threading.Event()
-    signals = StopSignals(lambda name, nth: stopping.set())
-    signals.install()
-    session = sparkway_spark.serve("127.0.0.1", port)
-    _warm_up(f"sc://localhost:{port}/;token={token}")
-    signals.install()  # again: the SparkContext and the warm-up's run put their own handlers
-    record = {"pid": os.getpid(), "port": port, "token": token, "package": sparkway_spark.package_identity(),
-              "started_at": time.time()}
-    _write_private(folder / "daemon.json", json.dumps(record))
-    print(f"sparkway daemon: pid {os.getpid()}, port {port}, stops after {idle_s:.0f} s without a program",
-          flush=True)
-    idle_since = time.monotonic()
-    while not stopping.wait(1.0):
-        if daemon.record != record:  # removed by `sparkway daemon stop`, or replaced
-            break
-        if daemon.clients():
-            idle_since = time.monotonic()
-        elif time.monotonic() - idle_since >= idle_s and _leave_if_still_idle(daemon):
-            break
-    if daemon.record == record:
-        (folder / "daemon.json").unlink(missing_ok=True)
-    signals.restore()
-    session.stop()
-
-
-def _warm_up(address: str) -> None:
-    """Runs a small program attached (``sparkway daemon warm-up``), as a client's would,
-    before the first client comes: its first step then finds the server's code compiled
-    and the Python workers of Connect sessions started (a first client's run took 7.4 s
-    where a warm one took 2.6)."""
-    started = time.monotonic()
-    # the server's own settings are not a client's to set
-    env = {**{k: v for k, v in os.environ.items() if k != "SPARKWAY_SPARK_CONF"}, "SPARKWAY_SPARK_MASTER": address}
-    done = subprocess.run([sys.executable, "-m", "sparkway", "daemon", "warm-up"],
-                          env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    if done.returncode != 0:  # a daemon that did not warm up still serves
-        print(f"sparkway daemon: the warm-up failed: {done.stderr[-2000:]}", flush=True)
-    print(f"sparkway daemon: warmed up in {time.monotonic() - started:.1f} s", flush=True)
-
-
-def _leave_if_still_idle(daemon: Daemon) -> bool:
-    """Removes the record unless a program attached meanwhile (under the lock that
-    programs take to find the daemon)."""
-    with daemon.lock():
-        if daemon.clients():
-            return False
-        (daemon.folder / "daemon.json").unlink(missing_ok=True)
-        return True
+    return [Daemon(folder) for folder in files_in(daemons_folder()) if folder.is_dir()]
 
 
 # ------------------------------------------------------------------------ helpers
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -302,20 +237,14 @@ def _listening(port: int) -> bool:
     return False
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _files(folder: Path) -> list[Path]:
+def files_in(folder: Path) -> list[Path]:
     try:
         return sorted(folder.iterdir())
     except OSError:
         return []
 
 
-def _write_private(path: Path, text: str) -> None:
+def write_private(path: Path, text: str) -> None:
     """Writes ``text`` readable by this user only, replacing ``path`` at once."""
     temporary = path.with_suffix(".tmp")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

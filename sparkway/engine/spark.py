@@ -284,20 +284,9 @@ def serve(address: str = "127.0.0.1", port: int = 15002) -> SparkSession:
         "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
         "spark.connect.grpc.binding.address": address,
         "spark.connect.grpc.binding.port": str(port),
-        SERVER_SETTING: package_identity(),
+        SERVER_SETTING: daemon.package_identity(),
     })
     return get_spark(os.environ.get("SPARKWAY_SPARK_MASTER") or DEFAULT_MASTER, optimizing_jit=True)
-
-
-def package_identity() -> str:
-    """What identifies this sparkway to a server: its version and folder."""
-    from importlib import metadata
-
-    try:
-        version = metadata.version("sparkway")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    return f"{version} at {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}"
 
 
 def _attach(address: str) -> SparkSession:
@@ -314,9 +303,9 @@ def _attach(address: str) -> SparkSession:
         todo = ("install the Spark Connect client: pip install 'pyspark[connect]'" if isinstance(error, ImportError)
                 else "start one with `sparkway server`, or unset SPARKWAY_SPARK_MASTER")
         raise SparkError(f"could not attach to the Spark Connect server at {address}: {said} ({todo})") from None
-    if served is not None and served != package_identity():
+    if served is not None and served != daemon.package_identity():
         raise SparkError(f"the sparkway server at {address} runs sparkway {served}, this program sparkway "
-                         f"{package_identity()}: start a server from this installation (sparkway server)")
+                         f"{daemon.package_identity()}: start a server from this installation (sparkway server)")
     settings = {**SQL_SETTINGS, **user_conf()}
     spark_releases.set_settings(spark, {k: v for k, v in settings.items() if k not in CLASSIC_ONLY_SETTINGS})
     log.info("Attached to the Spark Connect server at %s", address)

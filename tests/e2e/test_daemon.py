@@ -5,7 +5,6 @@ user, stops when idle or told to, and never starts in CI or with SPARKWAY_DAEMON
 from __future__ import annotations
 
 import collections
-import json
 import os
 import stat
 import subprocess
@@ -133,7 +132,7 @@ def test_stop_and_idle_end_the_daemon(tmp_path: Path, daemon_env, daemon_cache) 
     found = _ready(daemon_cache)
     pid = found.record["pid"]
     assert "stopped the daemon" in _sparkway(daemon_env, "daemon", "stop")
-    assert not daemon._alive(pid) and found.address() is None
+    assert not daemon.alive(pid) and found.address() is None
     assert "no sparkway daemon runs" in _sparkway(daemon_env, "daemon", "status")
     # a daemon left with an idle time of 2 s ends by itself
     write_file(tmp_path / "inputs" / "a.csv", "word\nx\n")
@@ -142,9 +141,9 @@ def test_stop_and_idle_end_the_daemon(tmp_path: Path, daemon_env, daemon_cache) 
     found = _ready(daemon_cache)
     pid = found.record["pid"]
     deadline = time.monotonic() + 60
-    while daemon._alive(pid) and time.monotonic() < deadline:
+    while daemon.alive(pid) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert not daemon._alive(pid) and found.record is None, (found.folder / "daemon.log").read_text()
+    assert not daemon.alive(pid) and found.record is None, (found.folder / "daemon.log").read_text()
 
 
 @pytest.mark.parametrize("setting", [{"CI": "true"}, {"SPARKWAY_DAEMON": "0"}, {"SPARKWAY_SPARK_CONF": "{}"}])
