@@ -28,6 +28,7 @@ does a CI environment (``CI`` and the like), where it would outlive the job.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import hashlib
@@ -119,8 +120,6 @@ def attach_address() -> str | None:
         if address is not None:
             _register(daemon)
             return address
-    import atexit
-
     atexit.register(_leave_behind, daemon)
     return None
 
@@ -129,9 +128,10 @@ def installation_key() -> str:
     """What a daemon's workers must share with the program, as ``<installation>-<sources>``:
     sparkway's version and folder, pyspark, the workers' Python and ``PYTHONPATH``; then
     the state of sparkway's sources (an edited checkout)."""
-    root = Path(__file__).resolve().parents[1]
-    sources = sorted((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in root.rglob("*.py"))
     import pyspark
+
+    root = Path(__file__).resolve().parents[1]
+    sources = sorted((str(p), stat.st_mtime_ns, stat.st_size) for p in root.rglob("*.py") for stat in [p.stat()])
 
     installation = [package_identity(), pyspark.__version__, os.environ.get("PYSPARK_PYTHON", sys.executable),
                     os.environ.get("PYTHONPATH", ""), sys.version]
@@ -184,8 +184,6 @@ def _register(daemon: Daemon) -> None:
     """Marks this program as attached until it exits (a killed one's pid is found dead)."""
     client = daemon.folder / "clients" / str(os.getpid())
     client.touch()
-    import atexit
-
     atexit.register(client.unlink, missing_ok=True)
 
 
