@@ -19,7 +19,9 @@ stopped.  In the folder:
 * ``start.lock``: held by a program while it looks for or starts the daemon, and by
   the daemon when it decides to stop, so that no program attaches to a daemon on its
   way out;
-* ``daemon.log``: the daemon's output (why it did not start, say).
+* ``daemon.log``: the daemon's output (why it did not start, say);
+* ``schemas/``: the schemas of plans that attached programs had the daemon analyse,
+  which their reruns read instead (``engine/schema_cache.py``).
 
 A daemon stops after ``SPARKWAY_DAEMON_IDLE`` seconds (default 300) without a program
 attached, on ``sparkway daemon stop`` or SIGTERM.  ``SPARKWAY_DAEMON=0`` turns it off, as
@@ -35,6 +37,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -88,6 +91,11 @@ class Daemon:
             return None
         return f"sc://localhost:{record['port']}/;token={record['token']}"
 
+    @property
+    def schemas(self) -> Path:
+        """The schemas of the plans that programs attached asked for (``engine/schema_cache.py``)."""
+        return self.folder / "schemas"
+
     def starting(self) -> bool:
         """Whether a daemon process runs that does not listen yet."""
         record = self.record
@@ -110,16 +118,17 @@ class Daemon:
             yield
 
 
-def attach_address() -> str | None:
-    """The address of this installation's daemon, with this program registered as its
-    client; None when it does not run (then one is started as this program exits) or is
-    still on its way up (starting and warming up take longer than a Spark of our own)."""
+def attach() -> tuple[str, Daemon] | None:
+    """The address of this installation's daemon and the daemon, with this program
+    registered as its client; None when it does not run (then one is started as this
+    program exits) or is still on its way up (starting and warming up take longer than a
+    Spark of our own)."""
     daemon = Daemon(_folder(installation_key()))
     with daemon.lock():
         address = daemon.address()
         if address is not None:
             _register(daemon)
-            return address
+            return address, daemon
     atexit.register(_leave_behind, daemon)
     return None
 
@@ -194,6 +203,7 @@ def stop_stale(folder: Path) -> None:
     for other in files_in(daemons_folder()):
         if other != folder and other.name.split("-")[0] == installation:
             stop(Daemon(other))
+            shutil.rmtree(other, ignore_errors=True)  # its schemas were of the stale sources
 
 
 def stop(daemon: Daemon, wait_s: float = 30.0) -> bool:

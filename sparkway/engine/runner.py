@@ -195,6 +195,10 @@ class Runner:
                 dues = [d for s in self.sources if (d := s.due_in()) is not None]
                 self.wakeup.wait(min([poll_wait(looking, self.options.poll_interval_s), *dues]))
 
+    def _input_read(self) -> bool:
+        """Whether every source is bounded and read to its end: no input step follows."""
+        return all(s.bounded and s.is_finished for s in self.sources)
+
     def _abandon(self) -> None:
         """A second stop request: the running step's Spark jobs are cancelled, and the
         run ends without committing the step (a persistent run does it again when it
@@ -365,8 +369,10 @@ class Runner:
                           one_task=not distributed and rows_here <= ONE_BATCH_ROWS
                           and self.partitions <= ONE_TASK_PARTITIONS)
         counters = {name: PieceCounts(spark) for name in distributed}
-        # a small step of input may run the plan of an earlier step (``engine.programs``)
-        inputs = self._inputs if kind == "input" and ctx.one_task else None
+        # a small step of input may run the plan of an earlier step (``engine.programs``);
+        # after the last one, which a static program's first step often is, none would
+        # (and checking that its plan can run again costs Spark a physical plan)
+        inputs = self._inputs if kind == "input" and ctx.one_task and not self._input_read() else None
         collection = None
         if inputs is not None:
             shape = shape_of(tables)

@@ -35,6 +35,27 @@ pw.debug.compute_and_print(t)
 '''
 
 
+JOINED = '''
+import sparkway as pw
+
+orders = pw.debug.table_from_markdown("""
+oid | cid | amount
+1   | 1   | 10
+2   | 2   | 5
+3   | 1   | 7
+""")
+names = pw.debug.table_from_markdown("""
+cid | name
+1   | ann
+2   | bob
+""")
+named = orders.join(names, orders.cid == names.cid).select(names.name, orders.amount)
+totals = named.groupby(named.name).reduce(named.name, total=pw.reducers.sum(named.amount))
+pw.debug.compute_and_print(totals.select(totals.name, shout=pw.apply(str.upper, totals.name), total=totals.total),
+                           include_id=False)
+'''
+
+
 @pytest.fixture(scope="module")
 def daemon_cache(tmp_path_factory) -> Iterator[Path]:
     """The cache folder of this module's daemons; every daemon stopped at the end."""
@@ -91,6 +112,8 @@ def test_later_runs_attach_to_the_daemon_a_first_run_left_and_continue_its_work(
         proc = run_program(script, tmp_path, env)
         check_ok(proc)
         assert (LEFT in proc.stderr, ATTACHED in proc.stderr) == (run == 0, run == 1), describe(proc)
+        if run == 1:  # the log names the server, not its token
+            assert _ready(daemon_cache).record["token"] not in proc.stderr + proc.stdout, describe(proc)
         expected = word_counts(inputs)
         assert counted_changes(tmp_path / f"out{run}.jsonlines") == snapshot_diff(expected_before, expected), run
         expected_before = expected
@@ -112,6 +135,26 @@ def test_an_error_reads_the_same_attached_and_with_a_spark_of_its_own(tmp_path: 
         return [line for line in proc.stderr.splitlines() if "ZeroDivisionError" in line]
 
     assert error_lines(own) and error_lines(own) == error_lines(attached), (own.stderr[-3000:], attached.stderr[-3000:])
+
+
+def test_a_rerun_attached_takes_the_schemas_of_its_plans_from_the_daemon_s_folder(
+    tmp_path: Path, daemon_env, daemon_cache,
+) -> None:
+    """The second attached run has the daemon analyse no plan that the first one did (no
+    new entry; entries read), and prints what a run with a Spark of its own prints."""
+    script = write_script(tmp_path, "joined.py", JOINED)
+    own = run_program(script, tmp_path, {**daemon_env, "SPARKWAY_DAEMON": "0"})
+    schemas = _ready(daemon_cache).schemas
+    first = run_program(script, tmp_path, daemon_env)
+    entries = {p.name: p.stat().st_mtime_ns for p in schemas.iterdir()}
+    second = run_program(script, tmp_path, daemon_env)
+    after = {p.name: p.stat().st_mtime_ns for p in schemas.iterdir()}
+    for proc in (own, first, second):
+        check_ok(proc)
+    assert ATTACHED in first.stderr and ATTACHED in second.stderr, describe(second)
+    assert own.stdout == first.stdout == second.stdout and "BOB" in own.stdout, (own.stdout, second.stdout)
+    assert entries and after.keys() == entries.keys(), sorted(after.keys() - entries.keys())
+    assert any(after[name] > entries[name] for name in entries)
 
 
 def test_the_daemon_is_private_to_its_user(daemon_env, daemon_cache) -> None:
