@@ -75,6 +75,23 @@ def test_steps_of_one_shape_run_the_plan_the_first_step_built(builds: list[int],
     assert ((10, (("start", 3), ("user", "ann"), ("visits", 2)), 1)) in kept[1]
 
 
+def test_the_last_input_step_does_not_ask_spark_whether_its_plan_could_run_again(monkeypatch, tmp_path) -> None:
+    """A static program of one step (debug rows, then a folder of files) ends with it:
+    no step would run its plan again, and asking costs Spark a physical plan."""
+    asked: list[int] = []
+    ask = Collection.exchanges_nothing
+    monkeypatch.setattr(Collection, "exchanges_nothing", lambda self: asked.append(1) or ask(self))
+    totals, _ = _sums_and_sessions()
+    _changes(totals)
+    assert len(asked) == 1  # after the first of five steps, not after the last
+    graph.clear()
+    (tmp_path / "a.csv").write_text("word\nx\ny\n")
+    (tmp_path / "b.csv").write_text("word\nx\n")
+    words = pw.io.csv.read(tmp_path, schema=pw.schema_from_types(word=str), mode="static")
+    counts = _changes(words.groupby(words.word).reduce(words.word, n=pw.reducers.count()))
+    assert len(asked) == 1 and _latest(counts, "word") == {"x": {"word": "x", "n": 2}, "y": {"word": "y", "n": 1}}
+
+
 def _late_and_early_windows() -> pw.Table:
     """Sliding windows whose behavior holds rows back (``delay``: a buffer gate) and
     drops late ones (``cutoff``: a forget gate), over a stream of one row per time."""

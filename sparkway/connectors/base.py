@@ -143,6 +143,11 @@ class Source(ABC):
         """True when the source will never have another segment (static mode, read)."""
         return self._finished
 
+    def read_to_end(self, segments: list[Segment]) -> bool:
+        """Whether no segment will follow ``segments`` (a bounded source with nothing
+        else left); False when the source cannot tell."""
+        return self.is_finished and not segments
+
     @property
     def bounded(self) -> bool:
         """True when the input is finite by construction (static mode), so that a table

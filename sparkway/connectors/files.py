@@ -369,6 +369,11 @@ class FileSource(Source):
                 self._finish()
         return list(self._static_pending)
 
+    def read_to_end(self, segments: list[Segment]) -> bool:
+        if self.is_finished or self._static_pending is None:
+            return self.is_finished and not segments
+        return {_segment_key(s) for s in self._static_pending} <= {_segment_key(s) for s in segments}
+
     def _scan(self, *, final: bool) -> list[Segment]:
         entries = self.files.list()
         if not entries and not self.files.exists():

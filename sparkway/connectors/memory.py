@@ -54,6 +54,9 @@ class MemorySource(Source):
     def is_finished(self) -> bool:
         return self.next >= len(self.transactions)
 
+    def read_to_end(self, segments: list[Segment]) -> bool:
+        return max((s["transaction"] for s in segments), default=self.next - 1) + 1 >= len(self.transactions)
+
     @property
     def bounded(self) -> bool:
         return True

@@ -195,10 +195,6 @@ class Runner:
                 dues = [d for s in self.sources if (d := s.due_in()) is not None]
                 self.wakeup.wait(min([poll_wait(looking, self.options.poll_interval_s), *dues]))
 
-    def _input_read(self) -> bool:
-        """Whether every source is bounded and read to its end: no input step follows."""
-        return all(s.bounded and s.is_finished for s in self.sources)
-
     def _abandon(self) -> None:
         """A second stop request: the running step's Spark jobs are cancelled, and the
         run ends without committing the step (a persistent run does it again when it
@@ -273,7 +269,9 @@ class Runner:
         self._count_entries(segments, read_here)
         with computing_step(spark, step, time):
             distinct = self._distinct_inserts(segments) if kind == "input" else set()
-            deliveries, read_on_executors = self._compute(spark, location, step, time, tables, kind, distinct)
+            last_input = all(s.read_to_end(segments.get(s.name, [])) for s in self.sources)
+            deliveries, read_on_executors = self._compute(spark, location, step, time, tables, kind, distinct,
+                                                          last_input)
         self._count_entries(segments, read_on_executors)
         for delivery in deliveries:
             delivery.finish()
@@ -355,10 +353,12 @@ class Runner:
     def _compute(
         self, spark: SparkSession, location: StateLocation, step: int, time: int,
         tables: dict[str, pa.Table | ExecutorRead], kind: str = "input", distinct: set[str] | None = None,
+        last_input: bool = False,
     ) -> tuple[list["_Delivery"], dict[str, int]]:
         """The step's output, per sink (a large step's is written to the sinks that take
         it in pieces as it comes, see ``_delivered``), and the rows read on the executors
-        per source (``distinct``: the sources whose changes are insertions of distinct ids)."""
+        per source (``distinct``: the sources whose changes are insertions of distinct ids;
+        ``last_input``: no input step follows)."""
         final = kind == "end"
         distributed = {name: t for name, t in tables.items() if isinstance(t, ExecutorRead)}
         rows_here = sum(t.num_rows for t in tables.values() if isinstance(t, pa.Table))
@@ -369,10 +369,8 @@ class Runner:
                           one_task=not distributed and rows_here <= ONE_BATCH_ROWS
                           and self.partitions <= ONE_TASK_PARTITIONS)
         counters = {name: PieceCounts(spark) for name in distributed}
-        # a small step of input may run the plan of an earlier step (``engine.programs``);
-        # after the last one, which a static program's first step often is, none would
-        # (and checking that its plan can run again costs Spark a physical plan)
-        inputs = self._inputs if kind == "input" and ctx.one_task and not self._input_read() else None
+        # a small step of input may run the plan of an earlier step (``engine.programs``)
+        inputs = self._inputs if kind == "input" and ctx.one_task else None
         collection = None
         if inputs is not None:
             shape = shape_of(tables)
@@ -381,7 +379,9 @@ class Runner:
         if collection is None:
             collection = self._build(ctx, tables, counters, inputs, distinct or set())
             step_bound = ctx.persisted or ctx.logged or ctx.reads_time
-            if inputs is not None and not step_bound and collection.exchanges_nothing():
+            # no later step would run the plan of the last one, which a static program's
+            # first step often is (checking that it can costs Spark a physical plan)
+            if inputs is not None and not step_bound and not last_input and collection.exchanges_nothing():
                 inputs.keep(shape, collection)
         parts = collect_parts(tables, self.partitions) if ctx.large else None
         deliveries = [_Delivery(out, label, time, final, parts is not None, self.stats)
