@@ -69,6 +69,13 @@ def sampled(nodeid: str, sample: dict[str, int], share: int = 100) -> bool:
     return zlib.crc32(nodeid.encode()) % 100 < percent and in_share
 
 
+def in_shard(nodeid: str, part: tuple[int, int]) -> bool:
+    """Whether the test belongs to shard ``k`` of ``n`` (a hash of its id: a file's tests
+    are spread over the shards, so that its slow ones are too)."""
+    k, n = part
+    return zlib.crc32(b"shard:" + nodeid.encode()) % n == k
+
+
 def categorize(excinfo: pytest.ExceptionInfo) -> str:
     """Why a test failed, from its exception (the report's categories)."""
     e, text = excinfo.value, str(excinfo.value)
@@ -106,7 +113,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     from compat import shim
 
     settings = _config()
-    keep = [i for i in items if not excluded(i.nodeid, settings["exclusions"]) and sampled(i.nodeid, settings["sample"], settings["share"])]
+    part = tuple(settings.get("shard", (0, 1)))
+    keep = [
+        i for i in items
+        if not excluded(i.nodeid, settings["exclusions"]) and sampled(i.nodeid, settings["sample"], settings["share"])
+        and in_shard(i.nodeid, part)
+    ]
     selected = Path(settings["selected"])
     if not selected.exists():  # a resumed run (after a timeout) keeps the first run's selection
         selected.write_text(json.dumps([i.nodeid for i in keep]))

@@ -2,25 +2,28 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python -m tests.compat.runner [--budget 3600] [--timeout 15] [--share 100] [-k FILE_REGEX]
+    .venv/bin/python -m tests.compat.runner [--budget 3600] [--timeout 15] [--share 100] [--jobs 2] [-k FILE_REGEX]
     .venv/bin/python -m tests.compat.runner --tests pathway/tests/test_common.py::test_select ...
 
 Steps: download the ``pathway==0.33.0`` wheel once (``pip download``, cached in
 ``$SPARKWAY_COMPAT_CACHE`` or ``~/.cache/sparkway/compat``); extract its tests and, as
 ``*.py.pysrc``, its modules (for their docstring examples) into a temporary folder, with
 a stub ``pathway/__init__.py`` that makes ``import pathway`` give sparkway
-(``shim.py``); run the selected tests and examples with pytest in *one* subprocess (one
-SparkSession for all; a test that times out ends it, and a fresh one runs the rest);
-write the report.  Nothing from the wheel is written inside the
-repository.  Exclusions are in ``exclusions.txt``; ``SAMPLE`` trims files that repeat one
-test many times.  A whole run takes about 35 minutes on 2 cores; ``--share 25`` runs a fixed
-25% of every file (the regression check of ``test_compat.py``).
+(``shim.py``); run the selected tests and examples with pytest in ``--jobs`` subprocesses
+at once (2 by default), each on a shard of them (by a hash of the test's id, so that a
+file's slow tests are spread) with one SparkSession for all its tests (a test that times
+out ends its process, and a fresh one runs the rest of the shard); write the report.
+Nothing from the wheel is written inside the repository.  Exclusions are in
+``exclusions.txt``; ``SAMPLE`` trims files that repeat one test many times.  A whole run
+takes about 15 minutes on 2 cores (36 in one process); ``--share 25`` runs a fixed 25% of
+every file (the regression check of ``test_compat.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import re
@@ -29,6 +32,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -114,41 +118,76 @@ def prepare(wheel: Path, work: Path, exclusions: list[str], file_regex: str | No
 
 
 def run_pytest(
-    work: Path, paths: list[str], exclusions: list[str], budget: float, timeout: float, share: int = 100
+    work: Path, paths: list[str], exclusions: list[str], budget: float, timeout: float, share: int = 100, jobs: int = 2
 ) -> tuple[list[dict], list[str], float]:
-    """Runs the tests in one subprocess (a fresh one after a timeout), stopped at ``budget``
-    seconds; returns the results."""
-    results, selected = work / "results.jsonl", work / "selected.json"
-    command, env = _pytest_command(work, paths, exclusions, timeout, budget, share)
+    """Runs the tests in ``jobs`` subprocesses at once, each a shard of the tests (a fresh
+    process after a timeout), stopped at ``budget`` seconds; returns the results."""
     start = time.monotonic()
-    resume = work / "resume"  # left by the plugin when a timeout ended its process
-    with open(work / "pytest.log", "w") as log:
+    shards = [work / f"shard-{k}" for k in range(jobs)]
+    failures: list[BaseException] = []
+
+    def run_shard(k: int) -> None:
+        try:
+            _run_shard(work, shards[k], (k, jobs), paths, exclusions, timeout, budget, share)
+        except BaseException as e:  # re-raised below, in the caller's thread
+            failures.append(e)
+
+    runs = [threading.Thread(target=run_shard, args=(k,), daemon=True) for k in range(jobs)]
+    for thread in runs:
+        thread.start()
+    try:
+        for thread in runs:
+            thread.join()
+    except BaseException:  # ^C: the shards' processes run in sessions of their own
+        for process in list(_RUNNING):
+            _stop(process)
+        raise
+    if failures:
+        raise failures[0]
+    elapsed = time.monotonic() - start
+    if elapsed > 0.8 * budget:
+        print(f"warning: the run took {elapsed:.0f} s of its {budget:.0f} s budget: sample big files (SAMPLE)", file=sys.stderr)
+    records, chosen = [], []
+    for shard in shards:
+        results, selected = shard / "results.jsonl", shard / "selected.json"
+        records += [json.loads(ln) for ln in results.read_text().splitlines()] if results.exists() else []
+        chosen += json.loads(selected.read_text()) if selected.exists() else []
+    if not chosen and not records:
+        logs = "\n".join((shard / "pytest.log").read_text()[-3000:] for shard in shards)
+        raise RuntimeError("pytest selected nothing:\n" + logs)
+    return records, chosen, elapsed
+
+
+def _run_shard(work: Path, shard: Path, part: tuple[int, int], paths: list[str], exclusions: list[str],
+               timeout: float, budget: float, share: int) -> None:
+    """One process after another on the tests of shard ``part`` (k of n), until one ends
+    without a timeout (the plugin leaves ``resume`` when a timeout ends its process)."""
+    shard.mkdir(exist_ok=True)
+    command, env = _pytest_command(work, paths, exclusions, timeout, budget, share, shard, part)
+    start = time.monotonic()
+    resume = shard / "resume"
+    with open(shard / "pytest.log", "w") as log:
         while time.monotonic() - start < budget - 30:
             resume.unlink(missing_ok=True)
             _run_until(command, work, env, log, budget - (time.monotonic() - start))
             if not resume.exists():
                 break
-    elapsed = time.monotonic() - start
-    if elapsed > 0.8 * budget:
-        print(f"warning: the run took {elapsed:.0f} s of its {budget:.0f} s budget: sample big files (SAMPLE)", file=sys.stderr)
-    records = [json.loads(ln) for ln in results.read_text().splitlines()] if results.exists() else []
-    chosen = json.loads(selected.read_text()) if selected.exists() else []
-    if not chosen and not records:
-        raise RuntimeError("pytest selected nothing:\n" + (work / "pytest.log").read_text()[-3000:])
-    return records, chosen, elapsed
 
 
 def _pytest_command(
-    work: Path, paths: list[str], exclusions: list[str], timeout: float, budget: float, share: int = 100
+    work: Path, paths: list[str], exclusions: list[str], timeout: float, budget: float, share: int = 100,
+    shard: Path | None = None, part: tuple[int, int] = (0, 1),
 ) -> tuple[list[str], dict[str, str]]:
-    """The pytest command line and environment of a run in ``work``."""
+    """The pytest command line and environment of a run in ``work`` (its files in
+    ``shard``, by default ``work`` itself), on shard ``part`` of the tests."""
+    shard = shard or work
     config = {
         # tests stop starting 30 s before the budget's end (killing the run would kill the
         # JVM under the test running, and count the tests after it as failed)
         "exclusions": exclusions, "sample": SAMPLE, "share": share, "timeout": timeout, "deadline": time.time() + budget - 30,
-        "results": str(work / "results.jsonl"), "selected": str(work / "selected.json"),
+        "results": str(shard / "results.jsonl"), "selected": str(shard / "selected.json"), "shard": list(part),
     }
-    (work / "compat.json").write_text(json.dumps(config))
+    (shard / "compat.json").write_text(json.dumps(config))
     (work / "pytest.ini").write_text("[pytest]\n")
     venv_python = ROOT / ".venv" / "bin" / "python"
     python = str(venv_python if venv_python.exists() else sys.executable)
@@ -157,8 +196,8 @@ def _pytest_command(
         "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PYSPARK_PYTHON": python,
-        "SPARKWAY_COMPAT_CONFIG": str(work / "compat.json"),
-        "SPARKWAY_STATE_CACHE": str(work / "state-cache"),
+        "SPARKWAY_COMPAT_CONFIG": str(shard / "compat.json"),
+        "SPARKWAY_STATE_CACHE": str(shard / "state-cache"),
     }
     command = [
         python, "-m", "pytest", "-c", str(work / "pytest.ini"), "--rootdir", str(work), "-q", "--no-header",
@@ -171,16 +210,30 @@ def _pytest_command(
 def _run_until(command: list[str], work: Path, env: dict[str, str], log: Any, seconds: float) -> None:
     """Runs pytest; stops it (and its JVM) when ``seconds`` are spent."""
     process = subprocess.Popen(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    _RUNNING.add(process)
     try:
         process.wait(timeout=seconds)
     except subprocess.TimeoutExpired:
         print("budget spent: stopping the run", file=sys.stderr)
+        _stop(process)
+    finally:
+        _RUNNING.discard(process)
+
+
+#: the pytest processes running (one per shard)
+_RUNNING: set[subprocess.Popen] = set()
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """Stops pytest and its JVM (its session), by force after 15 s."""
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        process.wait()
 
 
 def summarize(records: list[dict], selected: list[str], elapsed: float) -> dict[str, Any]:
@@ -275,7 +328,8 @@ def debug(test_ids: list[str], timeout: float, workdir: str | None = None) -> in
 
 
 def run(
-    budget: float = 3600, timeout: float = 15, file_regex: str | None = None, workdir: str | None = None, share: int = 100
+    budget: float = 3600, timeout: float = 15, file_regex: str | None = None, workdir: str | None = None, share: int = 100,
+    jobs: int = 2,
 ) -> dict[str, Any]:
     """Runs the whole measurement (or ``share`` percent of each file) and returns the report
     (also written to the cache).
@@ -290,7 +344,7 @@ def run(
             work.mkdir(parents=True)
         exclusions = read_exclusions()
         paths = prepare(wheel, work, exclusions, file_regex)
-        records, selected, elapsed = run_pytest(work, paths, exclusions, budget, timeout, share)
+        records, selected, elapsed = run_pytest(work, paths, exclusions, budget, timeout, share, jobs)
     report = summarize(records, selected, elapsed)
     report["share"] = share
     (cache_dir() / "report.json").write_text(json.dumps(report, indent=1))
@@ -304,6 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=3600, help="seconds for the whole pytest run")
     parser.add_argument("--timeout", type=float, default=15, help="seconds per test")
     parser.add_argument("--share", type=int, default=100, help="percent of each file's tests to run (a fixed subset): a quicker regression check")
+    parser.add_argument("--jobs", type=int, default=2, help="test processes at once, each with its own Spark (a shard of the tests)")
     parser.add_argument("-k", dest="file_regex", help="regex: only files whose path matches")
     parser.add_argument("--workdir", help="keep the extracted files and pytest.log here (outside the repository)")
     parser.add_argument("--report", help="also write the report (JSON) to this file")
@@ -316,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--write-baseline records a whole run: drop --share and -k")
     if args.tests:
         return debug(args.tests, args.timeout, args.workdir)
-    report = run(args.budget, args.timeout, args.file_regex, args.workdir, args.share)
+    report = run(args.budget, args.timeout, args.file_regex, args.workdir, args.share, args.jobs)
     print_summary(report)
     print(f"full report: {cache_dir() / 'report.json'}; failing tests: {cache_dir() / 'failures.txt'}")
     if args.report:
