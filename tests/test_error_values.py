@@ -214,6 +214,29 @@ def test_a_reducer_failing_for_a_group_makes_its_aggregate_an_error() -> None:
     ]
 
 
+def test_reducers_skip_error_arguments_unless_skip_errors_is_false() -> None:
+    # Pathway's rule (its test_groupby_propagate_errors): with _skip_errors=False, an
+    # aggregate over an Error argument is an Error, here filled with -1; count is not one.
+    # x is an Error where b is 0 (a=4), y where c is 0 (a=5); min reads x as sum does.
+    t = numbers().select(g=pw.this.a % 2, x=pw.this.a // pw.this.b, y=pw.this.a / pw.this.c)
+
+    def reduced(**skip: bool) -> list[tuple]:
+        res = t.groupby(pw.this.g, **skip).reduce(
+            pw.this.g,
+            sx=pw.fill_error(pw.reducers.sum(pw.this.x), -1),
+            mx=pw.fill_error(pw.reducers.min(pw.this.x), -1),
+            sy=pw.fill_error(pw.reducers.sum(pw.this.y), -1),
+            n=pw.reducers.count(),
+        )
+        rows: list[tuple] = []
+        pw.io.subscribe(res, on_change=lambda key, row, time, is_addition: rows.append(tuple(row.values())))
+        pw.run(terminate_on_error=False)
+        return sorted(rows)
+
+    assert reduced(_skip_errors=False) == [(0, -1, -1, 4.0, 2), (1, 2, 1, -1.0, 2)]
+    assert reduced() == [(0, 3, 3, 4.0, 2), (1, 2, 1, 3.0, 2)]
+
+
 # -- input connectors: a value that does not fit its column ------------------------------
 # (messages and rows recorded with Pathway 0.33.0, from its own tests' programs)
 

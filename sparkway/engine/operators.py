@@ -438,24 +438,26 @@ def _reduce(node: n.Reduce, frames: list[DataFrame], ctx: StepContext) -> DataFr
     aggregates = []
     failures = {}  # aggregate -> the payload column saying where an argument is an Error
     arg_types = {}
-    carried: dict[str, str] = {}  # input column -> the payload column carrying it for every reducer reading it
+    # input column -> the payload column carrying it for every reducer reading it, and
+    # where it is an Error
+    carried: dict[str, tuple[str, Column | None]] = {}
     for j, (name, agg) in enumerate(node.aggregates):
         arg_names = []
         for m, arg in enumerate(agg.args):
-            failed = scope.checks.flag(arg) if scope.checks is not None else None
-            if failed is not None and not node.skip_errors:
-                failures[name] = failures[name] | failed if name in failures else failed
             column = _input_column(arg)
             if column in carried:  # min and max of one column: the state holds it once
-                arg_names.append(carried[column])
-                continue
-            arg_name = f"_pw_arg_{j}_{m}"
-            value = compile_expr(arg, scope).cast(infer(arg, inputs).spark_type())
+                arg_name, failed = carried[column]
+            else:
+                arg_name = f"_pw_arg_{j}_{m}"
+                value = compile_expr(arg, scope).cast(infer(arg, inputs).spark_type())
+                failed = scope.checks.flag(arg) if scope.checks is not None else None  # known once compiled
+                arg_types[arg_name] = infer(arg, inputs).arrow_type()
+                payload[arg_name] = value if failed is None else F.when(failed, F.lit(None)).otherwise(value)
+                if column is not None:
+                    carried[column] = (arg_name, failed)
             arg_names.append(arg_name)
-            arg_types[arg_name] = infer(arg, inputs).arrow_type()
-            payload[arg_name] = value if failed is None else F.when(failed, F.lit(None)).otherwise(value)
-            if column is not None:
-                carried[column] = arg_name
+            if failed is not None and not node.skip_errors:
+                failures[name] = failures[name] | failed if name in failures else failed
         params = agg.params
         if written_in_python(agg.kind):  # the user's function gets Python values (tuples, Json...)
             params = (*params, tuple(infer(arg, inputs) for arg in agg.args))
