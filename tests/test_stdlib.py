@@ -65,6 +65,16 @@ def test_unpack_col_dict_reads_each_type_and_optional_fields():
     ])
 
 
+def test_unpack_col_dict_reads_a_null_as_none_in_optional_date_time_and_duration_fields():
+    data = [({"at": "2025-03-14T10:13:00.000000000", "took": None},), ({"at": None, "took": 2_000},)]
+    t = pw.debug.table_from_rows(pw.schema_from_types(j=pw.Json), data)
+    result = pw.utils.col.unpack_col_dict(t.j, pw.schema_from_types(at=pw.DateTimeNaive | None, took=pw.Duration | None))
+    assert_rows(result, [
+        (datetime.datetime(2025, 3, 14, 10, 13), None),
+        (None, datetime.timedelta(microseconds=2)),
+    ])
+
+
 def test_unpack_col_dict_fails_on_a_null_in_a_required_field():
     t = pw.debug.table_from_rows(pw.schema_from_types(j=pw.Json), [({"n": None},)])
     result = pw.utils.col.unpack_col_dict(t.j, pw.schema_from_types(n=int))

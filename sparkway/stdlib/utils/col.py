@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sparkway.api import reducers
-from sparkway.api.functions import apply_with_type, make_tuple, unwrap
+from sparkway.api.functions import apply_with_type, coalesce, if_else, make_tuple, unwrap
 from sparkway.api.schema import Schema
 from sparkway.api.table import Table
 from sparkway.api.thisclass import this
@@ -42,16 +42,22 @@ def unpack_col(column: ColumnRef, *unpacked_columns: str | ColumnRef, schema: ty
 
 
 # How unpack_col_dict reads each type: a JSON conversion, then (for types JSON has no
-# value of) a parse of the converted value, the format pw.io's JSON output writes.
-_JSON_READERS: dict[dt.DType, tuple[Callable[[Expr], Expr], Callable[[Expr], Expr] | None]] = {
-    dt.JSON: (lambda value: value, None),
-    dt.INT: (lambda value: value.as_int(), None),
-    dt.FLOAT: (lambda value: value.as_float(), None),
-    dt.BOOL: (lambda value: value.as_bool(), None),
-    dt.STR: (lambda value: value.as_str(), None),
-    dt.DATE_TIME_NAIVE: (lambda value: value.as_str(), lambda text: text.dt.strptime("%Y-%m-%dT%H:%M:%S.%f")),
-    dt.DATE_TIME_UTC: (lambda value: value.as_str(), lambda text: text.dt.strptime("%Y-%m-%dT%H:%M:%S.%f%z")),
-    dt.DURATION: (lambda value: value.as_int(), lambda ns: ns.dt.to_duration("ns")),
+# value of) a parse of the converted value, the format pw.io's JSON output writes, with
+# a value the parse takes in place of a None (a parse may run in Python, which Spark
+# calls on every row, in the branch of an if_else not taken too).
+_JSON_READERS: dict[dt.DType, tuple[Callable[[Expr], Expr], Callable[[Expr], Expr] | None, Any]] = {
+    dt.JSON: (lambda value: value, None, None),
+    dt.INT: (lambda value: value.as_int(), None, None),
+    dt.FLOAT: (lambda value: value.as_float(), None, None),
+    dt.BOOL: (lambda value: value.as_bool(), None, None),
+    dt.STR: (lambda value: value.as_str(), None, None),
+    dt.DATE_TIME_NAIVE: (
+        lambda value: value.as_str(), lambda text: text.dt.strptime("%Y-%m-%dT%H:%M:%S.%f"), "1970-01-01T00:00:00.0",
+    ),
+    dt.DATE_TIME_UTC: (
+        lambda value: value.as_str(), lambda text: text.dt.strptime("%Y-%m-%dT%H:%M:%S.%f%z"), "1970-01-01T00:00:00.0+0000",
+    ),
+    dt.DURATION: (lambda value: value.as_int(), lambda ns: ns.dt.to_duration("ns"), 0),
 }
 
 
@@ -64,9 +70,14 @@ def _read_json(value: Expr, kind: dt.DType) -> Expr:
             f"unpack_col_dict cannot read a {kind} from pw.Json; use one of "
             f"{', '.join(str(k) for k in _JSON_READERS)} (optional or not) in the schema"
         )
-    convert, parse = readers
-    read = convert(value) if kind.optional else unwrap(convert(value))
-    return parse(read) if parse is not None else read
+    convert, parse, stand_in = readers
+    if not kind.optional:
+        read = unwrap(convert(value))
+        return parse(read) if parse is not None else read
+    if parse is None:
+        return convert(value)
+    read = convert(value)
+    return if_else(read.is_none(), None, parse(coalesce(read, stand_in)))
 
 
 def unpack_col_dict(column: ColumnRef, schema: type[Schema]) -> Table:
