@@ -69,6 +69,15 @@ def test_a_replayed_step_after_a_snapshot_can_still_restore_its_base(tmp_path: P
     assert _read(location, 6, [b"k1", b"k4", b"k5"]) == [b"v" * 100, b"v" * 100, b"other"]
 
 
+def test_a_working_copy_opened_at_every_step_keeps_one_old_info_log(tmp_path: Path) -> None:
+    location = _location(tmp_path)
+    for step in range(1, 21):
+        _apply(location, step, {b"a": str(step).encode()})
+    logs = [f.name for f in (tmp_path / "local" / "op" / "00000").iterdir() if f.name.startswith("LOG")]
+    assert sorted(logs)[0] == "LOG" and len(logs) <= 2, logs
+    assert _read(location, 21, [b"a"]) == [b"20"]
+
+
 def test_latest_records_the_step_and_its_base(tmp_path: Path) -> None:
     location = _location(tmp_path)
     _apply(location, 3, {b"a": b"1"})

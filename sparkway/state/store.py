@@ -237,5 +237,12 @@ def _key_value_table(keys: list[bytes], values: list[bytes | None]) -> pa.Table:
 
 
 def _options() -> Options:
-    return Options(raw_mode=True)
+    options = Options(raw_mode=True)
+    # A working copy is opened at every step: RocksDB starts a new info log (28 KB) at
+    # each open and by default keeps the last 1,000 of each partition; nor does an open
+    # of a few files need RocksDB's 16 threads to open them, or their statistics.
+    options.set_keep_log_file_num(1)
+    options.set_max_file_opening_threads(1)
+    options.set_skip_stats_update_on_db_open(True)
+    return options
 
