@@ -4,8 +4,9 @@ Spark's start (as Gradle's and Bazel's daemons do for builds).
 A short batch program that would start a local Spark of its own (no master, server or
 Spark settings given) attaches to the daemon of its installation when one is ready;
 otherwise it runs with a Spark of its own, and leaves a daemon behind as it exits (unless
-one is on its way up), for the next runs: no run waits for a daemon.  A daemon is a ``sparkway server`` on a free port of
-127.0.0.1, which admits only clients that present its token.
+one is on its way up), for the next runs: no run waits for a daemon, and a daemon on its
+way up waits while such runs go on (``daemon_server``).  A daemon is a ``sparkway
+server`` on a free port of 127.0.0.1, which admits only clients that present its token.
 
 Each daemon has a folder ``<cache>/daemon/<key>/`` that only its user may enter, where
 ``key`` names the installation (sparkway's version, folder and sources, pyspark, the
@@ -16,6 +17,9 @@ stopped.  In the folder:
 * ``daemon.json``: the daemon's pid while it starts, and its port and token once it
   listens;
 * ``clients/<pid>``: one file per program attached (a crashed program's pid is dead);
+* ``own/<pid>``: one file per program running with a Spark of its own meanwhile, which
+  a daemon on its way up lets finish first (on 2 cores, a daemon starting beside such a
+  run made it a third slower);
 * ``start.lock``: held by a program while it looks for or starts the daemon, and by
   the daemon when it decides to stop, so that no program attaches to a daemon on its
   way out;
@@ -103,13 +107,11 @@ class Daemon:
 
     def clients(self) -> list[int]:
         """The pids of the programs attached, alive."""
-        found = []
-        for entry in files_in(self.folder / "clients"):
-            if entry.name.isdigit() and alive(int(entry.name)):
-                found.append(int(entry.name))
-            else:
-                entry.unlink(missing_ok=True)
-        return found
+        return _live_pids(self.folder / "clients")
+
+    def own_runs(self) -> list[int]:
+        """The pids of the programs running with a Spark of their own, alive."""
+        return _live_pids(self.folder / "own")
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
@@ -127,9 +129,10 @@ def attach() -> tuple[str, Daemon] | None:
     with daemon.lock():
         address = daemon.address()
         if address is not None:
-            _register(daemon)
+            _register(daemon, "clients")
             return address, daemon
-    atexit.register(_leave_behind, daemon)
+    _register(daemon, "own")
+    atexit.register(_leave_behind, daemon)  # runs before the unregistering (atexit's order)
     return None
 
 
@@ -189,11 +192,25 @@ def _leave_behind(daemon: Daemon) -> None:
              "SPARKWAY_DAEMON=0: none)")
 
 
-def _register(daemon: Daemon) -> None:
-    """Marks this program as attached until it exits (a killed one's pid is found dead)."""
-    client = daemon.folder / "clients" / str(os.getpid())
-    client.touch()
-    atexit.register(client.unlink, missing_ok=True)
+def _register(daemon: Daemon, kind: str) -> None:
+    """Marks this program as attached (``clients``) or running with a Spark of its own
+    (``own``) until it exits (a killed one's pid is found dead)."""
+    entry = daemon.folder / kind / str(os.getpid())
+    entry.parent.mkdir(exist_ok=True)
+    entry.touch()
+    atexit.register(entry.unlink, missing_ok=True)
+
+
+def _live_pids(folder: Path) -> list[int]:
+    """The pids named by the files of ``folder`` that are alive (the others' files are
+    removed)."""
+    found = []
+    for entry in files_in(folder):
+        if entry.name.isdigit() and alive(int(entry.name)):
+            found.append(int(entry.name))
+        else:
+            entry.unlink(missing_ok=True)
+    return found
 
 
 def stop_stale(folder: Path) -> None:

@@ -22,6 +22,10 @@ from sparkway.engine.signals import StopSignals
 IDLE_S = 300.0
 #: the JVM heap of a daemon (its Python workers come on top)
 MEMORY = "2g"
+#: the longest a daemon on its way up waits for programs running with a Spark of their own
+YIELD_S = 60.0
+#: how long no such program must run before the daemon goes on
+QUIET_S = 2.0
 
 
 def serve(folder: Path, idle_s: float | None = None) -> None:
@@ -39,7 +43,10 @@ def serve(folder: Path, idle_s: float | None = None) -> None:
     stopping = threading.Event()
     signals = StopSignals(lambda name, nth: stopping.set())
     signals.install()
+    deadline = time.monotonic() + YIELD_S
+    _yield_to_own_runs(daemon, deadline)
     session = sparkway_spark.serve("127.0.0.1", port)
+    _yield_to_own_runs(daemon, deadline)  # runs that started while the JVM did
     _warm_up(f"sc://localhost:{port}/;token={token}")
     signals.install()  # again: the SparkContext and the warm-up's run put their own handlers
     record = {"pid": os.getpid(), "port": port, "token": token, "package": package_identity(),
@@ -59,6 +66,18 @@ def serve(folder: Path, idle_s: float | None = None) -> None:
         (folder / "daemon.json").unlink(missing_ok=True)
     signals.restore()
     session.stop()
+
+
+def _yield_to_own_runs(daemon: Daemon, deadline: float) -> None:
+    """Waits, until ``deadline`` at most, while programs run with a Spark of their own
+    (the one that left this daemon behind, and those that come before it listens): they
+    do not wait for the daemon, and its start would take their cores.  The machine must
+    be free of them for ``QUIET_S``: a rerun registers a second or so after it starts."""
+    last_seen = time.monotonic()
+    while time.monotonic() - last_seen < QUIET_S and time.monotonic() < deadline:
+        if daemon.own_runs():
+            last_seen = time.monotonic()
+        time.sleep(0.2)
 
 
 def _warm_up(address: str) -> None:

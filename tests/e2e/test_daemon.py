@@ -9,6 +9,7 @@ import os
 import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -210,3 +211,29 @@ def test_edited_sources_name_another_daemon_of_the_same_installation() -> None:
         os.utime(source, ns=(stats.st_atime_ns, stats.st_mtime_ns))
     assert before != after and before.split("-")[0] == after.split("-")[0]
     assert daemon.installation_key() == before
+
+
+def test_a_daemon_on_its_way_up_lets_programs_with_a_spark_of_their_own_finish(tmp_path: Path, monkeypatch) -> None:
+    from sparkway.engine import daemon_server
+
+    monkeypatch.setattr(daemon_server, "QUIET_S", 0.3)
+    folder = tmp_path / "daemon"
+    (folder / "own").mkdir(parents=True)
+
+    def own_run(seconds: float) -> subprocess.Popen:
+        """A program running with a Spark of its own, as ``attach`` registers it."""
+        process = subprocess.Popen(["sleep", str(seconds)])
+        threading.Thread(target=process.wait, daemon=True).start()  # reaped: its pid dies
+        (folder / "own" / str(process.pid)).touch()
+        return process
+
+    short = own_run(1.5)
+    daemon_server._yield_to_own_runs(daemon.Daemon(folder), time.monotonic() + 60)
+    assert short.poll() is not None, "the daemon went on while the program ran"
+    assert not list((folder / "own").iterdir()), "the ended program's entry is left"
+
+    endless = own_run(60)
+    started = time.monotonic()
+    daemon_server._yield_to_own_runs(daemon.Daemon(folder), started + 1.0)
+    assert endless.poll() is None and time.monotonic() - started < 5, "the wait outlived its deadline"
+    endless.kill()
