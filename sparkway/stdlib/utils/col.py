@@ -71,12 +71,11 @@ def _read_json(value: Expr, kind: dt.DType) -> Expr:
             f"{', '.join(str(k) for k in _JSON_READERS)} (optional or not) in the schema"
         )
     convert, parse, stand_in = readers
-    if not kind.optional:
-        read = unwrap(convert(value))
-        return parse(read) if parse is not None else read
-    if parse is None:
-        return convert(value)
     read = convert(value)
+    if parse is None:
+        return read if kind.optional else unwrap(read)
+    if not kind.optional:
+        return parse(unwrap(read))
     return if_else(read.is_none(), None, parse(coalesce(read, stand_in)))
 
 
