@@ -58,7 +58,8 @@ def fixpoint(node: n.Iterate, frames: list[DataFrame], ctx: StepContext) -> Data
         time=ctx.time, location=ctx.location,
         partitions=ctx.partitions, replace=False,
     ).localCheckpoint()
-    contents = [_part_of(held, k, table.columns) for k, table in enumerate(node.tables)]
+    held_columns = set(held.columns)  # asked once: an analysis of the plan (through Connect, a request)
+    contents = [_part_of(held, held_columns, k, table.columns) for k, table in enumerate(node.tables)]
     results = _rounds(node, contents, ctx, operator)
     return collection_step(
         results, operator=f"{operator}-result", step=ctx.step, time=ctx.time, location=ctx.location,
@@ -350,11 +351,12 @@ def _run_body(body: list[n.Node], results: tuple[n.Node, ...], feed: dict[int, D
     return [frames[id(r)] if id(r) in frames else ctx.empty(r) for r in results]
 
 
-def _part_of(collection: DataFrame, index: int, columns: dict) -> DataFrame:
-    """Input ``index``'s rows in a collection's output, under their own names (with
-    ``ERRORS`` in a run keeping Error values, as the body's frames have it)."""
+def _part_of(collection: DataFrame, collection_columns: set[str], index: int, columns: dict) -> DataFrame:
+    """Input ``index``'s rows in a collection's output (whose columns are
+    ``collection_columns``), under their own names (with ``ERRORS`` in a run keeping
+    Error values, as the body's frames have it)."""
     rows = collection.filter(col("_input") == index)
-    errors = [col(f"_{index}_{ERRORS}").alias(ERRORS)] if f"_{index}_{ERRORS}" in collection.columns else []
+    errors = [col(f"_{index}_{ERRORS}").alias(ERRORS)] if f"_{index}_{ERRORS}" in collection_columns else []
     return rows.select(col(ID), *[col(f"_{index}_{c}").alias(c) for c in columns], col(DIFF), *errors)
 
 
